@@ -1,0 +1,85 @@
+"""The ``trimem`` command: ``serve`` (for hosts), ``demo``, and a few upkeep commands."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def _logging(level: str) -> None:
+    # Over stdio, stdout is the protocol: every log line goes to stderr.
+    logging.basicConfig(stream=sys.stderr, level=level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def cmd_serve(args) -> int:
+    from .app import build_server
+    from .settings import Settings
+
+    settings = Settings()
+    _logging(settings.log_level)
+    build_server(settings).run()
+    return 0
+
+
+def cmd_demo(args) -> int:
+    import asyncio
+
+    from .demo import run_demo
+
+    _logging("WARNING")
+    return asyncio.run(run_demo(keep=args.keep))
+
+
+def cmd_namespaces(args) -> int:
+    from ..storage import open_store
+    from .settings import Settings
+
+    for name in open_store(Settings().home).namespaces():
+        print(name)
+    return 0
+
+
+def cmd_consolidate(args) -> int:
+    import asyncio
+    import json
+
+    from ..tools.consolidate import consolidate
+    from .app import build_server
+    from .settings import Settings
+
+    settings = Settings()
+    _logging(settings.log_level)
+    rt = build_server(settings).runtime
+
+    async def progress(done, total, message):
+        print(f"[{done}/{total}] {message}", file=sys.stderr)
+
+    out = asyncio.run(consolidate(rt, args.namespace, args.dry_run, args.min_cluster_size,
+                                  progress=progress))
+    print(json.dumps(out.model_dump(mode="json"), indent=2))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="trimem", description="Local-first long-term memory for "
+                                 "LLM agents, over MCP. Settings: TRIMEM_* environment variables.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("serve", help="run the MCP server over stdio (what hosts start)")
+    d = sub.add_parser("demo", help="remember a short conversation and recall from it")
+    d.add_argument("--keep", action="store_true",
+                   help="use TRIMEM_HOME instead of a throw-away folder")
+    sub.add_parser("namespaces", help="list the namespaces in TRIMEM_HOME")
+    c = sub.add_parser("consolidate", help="consolidate one namespace now")
+    c.add_argument("--namespace", default="default")
+    c.add_argument("--dry-run", action="store_true")
+    c.add_argument("--min-cluster-size", type=int, default=10)
+    args = ap.parse_args(argv)
+    handler = {"serve": cmd_serve, "demo": cmd_demo, "namespaces": cmd_namespaces,
+               "consolidate": cmd_consolidate}[args.cmd]
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""The one settings class. Read only here, in ``server/``; tools get plain values (Config)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_home() -> str:
+    import platformdirs
+
+    return platformdirs.user_data_dir("trimem", appauthor=False)
+
+
+class Settings(BaseSettings):
+    """Every option is an environment variable with the ``TRIMEM_`` prefix (or a .env file)."""
+
+    model_config = SettingsConfigDict(env_prefix="TRIMEM_", env_file=".env", extra="ignore")
+
+    home: str = Field(default_factory=default_home,
+                      description="data folder or object-store URI (s3://bucket/trimem)")
+    embedder: str = Field("local", description="local | openai")
+    embed_model: str | None = None
+    embed_base_url: str | None = None
+    embed_api_key: str | None = None
+    llm: str = Field("none", description="none | openai")
+    llm_model: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    cache_dir: Path | None = Field(None, description="where the built embedding model is cached")
+    vector_index_min_rows: int = 10_000
+    max_messages: int = 1_000
+    max_message_chars: int = 100_000
+    max_budget_tokens: int = 100_000
+    log_level: str = "WARNING"
+
+    def to_config(self):
+        from ..tools.runtime import Config, Limits
+
+        limits = Limits(max_messages=self.max_messages, max_message_chars=self.max_message_chars,
+                        max_budget_tokens=self.max_budget_tokens)
+        return Config(home=self.home, embedder=self.embedder, embed_model=self.embed_model,
+                      embed_base_url=self.embed_base_url, embed_api_key=self.embed_api_key,
+                      llm=self.llm, llm_model=self.llm_model, llm_base_url=self.llm_base_url,
+                      llm_api_key=self.llm_api_key, cache_dir=self.cache_dir,
+                      vector_index_min_rows=self.vector_index_min_rows, limits=limits)

@@ -1,0 +1,12 @@
+"""Persistence: LanceDB tables under TRIMEM_HOME. The only package that imports lancedb."""
+
+from .errors import NotFound, StorageError
+
+__all__ = ["NotFound", "StorageError", "open_store"]
+
+
+def open_store(home, **kw):
+    """Open (or create) the store at ``home`` (a folder or an object-store URI)."""
+    from .db import Store
+
+    return Store(home, **kw)

@@ -1,0 +1,182 @@
+"""The store: one LanceDB database (a folder or an object-store URI) holding every namespace.
+
+Only the ``storage`` package imports lancedb. Caller values never reach a filter string except
+through :func:`sql_str` (quoted, with embedded quotes doubled; NUL rejected), and namespaces never
+reach one at all: each namespace has its own tables (see ``schema``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import random
+import re
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterable, TypeVar
+
+os.environ.setdefault("LANCEDB_LOG", "error")  # Rust logs go to stderr; keep them quiet
+
+import lancedb  # noqa: E402
+import pyarrow as pa  # noqa: E402
+
+from .errors import StorageError  # noqa: E402
+from .schema import META, MIGRATIONS, NAMESPACES, SCHEMA_VERSION  # noqa: E402
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def sql_str(value: str) -> str:
+    """Quote a caller's value as a SQL string literal for a LanceDB filter."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected str, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError("NUL characters are not allowed in ids, refs or session ids")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    vals = list(values)
+    if not vals:
+        return "false"
+    return f"{column} IN ({', '.join(sql_str(v) for v in vals)})"
+
+
+def sql_time(column: str, op: str, when: datetime) -> str:
+    """A timestamp comparison; ``when`` is a parsed datetime, never caller text."""
+    assert op in {"<", "<=", ">", ">="}
+    return f"{column} {op} timestamp '{when.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'"
+
+
+def namespace_key(namespace: str) -> str:
+    """A table-name-safe, collision-free key: readable slug + hash of the exact name."""
+    slug = re.sub(r"[^a-z0-9]+", "_", namespace.lower()).strip("_")[:32] or "ns"
+    return f"{slug}_{hashlib.sha256(namespace.encode()).hexdigest()[:10]}"
+
+
+def retrying(fn: Callable[[], T], what: str, attempts: int = 12) -> T:
+    """Run a write; on an optimistic-commit conflict (another writer won), back off and retry.
+
+    LanceDB commits optimistically: two processes appending to one table can conflict, and the
+    loser must retry. A conflict is never dropped silently: after ``attempts`` it raises.
+    """
+    for i in range(attempts):
+        try:
+            return fn()
+        except (OSError, RuntimeError, ValueError) as exc:
+            msg = str(exc).lower()
+            transient = "conflict" in msg or "retry" in msg or "concurrent" in msg
+            if not transient or i == attempts - 1:
+                raise
+            time.sleep(min(0.5, 0.01 * 2 ** i) * (0.5 + random.random()))
+            log.debug("retrying %s after conflict: %s", what, exc)
+    raise AssertionError("unreachable")
+
+
+class Store:
+    """Opens (creating if needed) the database at ``home`` and hands out namespace handles."""
+
+    def __init__(self, home: str | Path, *, vector_index_min_rows: int = 10_000,
+                 optimize_every_rows: int = 2_000):
+        self.uri = str(home)
+        if "://" not in self.uri:
+            try:
+                Path(self.uri).mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(f"cannot create the data folder {self.uri}: {exc}") from exc
+        self.vector_index_min_rows = vector_index_min_rows
+        self.optimize_every_rows = optimize_every_rows
+        self.db = lancedb.connect(self.uri)
+        self.lock = threading.RLock()
+        self._spaces: dict[str, object] = {}
+        self._tables: dict[str, object] = {}
+        self._migrate()
+
+    # -- tables ---------------------------------------------------------------------------
+    def table_names(self) -> list[str]:
+        names, token = [], None
+        while True:
+            page = self.db.list_tables(page_token=token, limit=1000)
+            names.extend(page.tables)
+            token = page.page_token
+            if not token:
+                return names
+
+    def open_table(self, name: str, schema: pa.Schema | None = None):
+        """The table ``name``; created with ``schema`` if missing, else None when missing."""
+        with self.lock:
+            tbl = self._tables.get(name)
+            if tbl is not None:
+                return tbl
+            try:
+                tbl = self.db.open_table(name)
+            except (ValueError, FileNotFoundError, RuntimeError):
+                if schema is None:
+                    return None
+                tbl = retrying(lambda: self.db.create_table(name, schema=schema, exist_ok=True),
+                               f"create {name}")
+            self._tables[name] = tbl
+            return tbl
+
+    def drop_table(self, name: str) -> None:
+        with self.lock:
+            self._tables.pop(name, None)
+            try:
+                self.db.drop_table(name)
+            except (ValueError, FileNotFoundError, RuntimeError):
+                pass
+
+    # -- meta, namespaces, migrations -------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        tbl = self.open_table("_meta")
+        if tbl is None:
+            return None
+        rows = tbl.search().where(f"key = {sql_str(key)}").limit(1).to_list()
+        return rows[0]["value"] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        tbl = self.open_table("_meta", META)
+        retrying(lambda: tbl.merge_insert("key").when_matched_update_all()
+                 .when_not_matched_insert_all().execute([{"key": key, "value": value}]), "meta")
+
+    def _migrate(self) -> None:
+        current = int(self.get_meta("schema_version") or 0)
+        if current > SCHEMA_VERSION:
+            raise StorageError(f"the data in {self.uri} has schema version {current}, newer than this "
+                               f"trimem ({SCHEMA_VERSION}); upgrade trimem")
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            step = MIGRATIONS.get(version)
+            if step is not None:
+                log.info("migrating store to schema version %d", version)
+                step(self)
+            self.set_meta("schema_version", str(version))
+
+    def register_namespace(self, namespace: str) -> None:
+        tbl = self.open_table("_namespaces", NAMESPACES)
+        row = {"name": namespace, "key": namespace_key(namespace), "created_at": utcnow()}
+        retrying(lambda: tbl.merge_insert("name").when_not_matched_insert_all().execute([row]),
+                 "register namespace")
+
+    def namespaces(self) -> list[str]:
+        tbl = self.open_table("_namespaces")
+        if tbl is None:
+            return []
+        return sorted(r["name"] for r in tbl.search().select(["name"]).limit(None).to_list())
+
+    def space(self, namespace: str):
+        """The handle for one namespace (cached)."""
+        from .space import Space
+
+        with self.lock:
+            sp = self._spaces.get(namespace)
+            if sp is None:
+                sp = self._spaces[namespace] = Space(self, namespace)
+            return sp

@@ -1,0 +1,84 @@
+"""Derived memories (episodes, facts, ... of the strategies), linked to their sources."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from .db import retrying, sql_in, sql_str
+
+MEMORY_COLUMNS = ["id", "namespace", "kind", "origin", "session_id", "timestamp", "text", "body",
+                  "source_ids", "refs", "status", "lineage", "embed_model", "created_at"]
+
+
+def _clean(row: dict) -> dict:
+    out = {k: row.get(k) for k in MEMORY_COLUMNS}
+    out["body"] = json.loads(row["body"]) if row.get("body") else {}
+    out["lineage"] = json.loads(row["lineage"]) if row.get("lineage") else {}
+    return out
+
+
+class MemoriesMixin:
+    """Methods of :class:`~trimem.storage.space.Space` for the ``memories`` table."""
+
+    def add_memories(self, rows: list[dict]) -> None:
+        if not rows:
+            return
+        for r in rows:
+            r["namespace"] = self.namespace
+            r["embed_model"] = self.model
+            r["body"] = self.dumps(r.get("body") or {})
+            r["lineage"] = self.dumps(r.get("lineage") or {})
+            r.setdefault("status", "active")
+            r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
+        tbl = self.table("memories", create=True)
+        retrying(lambda: tbl.merge_insert("id").when_matched_update_all()
+                 .when_not_matched_insert_all().execute(rows), "add memories")
+
+    def _mem_select(self, where: str) -> list[dict]:
+        tbl = self.table("memories")
+        if tbl is None:
+            return []
+        rows = tbl.search().where(where).select(MEMORY_COLUMNS).limit(None).to_list()
+        return [_clean(r) for r in rows if r["namespace"] == self.namespace]
+
+    def get_memories(self, ids: list[str]) -> list[dict]:
+        by_id = {r["id"]: r for r in self._mem_select(sql_in("id", set(ids)))} if ids else {}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def memories_of_kind(self, kind: str, status: str | None = "active") -> list[dict]:
+        where = f"kind = {sql_str(kind)}"
+        if status is not None:
+            where += f" AND status = {sql_str(status)}"
+        return self._mem_select(where)
+
+    def memories_citing(self, source_ids: set[str]) -> list[dict]:
+        """Every memory (any status) derived from at least one of ``source_ids``."""
+        if not source_ids:
+            return []
+        tbl = self.table("memories")
+        if tbl is None:
+            return []
+        rows = tbl.search().select(["id", "source_ids"]).limit(None).to_list()
+        hit = [r["id"] for r in rows if source_ids.intersection(r["source_ids"] or [])]
+        return self.get_memories(hit)
+
+    def delete_memories(self, ids: list[str]) -> None:
+        tbl = self.table("memories")
+        if tbl is not None and ids:
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                retrying(lambda: tbl.delete(sql_in("id", chunk)), "delete memories")
+
+    def vector_memories(self, kind: str, vector: np.ndarray, limit: int,
+                        status: str = "active") -> list[tuple[str, float]]:
+        tbl = self.table("memories")
+        if tbl is None:
+            return []
+        rows = (tbl.search(np.asarray(vector, dtype=np.float32), query_type="vector",
+                           vector_column_name="vector").distance_type("cosine")
+                .where(f"kind = {sql_str(kind)} AND status = {sql_str(status)}", prefilter=True)
+                .select(["id", "namespace"]).limit(limit).to_list())
+        return [(r["id"], 1.0 - float(r["_distance"])) for r in rows
+                if r["namespace"] == self.namespace]

@@ -1,0 +1,105 @@
+"""Table schemas and schema migrations.
+
+Every namespace owns its own set of tables (``ns_<key>__<kind>``), so a query can never return
+another namespace's rows: isolation is structural, not a filter someone could forget. Rows still
+carry their ``namespace`` and readers check it (defence in depth).
+
+``SCHEMA_VERSION`` is stored in the global ``_meta`` table. On open, ``MIGRATIONS`` run in order
+from the stored version to the current one; each migration is idempotent, so a crash during one
+is repaired by running it again.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+TS = pa.timestamp("us", tz="UTC")
+
+
+def sources_schema(dim: int) -> pa.Schema:
+    """Raw messages: immutable, embedded, full-text indexed. Everything recalled cites these."""
+    return pa.schema([
+        ("id", pa.string()),
+        ("namespace", pa.string()),
+        ("session_id", pa.string()),
+        ("seq", pa.int64()),            # position of the message within its session
+        ("ref", pa.string()),           # the caller's own id, echoed wherever the source is cited
+        ("speaker", pa.string()),
+        ("timestamp", TS),
+        ("text", pa.string()),
+        ("metadata", pa.string()),      # JSON object, "" when absent
+        ("embed_model", pa.string()),   # which model made `vector`: never mixed within a table
+        ("created_at", TS),
+        ("vector", pa.list_(pa.float32(), dim)),
+    ])
+
+
+SESSIONS = pa.schema([
+    ("session_id", pa.string()),
+    ("namespace", pa.string()),
+    ("session_time", TS),
+    ("first_ts", TS),
+    ("last_ts", TS),
+    ("n_messages", pa.int64()),
+    ("curation", pa.string()),          # none | queued | done
+    ("created_at", TS),
+    ("updated_at", TS),
+])
+
+RECALLS = pa.schema([
+    ("recall_id", pa.string()),
+    ("namespace", pa.string()),
+    ("created_at", TS),
+    ("query", pa.string()),
+    ("strategy", pa.string()),
+    ("source_ids", pa.list_(pa.string())),  # every source in the context: forget scrubs by these
+    ("trace", pa.string()),                 # JSON: the full trace `explain` returns
+])
+
+AUDIT = pa.schema([
+    ("id", pa.string()),
+    ("namespace", pa.string()),
+    ("at", TS),
+    ("op", pa.string()),                    # remember | forget | consolidate | migrate | reembed
+    ("target_ids", pa.list_(pa.string())),
+    ("detail", pa.string()),                # JSON
+])
+
+
+def memories_schema(dim: int) -> pa.Schema:
+    """Derived memories (episodes, facts, ...): text for display, ``source_ids`` for provenance.
+
+    ``kind`` says which store the row belongs to; ``body`` holds the kind's own fields as JSON
+    (an episode's title/summary/details, a fact's subject/relation/object/context), so strategies
+    can add kinds without a schema migration. ``status`` is active | merged | superseded: nothing
+    derived is ever destroyed by consolidation, only by ``forget`` of its sources.
+    """
+    return pa.schema([
+        ("id", pa.string()),
+        ("namespace", pa.string()),
+        ("kind", pa.string()),
+        ("origin", pa.string()),            # host | llm | heuristic | consolidation
+        ("session_id", pa.string()),
+        ("timestamp", TS),
+        ("text", pa.string()),              # what gets embedded, searched and shown
+        ("body", pa.string()),              # JSON
+        ("source_ids", pa.list_(pa.string())),
+        ("refs", pa.list_(pa.string())),
+        ("status", pa.string()),
+        ("lineage", pa.string()),           # JSON: derived_from / merged_into / superseded_by / history
+        ("embed_model", pa.string()),
+        ("created_at", TS),
+        ("vector", pa.list_(pa.float32(), dim)),
+    ])
+
+
+META = pa.schema([("key", pa.string()), ("value", pa.string())])
+NAMESPACES = pa.schema([("name", pa.string()), ("key", pa.string()), ("created_at", TS)])
+
+# version -> migration(store). Version 1 is the initial layout: tables are created on demand,
+# so there is nothing to rewrite. A later version appends here, e.g. ``2: add_column_x``.
+MIGRATIONS: dict[int, Callable[[object], None]] = {}

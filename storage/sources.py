@@ -1,0 +1,138 @@
+"""Raw sources (messages): write once, search by full text and by vector, delete on forget."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import numpy as np
+
+from .db import retrying, sql_in, sql_str, sql_time
+
+SOURCE_COLUMNS = ["id", "namespace", "session_id", "seq", "ref", "speaker", "timestamp", "text",
+                  "metadata", "embed_model", "created_at"]
+
+
+def _fts():
+    """BM25 over English-stemmed, stop-word-free, ASCII-folded tokens: conversational turns are
+    short, so stemming ("moved"/"moving") matters more than phrase positions."""
+    from lancedb.index import FTS
+
+    return FTS(language="English", stem=True, remove_stop_words=True, ascii_folding=True,
+               with_position=False)
+
+
+def _clean(row: dict) -> dict:
+    out = {k: row.get(k) for k in SOURCE_COLUMNS}
+    out["metadata"] = json.loads(row["metadata"]) if row.get("metadata") else None
+    return out
+
+
+class SourcesMixin:
+    """Methods of :class:`~trimem.storage.space.Space` for the ``sources`` table."""
+
+    def _sources(self, create: bool = False):
+        tbl = self.table("sources", create=create)
+        if create and not tbl.list_indices():
+            retrying(lambda: tbl.create_index("text", config=_fts(), replace=False), "fts index")
+        return tbl
+
+    def add_sources(self, rows: list[dict]) -> None:
+        """Append rows (already validated and embedded). One commit: all or nothing."""
+        if not rows:
+            return
+        for r in rows:
+            r["namespace"] = self.namespace
+            r["metadata"] = self.dumps(r["metadata"]) if r.get("metadata") is not None else ""
+            r["embed_model"] = self.model
+            r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
+        tbl = self._sources(create=True)
+        retrying(lambda: tbl.add(rows), "add sources")
+        self.after_write("sources", len(rows))
+
+    def count_sources(self, where: str | None = None) -> int:
+        tbl = self._sources()
+        return tbl.count_rows(where) if tbl is not None else 0
+
+    def _select(self, where: str, limit: int | None = None) -> list[dict]:
+        tbl = self._sources()
+        if tbl is None:
+            return []
+        rows = tbl.search().where(where).select(SOURCE_COLUMNS).limit(limit).to_list()
+        return [_clean(r) for r in rows if r["namespace"] == self.namespace]
+
+    def get_sources(self, ids: list[str]) -> list[dict]:
+        """Rows for ``ids``, in the order asked (unknown ids are skipped)."""
+        if not ids:
+            return []
+        by_id = {r["id"]: r for r in self._select(sql_in("id", set(ids)))}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def sources_by_refs(self, refs: list[str]) -> list[dict]:
+        return self._select(sql_in("ref", set(refs))) if refs else []
+
+    def sources_by_session(self, session_id: str) -> list[dict]:
+        rows = self._select(f"session_id = {sql_str(session_id)}")
+        return sorted(rows, key=lambda r: r["seq"])
+
+    def all_sources(self) -> list[dict]:
+        return self._select("true")
+
+    @staticmethod
+    def time_filter(since: datetime | None, until: datetime | None) -> str | None:
+        parts = []
+        if since is not None:
+            parts.append(sql_time("timestamp", ">=", since))
+        if until is not None:
+            parts.append(sql_time("timestamp", "<=", until))
+        return " AND ".join(parts) or None
+
+    def fts_sources(self, query: str, limit: int, where: str | None = None) -> list[tuple[str, float]]:
+        """(id, BM25 score) best first. The query is matched as plain words, never parsed as
+        query syntax, so quotes, colons or operators in it cannot break or steer the search."""
+        from lancedb.query import MatchQuery
+
+        tbl = self._sources()
+        if tbl is None or not query.strip():
+            return []
+        q = tbl.search(MatchQuery(query, "text"), query_type="fts").select(["id", "namespace"])
+        if where:
+            q = q.where(where, prefilter=True)
+        rows = q.limit(limit).to_list()
+        return [(r["id"], float(r["_score"])) for r in rows if r["namespace"] == self.namespace]
+
+    def vector_sources(self, vector: np.ndarray, limit: int,
+                       where: str | None = None) -> list[tuple[str, float]]:
+        """(id, cosine similarity) best first."""
+        tbl = self._sources()
+        if tbl is None:
+            return []
+        q = (tbl.search(np.asarray(vector, dtype=np.float32), query_type="vector",
+                        vector_column_name="vector")
+             .distance_type("cosine").select(["id", "namespace"]))
+        if where:
+            q = q.where(where, prefilter=True)
+        rows = q.limit(limit).to_list()
+        return [(r["id"], 1.0 - float(r["_distance"])) for r in rows
+                if r["namespace"] == self.namespace]
+
+    def source_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        tbl = self._sources()
+        if tbl is None or not ids:
+            return {}
+        rows = tbl.search().where(sql_in("id", set(ids))).select(["id", "vector"]).limit(None).to_list()
+        return {r["id"]: np.asarray(r["vector"], dtype=np.float32) for r in rows}
+
+    def delete_sources(self, ids: list[str]) -> None:
+        tbl = self._sources()
+        if tbl is not None and ids:
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                retrying(lambda: tbl.delete(sql_in("id", chunk)), "delete sources")
+
+    def rebuild_text_index(self) -> None:
+        """Rebuild the full-text index from the rows that remain (forget uses it, so no token
+        of a deleted message survives in an old index segment)."""
+        tbl = self._sources()
+        if tbl is not None:
+            retrying(lambda: tbl.create_index("text", config=_fts(), replace=True), "fts rebuild")

@@ -1,0 +1,165 @@
+"""One namespace's tables, their indexes and their upkeep.
+
+Vector-bearing tables are named after the model that made their vectors
+(``ns_<key>__sources__<model-tag>``), so vectors of two models can never mix in one table.
+When the configured embedder changes, :meth:`Space.bind_model` re-embeds the rows into the new
+model's table (idempotently: an interrupted run resumes), records the switch in ``_meta`` and only
+then drops the old table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from datetime import timedelta
+from typing import Callable
+
+import numpy as np
+
+from .db import Store, namespace_key, retrying, utcnow
+from .logs import LogsMixin
+from .memories import MemoriesMixin
+from .schema import memories_schema, sources_schema
+from .sources import SourcesMixin
+
+log = logging.getLogger(__name__)
+EmbedFn = Callable[[list[str]], np.ndarray]
+VECTOR_KINDS = {"sources": sources_schema, "memories": memories_schema}
+
+
+def model_tag(model: str, dim: int) -> str:
+    return f"{re.sub(r'[^a-z0-9]+', '_', model.lower()).strip('_')[:40]}_{dim}"
+
+
+class Space(SourcesMixin, LogsMixin, MemoriesMixin):
+    """All reads and writes of one namespace. Get it from :meth:`Store.space`."""
+
+    def __init__(self, store: Store, namespace: str):
+        self.store = store
+        self.namespace = namespace
+        self.key = namespace_key(namespace)
+        self.model: str | None = None
+        self.dim: int | None = None
+        self._pending_rows = 0
+        self._index_thread: threading.Thread | None = None
+        self._registered = False
+
+    # -- naming -----------------------------------------------------------------------------
+    def name(self, kind: str) -> str:
+        if kind in VECTOR_KINDS:
+            if self.model is None:
+                raise RuntimeError("bind_model() must be called before using vector tables")
+            return f"ns_{self.key}__{kind}__{model_tag(self.model, self.dim)}"
+        return f"ns_{self.key}__{kind}"
+
+    def table(self, kind: str, schema=None, create: bool = False):
+        if create and schema is None and kind in VECTOR_KINDS:
+            schema = VECTOR_KINDS[kind](self.dim)
+        if create and not self._registered:
+            self.store.register_namespace(self.namespace)
+            self._registered = True
+        return self.store.open_table(self.name(kind), schema if create else None)
+
+    # -- the embedding model ------------------------------------------------------------------
+    def bind_model(self, model: str, dim: int, embed: EmbedFn) -> None:
+        """Use ``model`` for this namespace; re-embed rows stored under another model first."""
+        with self.store.lock:
+            if self.model == model and self.dim == dim:
+                return
+            self.model, self.dim = model, dim
+            for kind in VECTOR_KINDS:
+                prefix = f"ns_{self.key}__{kind}__"
+                current = self.name(kind)
+                for old in [t for t in self.store.table_names() if t.startswith(prefix) and t != current]:
+                    self._reembed(kind, old, embed)
+
+    def _reembed(self, kind: str, old_name: str, embed: EmbedFn) -> None:
+        old = self.store.open_table(old_name)
+        new = self.table(kind, create=True)
+        done = {r["id"] for r in new.search().select(["id"]).limit(None).to_list()}
+        rows = [r for r in old.search().limit(None).to_list() if r["id"] not in done]
+        log.info("re-embedding %d %s rows of namespace %r with %s", len(rows), kind,
+                 self.namespace, self.model)
+        for i in range(0, len(rows), 256):
+            batch = rows[i:i + 256]
+            vecs = embed([r["text"] for r in batch])
+            for r, v in zip(batch, vecs):
+                r["vector"], r["embed_model"] = v.astype(np.float32).tolist(), self.model
+            retrying(lambda: new.merge_insert("id").when_not_matched_insert_all().execute(batch),
+                     "re-embed")
+        self.audit("reembed", [], {"table": kind, "from": old_name, "to": self.name(kind),
+                                   "rows": len(rows)})
+        self.store.drop_table(old_name)
+
+    # -- upkeep -------------------------------------------------------------------------------
+    def after_write(self, kind: str, n_rows: int) -> None:
+        """Fold new rows into the indexes now and then; build the vector index once it pays."""
+        self._pending_rows += n_rows
+        tbl = self.table(kind)
+        if tbl is None:
+            return
+        if self._pending_rows >= self.store.optimize_every_rows:
+            self._pending_rows = 0
+            retrying(lambda: tbl.optimize(), "optimize")
+        if not self.has_vector_index(tbl) and tbl.count_rows() >= self.store.vector_index_min_rows:
+            if self._index_thread is None or not self._index_thread.is_alive():
+                self._index_thread = threading.Thread(target=self.build_vector_index, args=(kind,),
+                                                      name="trimem-vector-index", daemon=True)
+                self._index_thread.start()
+
+    @staticmethod
+    def has_vector_index(tbl) -> bool:
+        return any(ix.columns == ["vector"] for ix in tbl.list_indices())
+
+    def build_vector_index(self, kind: str = "sources") -> bool:
+        """HNSW (scalar-quantised, cosine) over the vectors; searches stay flat until it exists."""
+        from lancedb.index import HnswSq
+
+        tbl = self.table(kind)
+        if tbl is None or self.has_vector_index(tbl):
+            return False
+        try:
+            retrying(lambda: tbl.create_index("vector", config=HnswSq(distance_type="cosine")),
+                     "vector index")
+            log.info("built the vector index of %s", tbl.name)
+            return True
+        except Exception:  # an index is an optimisation: never fail a write for it
+            log.exception("building the vector index of %s failed", tbl.name)
+            return False
+
+    def optimize(self, purge: bool = False) -> list[str]:
+        """Compact every table and fold unindexed rows in. ``purge`` also deletes old versions
+        at once (what makes ``forget`` a hard delete on disk)."""
+        done = []
+        prefix = f"ns_{self.key}__"
+        for name in self.store.table_names():
+            if not name.startswith(prefix):
+                continue
+            tbl = self.store.open_table(name)
+            kw = {"cleanup_older_than": timedelta(0), "delete_unverified": True} if purge else {}
+            retrying(lambda: tbl.optimize(**kw), "optimize")
+            done.append(name[len(prefix):])
+        self._pending_rows = 0
+        return done
+
+    def optimize_table(self, suffix: str) -> None:
+        """Optimize one table, named as in :meth:`stats` (e.g. ``audit``)."""
+        tbl = self.store.open_table(f"ns_{self.key}__{suffix}")
+        if tbl is not None:
+            retrying(lambda: tbl.optimize(), "optimize")
+
+    def stats(self) -> dict:
+        out = {}
+        prefix = f"ns_{self.key}__"
+        for name in self.store.table_names():
+            if name.startswith(prefix):
+                out[name[len(prefix):]] = self.store.open_table(name).count_rows()
+        return out
+
+    @staticmethod
+    def dumps(obj) -> str:
+        return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":"))
+
+    now = staticmethod(utcnow)

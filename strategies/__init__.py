@@ -1,0 +1,1 @@
+"""Recall strategies (one sub-package per paper) behind a Protocol and a name registry."""

@@ -1,0 +1,82 @@
+"""What every recall strategy implements, and the shapes it hands back to the tools.
+
+A strategy is any object with a ``name`` and a ``recall(env, request)`` method returning a
+:class:`Recollection`; it may also curate sessions (``curate``) and consolidate
+(``consolidate``). Strategies register themselves by name in ``strategies.registry``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+ItemKind = Literal["episode", "fact", "unit", "thread", "claim", "page", "source"]
+
+
+class Item(BaseModel):
+    """One selected piece of memory."""
+
+    id: str
+    kind: ItemKind
+    text: str
+    score: float
+    role: str | None = None
+    timestamp: datetime | None = None
+    source_ids: list[str] = Field(default_factory=list)
+
+
+class SourceRef(BaseModel):
+    """A raw source whose own text stands verbatim in the returned context."""
+
+    id: str
+    ref: str | None = None
+    session_id: str
+    speaker: str | None = None
+    timestamp: datetime | None = None
+    text: str
+
+
+class Recollection(BaseModel):
+    """A strategy's answer to one recall, before the tool logs it and assigns a recall id."""
+
+    context: str
+    items: list[Item]
+    sources: list[SourceRef]
+    abstain: bool = False
+    route_reason: str = ""
+    trace: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class RecallRequest:
+    query: str
+    budget_tokens: int
+    since: datetime | None = None
+    until: datetime | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Env:
+    """What a strategy may use: one namespace's storage, the embedder and the LLM."""
+
+    space: Any                        # trimem.storage.space.Space, bound to the embedder's model
+    embed_query: Callable[[str], Any]  # str -> np.ndarray (dim,)
+    embed: Callable[[list[str]], Any]  # list[str] -> np.ndarray (n, dim)
+    llm: Any = None                    # trimem.providers.base.LLM or None
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    name: str
+
+    def recall(self, env: Env, request: RecallRequest) -> Recollection:
+        ...
+
+
+def tokens_of(text: str) -> int:
+    """The contract's token count: ceil(chars / 4)."""
+    return -(-len(text) // 4)

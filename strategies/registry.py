@@ -1,0 +1,43 @@
+"""The name registry of recall strategies.
+
+The ``recall`` tool's ``strategy`` parameter is a Literal of exactly these names (a test checks
+that the two agree). Strategy modules are imported lazily, on first use, so start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Literal
+
+from .base import Strategy
+
+# name -> "module:attribute" of the strategy object
+_BUILTIN = {
+    "plain": "trimem.strategies.plain.strategy:PlainStrategy",
+    "auto": "trimem.strategies.auto:AutoStrategy",
+}
+# The names a caller may pass; keep in step with _BUILTIN (tests/strategies/test_registry.py).
+StrategyName = Literal["auto", "plain"]
+
+_loaded: dict[str, Strategy] = {}
+
+
+def names() -> list[str]:
+    return sorted(_BUILTIN)
+
+
+def get(name: str) -> Strategy:
+    """The strategy called ``name``; KeyError with the valid names otherwise."""
+    if name not in _BUILTIN:
+        raise KeyError(f"unknown strategy {name!r}; choose one of: {', '.join(names())}")
+    strat = _loaded.get(name)
+    if strat is None:
+        module, attr = _BUILTIN[name].split(":")
+        strat = _loaded[name] = getattr(importlib.import_module(module), attr)()
+    return strat
+
+
+def register(name: str, target: str) -> None:
+    """Add a strategy by import path (for plug-ins and tests)."""
+    _BUILTIN[name] = target
+    _loaded.pop(name, None)

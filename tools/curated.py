@@ -1,0 +1,100 @@
+"""Host-curated episodes and facts passed to ``remember``: checked first, stored as given.
+
+Each curated memory is linked to the sources its ``refs`` name (messages of the same call or
+any earlier message of the namespace). A ref that names no message is an error, so a memory can
+never claim provenance it does not have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from . import validate as v
+from .runtime import Runtime
+
+
+@dataclass
+class CuratedPlan:
+    episodes: list[dict]
+    facts: list[dict]
+
+
+def check_curated(rt: Runtime, curated) -> CuratedPlan:
+    lim = rt.limits
+    n = len(curated.episodes) + len(curated.facts)
+    if n > lim.max_curated_items:
+        raise ToolError(f"{n} curated memories in one call; the limit is {lim.max_curated_items}")
+    episodes, facts = [], []
+    for i, e in enumerate(curated.episodes):
+        where = f"curated.episodes[{i}]"
+        text = "\n".join(p for p in (e.title.strip(), e.summary.strip(), e.details.strip()) if p)
+        if not text:
+            raise ToolError(f"{where} is empty: give at least a title or a summary")
+        _check_len(where, text, lim)
+        episodes.append({"kind": "episode", "text": text, "refs": _refs(where, e.refs, lim),
+                         "timestamp": v.when(f"{where}.timestamp", e.timestamp),
+                         "body": {"title": e.title, "summary": e.summary, "details": e.details}})
+    for i, f in enumerate(curated.facts):
+        where = f"curated.facts[{i}]"
+        if not (f.subject.strip() and f.relation.strip() and f.object.strip()):
+            raise ToolError(f"{where} needs a subject, a relation and an object")
+        text = f"{f.subject} {f.relation} {f.object}"
+        _check_len(where, text + f.context, lim)
+        facts.append({"kind": "fact", "text": text, "refs": _refs(where, f.refs, lim),
+                      "timestamp": v.when(f"{where}.timestamp", f.timestamp),
+                      "body": {"subject": f.subject, "relation": f.relation, "object": f.object,
+                               "context": f.context}})
+    return CuratedPlan(episodes, facts)
+
+
+def _check_len(where: str, text: str, lim) -> None:
+    if len(text) > lim.max_message_chars:
+        raise ToolError(f"{where} is {len(text)} characters; the limit is {lim.max_message_chars}")
+
+
+def _refs(where: str, refs: list[str], lim) -> list[str]:
+    return [v.text_field(f"{where}.refs[{k}]", r, lim, required=True) for k, r in enumerate(refs)]
+
+
+def resolve_refs(space, plan: CuratedPlan, new_rows: list[dict]) -> dict[str, str]:
+    """ref -> source id, preferring this call's messages; ToolError on refs that name nothing."""
+    wanted = {r for m in plan.episodes + plan.facts for r in m["refs"]}
+    found = {r["ref"]: r["id"] for r in new_rows if r.get("ref") in wanted}
+    missing = wanted - set(found)
+    if missing:
+        for row in space.sources_by_refs(sorted(missing)):
+            found.setdefault(row["ref"], row["id"])
+    unknown = sorted(wanted - set(found))
+    if unknown:
+        raise ToolError(f"curated memories cite refs that name no stored message: {unknown[:10]}")
+    return found
+
+
+def curated_texts(plan: CuratedPlan) -> list[str]:
+    return [m["text"] for m in plan.episodes + plan.facts]
+
+
+def store_curated(space, plan: CuratedPlan, session_id: str, by_ref: dict[str, str],
+                  vectors) -> list[str]:
+    """Store the plan. ``by_ref`` (from :func:`resolve_refs`) and ``vectors`` were computed
+    before anything was written, so a bad ref or a failed embedding rejects the whole call."""
+    from .remember import new_id
+
+    items = plan.episodes + plan.facts
+    if not items:
+        return []
+    now = space.now()
+    rows = []
+    for m, vec in zip(items, vectors):
+        rows.append({
+            "id": new_id("epi" if m["kind"] == "episode" else "fct"), "kind": m["kind"],
+            "origin": "host", "session_id": session_id, "timestamp": m["timestamp"] or now,
+            "text": m["text"], "body": m["body"], "refs": m["refs"],
+            "source_ids": [by_ref[r] for r in m["refs"]], "status": "active",
+            "lineage": {"history": [{"at": now.isoformat(), "op": "created", "by": "host"}]},
+            "created_at": now, "vector": vec,
+        })
+    space.add_memories(rows)
+    return [r["id"] for r in rows]

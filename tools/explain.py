@@ -1,0 +1,79 @@
+"""The ``explain`` tool: where a memory came from, or why a recall returned what it did."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from . import validate as v
+from .runtime import Runtime
+
+
+class Explanation(BaseModel):
+    id: str
+    kind: Literal["recall", "source", "memory"]
+    summary: str
+    record: dict[str, Any] = Field(description="the recall trace, the source or the memory itself")
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+    derived: list[dict[str, Any]] = Field(default_factory=list, description="memories made from it")
+    history: list[dict[str, Any]] = Field(default_factory=list, description="audit entries")
+
+
+def _source_view(row: dict) -> dict:
+    return {k: row.get(k) for k in ("id", "ref", "session_id", "seq", "speaker", "timestamp",
+                                    "text", "metadata")}
+
+
+def _memory_view(row: dict) -> dict:
+    return {k: row.get(k) for k in ("id", "kind", "origin", "status", "session_id", "timestamp",
+                                    "text", "body", "refs", "source_ids", "lineage")}
+
+
+def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
+    ns = v.namespace(namespace, rt.limits)
+    mid = v.text_field("id", id, rt.limits, required=True)
+    space = rt.space(ns)
+    if mid.startswith("rcl_"):
+        from ..storage import NotFound
+
+        try:
+            row = space.get_recall(mid)
+        except NotFound as exc:
+            raise ToolError(str(exc)) from exc
+        t = row["trace"]
+        return Explanation(id=mid, kind="recall", record=t,
+                           summary=f"{row['strategy']} recall of {row['query']!r}: "
+                                   f"{len(t.get('items', []))} items, {t.get('tokens')} tokens. "
+                                   f"{t.get('route_reason', '')}")
+    src = space.get_sources([mid])
+    if src:
+        derived = [_memory_view(m) for m in space.memories_citing({mid})]
+        return Explanation(id=mid, kind="source", record=_source_view(src[0]), derived=derived,
+                           sources=[_source_view(src[0])], history=space.audit_for(mid),
+                           summary=f"raw message (ref {src[0]['ref']!r}) of session "
+                                   f"{src[0]['session_id']!r}; {len(derived)} memories derive from it")
+    mem = space.get_memories([mid])
+    if mem:
+        m = mem[0]
+        sources = [_source_view(s) for s in space.get_sources(m["source_ids"] or [])]
+        return Explanation(id=mid, kind="memory", record=_memory_view(m), sources=sources,
+                           history=space.audit_for(mid),
+                           summary=f"{m['kind']} ({m['origin']}, {m['status']}) from "
+                                   f"{len(sources)} sources")
+    raise ToolError(f"no memory or recall with id {mid!r} in namespace {ns!r} "
+                    "(ids come from remember's source_ids, recall's items or recall_id)")
+
+
+def register(server, rt: Runtime) -> None:
+    @server.tool(name="explain")
+    def explain_tool(id: str, namespace: str = "default") -> Explanation:
+        """Explain a memory id or a recall_id.
+
+        For a memory: its raw sources (with refs and text), what was derived from it or what it
+        was derived from, and its edit history. For a recall_id: the route taken, every item's
+        score parts, why each was chosen, what was left out, and the budget accounting: the
+        trace that recall produced, not a re-run.
+        """
+        return explain(rt, id, namespace)

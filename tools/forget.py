@@ -1,0 +1,87 @@
+"""The ``forget`` tool: hard-delete sources and everything derived from them."""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
+
+from . import validate as v
+from .runtime import Runtime
+
+
+class ForgetResult(BaseModel):
+    removed_sources: int
+    removed_memories: int
+    removed_recalls: int
+    source_ids: list[str]
+    refs: list[str]
+    not_found: list[str]
+    audit_id: str
+
+
+def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = None,
+           session_id: str | None = None, namespace: str = "default") -> ForgetResult:
+    """Sources named by ids / refs / session, the memories citing them and the recall logs that
+    quoted them are deleted; then the text index is rebuilt and old table versions are purged,
+    so the text is gone from disk, not just hidden. Memory ids in ``ids`` delete that memory only.
+    """
+    ns = v.namespace(namespace, rt.limits)
+    ids = [v.text_field(f"ids[{k}]", x, rt.limits, required=True) for k, x in enumerate(ids or [])]
+    refs = [v.text_field(f"refs[{k}]", x, rt.limits, required=True) for k, x in enumerate(refs or [])]
+    sid = v.text_field("session_id", session_id, rt.limits)
+    if not (ids or refs or sid):
+        raise ToolError("say what to forget: ids, refs or session_id")
+    space = rt.space(ns)
+
+    sources = {r["id"]: r for r in space.get_sources(ids)}
+    memories = {m["id"]: m for m in space.get_memories([i for i in ids if i not in sources])}
+    not_found = [i for i in ids if i not in sources and i not in memories]
+    found_refs = set()
+    for r in space.sources_by_refs(refs):
+        sources[r["id"]] = r
+        found_refs.add(r["ref"])
+    not_found += [r for r in refs if r not in found_refs]
+    if sid:
+        session_rows = space.sources_by_session(sid)
+        if not session_rows and space.get_session(sid) is None:
+            not_found.append(sid)
+        sources.update({r["id"]: r for r in session_rows})
+    if not sources and not memories:
+        raise ToolError(f"nothing to forget in namespace {ns!r}: no match for {not_found[:10]}")
+
+    src_ids = set(sources)
+    for m in space.memories_citing(src_ids):
+        memories[m["id"]] = m
+    recall_ids = space.recalls_citing(src_ids | set(memories))
+    space.delete_memories(sorted(memories))
+    space.delete_recalls(recall_ids)
+    space.delete_sources(sorted(src_ids))
+    emptied = [s for s in {r["session_id"] for r in sources.values()}
+               if space.count_sources(f"session_id = {_q(s)}") == 0]
+    space.delete_sessions(emptied)
+    space.rebuild_text_index()
+    space.optimize(purge=True)
+    gone_refs = sorted({r["ref"] for r in sources.values() if r.get("ref")})
+    audit_id = space.audit("forget", sorted(src_ids) + sorted(memories),
+                           {"sources": len(src_ids), "memories": len(memories),
+                            "recalls": len(recall_ids), "refs": gone_refs, "sessions": emptied})
+    return ForgetResult(removed_sources=len(src_ids), removed_memories=len(memories),
+                        removed_recalls=len(recall_ids), source_ids=sorted(src_ids), refs=gone_refs,
+                        not_found=not_found, audit_id=audit_id)
+
+
+def _q(value: str) -> str:
+    from ..storage.db import sql_str
+
+    return sql_str(value)
+
+
+def register(server, rt: Runtime) -> None:
+    @server.tool(name="forget")
+    def forget_tool(ids: list[str] | None = None, refs: list[str] | None = None,
+                    session_id: str | None = None, namespace: str = "default") -> ForgetResult:
+        """Permanently delete memories: by source or memory `ids`, by your `refs`, or a whole
+        `session_id`. Everything derived from the deleted messages goes too, and the text is
+        purged from disk (not recoverable). The deletion itself is recorded (ids and refs only).
+        """
+        return forget(rt, ids, refs, session_id, namespace)

@@ -1,0 +1,148 @@
+"""The ``remember`` tool: store messages durably (and host-curated memories, if given)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, ConfigDict, Field
+
+from . import validate as v
+from .runtime import Runtime
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    content: str = Field(description="The message text, stored verbatim.")
+    speaker: str | None = Field(None, description="Who said it (a name or 'user'/'assistant').")
+    timestamp: str | None = Field(None, description="ISO-8601 time the message was sent.")
+    ref: str | None = Field(None, description="Your own id for the message; echoed when cited.")
+    metadata: dict[str, Any] | None = Field(None, description="Any JSON object, kept with the message.")
+
+
+class CuratedEpisode(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str
+    summary: str
+    details: str = ""
+    timestamp: str | None = None
+    refs: list[str] = Field(default_factory=list, description="refs of the messages it came from")
+
+
+class CuratedFact(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    subject: str
+    relation: str
+    object: str
+    timestamp: str | None = None
+    context: str = ""
+    refs: list[str] = Field(default_factory=list)
+
+
+class Curated(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    episodes: list[CuratedEpisode] = Field(default_factory=list)
+    facts: list[CuratedFact] = Field(default_factory=list)
+
+
+class RememberResult(BaseModel):
+    session_id: str
+    source_ids: list[str]
+    stored: int
+    curation: Literal["done", "queued"]
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+
+
+def _check_messages(rt: Runtime, messages: list[Message], session_time) -> list[dict]:
+    lim = rt.limits
+    if not messages:
+        raise ToolError("messages is empty: pass at least one {content: ...}")
+    if len(messages) > lim.max_messages:
+        raise ToolError(f"{len(messages)} messages in one call; the limit is {lim.max_messages}: "
+                        "split them over several calls with the same session_id")
+    rows = []
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        if not m.content or not m.content.strip():
+            raise ToolError(f"{where}.content is empty")
+        if len(m.content) > lim.max_message_chars:
+            raise ToolError(f"{where}.content is {len(m.content)} characters; the limit is "
+                            f"{lim.max_message_chars}: split it into several messages")
+        rows.append({
+            "id": new_id("src"), "text": m.content,
+            "speaker": v.text_field(f"{where}.speaker", m.speaker, lim),
+            "ref": v.text_field(f"{where}.ref", m.ref, lim),
+            "timestamp": v.when(f"{where}.timestamp", m.timestamp) or session_time,
+            "metadata": v.metadata(m.metadata, lim, where),
+        })
+    return rows
+
+
+def remember(rt: Runtime, messages: list[Message], session_id: str | None = None,
+             session_time: str | None = None, namespace: str = "default",
+             curated: Curated | None = None) -> RememberResult:
+    """Validate everything, embed, then write in one commit per table: all or nothing."""
+    from .curated import check_curated, curated_texts, resolve_refs, store_curated
+
+    ns = v.namespace(namespace, rt.limits)
+    sid = v.text_field("session_id", session_id, rt.limits) or new_id("ses")
+    if session_id is not None and not session_id.strip():
+        raise ToolError("session_id must not be empty (omit it to start a new session)")
+    stime = v.when("session_time", session_time)
+    rows = _check_messages(rt, messages, stime)
+    plan = check_curated(rt, curated) if curated is not None else None
+
+    space = rt.space(ns)
+    by_ref = resolve_refs(space, plan, rows) if plan is not None else {}
+    extra = curated_texts(plan) if plan is not None else []
+    all_vecs = rt.embed([r["text"] for r in rows] + extra)
+    vectors, cur_vecs = all_vecs[:len(rows)], all_vecs[len(rows):]
+    now = space.now()
+    session = space.get_session(sid)
+    offset = space.count_sources(f"session_id = {_q(sid)}") if session else 0
+    for k, (r, vec) in enumerate(zip(rows, vectors)):
+        r.update(session_id=sid, seq=offset + k, vector=vec, created_at=now,
+                 timestamp=r["timestamp"] or stime or now)
+    space.add_sources(rows)
+
+    times = [r["timestamp"] for r in rows]
+    space.put_session({
+        "session_id": sid, "session_time": (session or {}).get("session_time") or stime or min(times),
+        "first_ts": min([t for t in [(session or {}).get("first_ts")] if t] + times),
+        "last_ts": max([t for t in [(session or {}).get("last_ts")] if t] + times),
+        "n_messages": offset + len(rows), "curation": "done",
+        "created_at": (session or {}).get("created_at") or now, "updated_at": now,
+    })
+    ids = [r["id"] for r in rows]
+    memory_ids = store_curated(space, plan, sid, by_ref, cur_vecs) if plan is not None else []
+    space.audit("remember", ids + memory_ids,
+                {"session_id": sid, "stored": len(rows), "refs": [r["ref"] for r in rows if r["ref"]],
+                 "curated": len(memory_ids)})
+    return RememberResult(session_id=sid, source_ids=ids, stored=len(rows), curation="done")
+
+
+def _q(value: str) -> str:
+    from ..storage.db import sql_str
+
+    return sql_str(value)
+
+
+def register(server, rt: Runtime) -> None:
+    @server.tool(name="remember")
+    def remember_tool(messages: list[Message], session_id: str | None = None,
+                      session_time: str | None = None, namespace: str = "default",
+                      curated: Curated | None = None) -> RememberResult:
+        """Store conversation messages in long-term memory. Call it after each exchange.
+
+        messages: [{content, speaker?, timestamp? (ISO-8601), ref? (your id), metadata?}].
+        session_id groups messages into one conversation/episode; reuse it to append, omit it to
+        start a new session (the new id is returned). session_time: when the session took place.
+        curated: memories your own model already wrote ({episodes: [...], facts: [...]}, each with
+        the refs of the messages it came from); they are stored as given and linked to those
+        messages. Everything is durable when this returns; nothing is stored if any input is bad.
+        """
+        return remember(rt, messages, session_id, session_time, namespace, curated)

@@ -1,0 +1,126 @@
+"""The objects every tool shares: the store, the embedder and the LLM, all opened lazily.
+
+Nothing heavy happens when the server starts: LanceDB opens on the first tool call that needs
+it, the embedder's weights load on the first text to embed. ``Runtime`` is built by the server
+from its settings (``Config`` carries plain values, so tools never read settings themselves).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Documented input limits; anything larger gets a clear tool error and writes nothing."""
+
+    max_messages: int = 1_000            # per remember call
+    max_message_chars: int = 100_000     # per message
+    max_field_chars: int = 512           # speaker, ref, session_id, namespace, ids
+    max_metadata_bytes: int = 16_384     # per message, as JSON
+    max_metadata_depth: int = 8
+    max_query_chars: int = 4_000
+    max_budget_tokens: int = 100_000
+    max_curated_items: int = 2_000
+
+
+@dataclass(frozen=True)
+class Config:
+    home: str
+    embedder: str = "local"
+    embed_model: str | None = None
+    embed_base_url: str | None = None
+    embed_api_key: str | None = None
+    llm: str = "none"
+    llm_model: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    cache_dir: Path | None = None
+    vector_index_min_rows: int = 10_000
+    limits: Limits = Limits()
+
+
+class Runtime:
+    def __init__(self, config: Config):
+        self.config = config
+        self.limits = config.limits
+        self._lock = threading.RLock()
+        self._store = None
+        self._embedder = None
+        self._llm = None
+
+    @property
+    def store(self):
+        with self._lock:
+            if self._store is None:
+                from ..storage import StorageError, open_store
+
+                try:
+                    self._store = open_store(self.config.home,
+                                             vector_index_min_rows=self.config.vector_index_min_rows)
+                except (StorageError, OSError) as exc:
+                    raise ToolError(f"cannot open the memory store at {self.config.home}: {exc}. "
+                                    "Set TRIMEM_HOME to a writable folder.") from exc
+            return self._store
+
+    @property
+    def embedder(self):
+        with self._lock:
+            if self._embedder is None:
+                from ..providers.registry import make_embedder
+
+                c = self.config
+                self._embedder = make_embedder(c.embedder, model=c.embed_model,
+                                               base_url=c.embed_base_url, api_key=c.embed_api_key,
+                                               cache_dir=c.cache_dir)
+            return self._embedder
+
+    @property
+    def llm(self):
+        with self._lock:
+            if self._llm is None:
+                from ..providers.registry import make_llm
+
+                c = self.config
+                self._llm = make_llm(c.llm, model=c.llm_model, base_url=c.llm_base_url,
+                                     api_key=c.llm_api_key)
+            return self._llm
+
+    def embed(self, texts: list[str]):
+        from ..providers.base import ProviderError
+
+        try:
+            return self.embedder.embed(texts)
+        except ProviderError as exc:
+            raise ToolError(f"embedding failed: {exc}") from exc
+
+    def embed_query(self, text: str):
+        from ..providers.base import ProviderError
+
+        try:
+            return self.embedder.embed_query(text)
+        except ProviderError as exc:
+            raise ToolError(f"embedding failed: {exc}") from exc
+
+    def space(self, namespace: str):
+        """The namespace's storage, bound to the current embedding model."""
+        sp = self.store.space(namespace)
+        emb = self.embedder
+        if getattr(emb, "dim", None) is None:   # remote embedders learn their size on first use
+            self.embed(["dimension probe"])
+        sp.bind_model(emb.name, emb.dim, self.embed)
+        return sp
+
+    def env(self, namespace: str):
+        from ..strategies.base import Env
+
+        llm = None if self.config.llm == "none" else self.llm
+        return Env(space=self.space(namespace), embed_query=self.embed_query, embed=self.embed,
+                   llm=llm)

@@ -1,0 +1,90 @@
+"""Input checks shared by the tools. Each failure is a ToolError that says what to fix."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from .runtime import Limits
+
+
+def text_field(name: str, value: str | None, limits: Limits, *, required: bool = False) -> str | None:
+    """Ids, refs, speakers, session ids and namespaces: bounded, no NUL or other control chars."""
+    if value is None:
+        if required:
+            raise ToolError(f"{name} is required")
+        return None
+    if not isinstance(value, str):
+        raise ToolError(f"{name} must be a string")
+    if required and not value.strip():
+        raise ToolError(f"{name} must not be empty")
+    if len(value) > limits.max_field_chars:
+        raise ToolError(f"{name} is {len(value)} characters; the limit is {limits.max_field_chars}")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ToolError(f"{name} must not contain control characters (NUL, newline, ...)")
+    return value
+
+
+def namespace(value: str, limits: Limits) -> str:
+    return text_field("namespace", value, limits, required=True)
+
+
+def when(name: str, value: str | datetime | None) -> datetime | None:
+    """An ISO-8601 time; one without a zone is taken as UTC."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        try:
+            dt = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ToolError(f"{name} {value!r} is not an ISO-8601 time such as 2024-05-08T13:56:00Z")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    try:
+        dt.astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        raise ToolError(f"{name} {value!r} is out of range")
+    return dt
+
+
+def metadata(value: Any, limits: Limits, where: str) -> dict | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ToolError(f"{where}.metadata must be an object")
+
+    def depth(v: Any, d: int = 1) -> int:
+        if d > limits.max_metadata_depth:
+            return d
+        if isinstance(v, dict):
+            return max([depth(x, d + 1) for x in v.values()] or [d])
+        if isinstance(v, list):
+            return max([depth(x, d + 1) for x in v] or [d])
+        return d
+
+    if depth(value) > limits.max_metadata_depth:
+        raise ToolError(f"{where}.metadata is nested deeper than {limits.max_metadata_depth} levels")
+    try:
+        size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode())
+    except (TypeError, ValueError) as exc:
+        raise ToolError(f"{where}.metadata is not plain JSON: {exc}")
+    if size > limits.max_metadata_bytes:
+        raise ToolError(f"{where}.metadata is {size} bytes as JSON; the limit is "
+                        f"{limits.max_metadata_bytes}")
+    return value
+
+
+def budget(value: int, limits: Limits) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or (isinstance(value, float) and not math.isfinite(value)):
+        raise ToolError("budget_tokens must be a whole number")
+    if value <= 0:
+        raise ToolError(f"budget_tokens must be positive (got {value}); 2000 is a good default")
+    if value > limits.max_budget_tokens:
+        raise ToolError(f"budget_tokens {value} is over the limit of {limits.max_budget_tokens}")
+    return value
