@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -21,11 +22,11 @@ class Settings(BaseSettings):
 
     home: str = Field(default_factory=default_home,
                       description="data folder or object-store URI (s3://bucket/trimem)")
-    embedder: str = Field("local", description="local | openai")
+    embedder: Literal["local", "openai"] = "local"
     embed_model: str | None = None
     embed_base_url: str | None = None
     embed_api_key: str | None = None
-    llm: str = Field("none", description="none | openai")
+    llm: Literal["none", "openai"] = "none"
     llm_model: str | None = None
     llm_base_url: str | None = None
     llm_api_key: str | None = None

@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import threading
+import warnings
 from datetime import timedelta
 from typing import Callable
 
@@ -139,7 +140,9 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin):
                 continue
             tbl = self.store.open_table(name)
             kw = {"cleanup_older_than": timedelta(0), "delete_unverified": True} if purge else {}
-            retrying(lambda: tbl.optimize(**kw), "optimize")
+            with warnings.catch_warnings():  # purging is the point of forget: it is rare and
+                warnings.simplefilter("ignore", UserWarning)  # a reader retries on a lost version
+                retrying(lambda: tbl.optimize(**kw), "optimize")
             done.append(name[len(prefix):])
         self._pending_rows = 0
         return done

@@ -29,6 +29,14 @@ class ConsolidateResult(BaseModel):
     duration_s: float
 
 
+LOGS = ("audit", "recalls")
+
+
+def memory_counts(space) -> dict[str, int]:
+    """Rows of the memory tables (sources, derived memories); logs are not memory."""
+    return {k: n for k, n in space.stats().items() if not k.startswith(LOGS)}
+
+
 def plan(space) -> list[dict[str, Any]]:
     ops = [{"op": "optimize", "table": t, "why": "compact fragments, fold new rows into indexes"}
            for t in space.stats()]
@@ -51,7 +59,7 @@ async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = F
         raise ToolError("min_cluster_size must be a whole number ≥ 2")
     t0 = time.perf_counter()
     space = await anyio.to_thread.run_sync(rt.space, ns)
-    before = await anyio.to_thread.run_sync(space.stats)
+    before = await anyio.to_thread.run_sync(memory_counts, space)
     ops = await anyio.to_thread.run_sync(plan, space)
     if not dry_run:
         for k, op in enumerate(ops):
@@ -67,7 +75,7 @@ async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = F
                                            {"operations": ops, "min_cluster_size": min_cluster_size})
         if progress is not None:
             await progress(len(ops), len(ops), "done")
-    after = before if dry_run else await anyio.to_thread.run_sync(space.stats)
+    after = before if dry_run else await anyio.to_thread.run_sync(memory_counts, space)
     n_before = sum(before.values()) or 1
     return ConsolidateResult(namespace=ns, dry_run=dry_run, before=before, after=after,
                              compression_ratio=round(sum(after.values()) / n_before, 4), clusters=0,

@@ -97,12 +97,16 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     plan = check_curated(rt, curated) if curated is not None else None
 
     space = rt.space(ns)
+    session = space.get_session(sid)
+    if stime is None and session is not None:   # appending: the session's time still holds
+        stime = session["session_time"]
+        for r in rows:
+            r["timestamp"] = r["timestamp"] or stime
     by_ref = resolve_refs(space, plan, rows) if plan is not None else {}
     extra = curated_texts(plan) if plan is not None else []
     all_vecs = rt.embed([r["text"] for r in rows] + extra)
     vectors, cur_vecs = all_vecs[:len(rows)], all_vecs[len(rows):]
     now = space.now()
-    session = space.get_session(sid)
     offset = space.count_sources(f"session_id = {_q(sid)}") if session else 0
     for k, (r, vec) in enumerate(zip(rows, vectors)):
         r.update(session_id=sid, seq=offset + k, vector=vec, created_at=now,

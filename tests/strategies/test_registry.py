@@ -1,0 +1,34 @@
+"""The recall tool's `strategy` Literal and the registry name the same strategies."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from trimem.strategies import registry
+from trimem.strategies.base import Strategy
+
+
+def test_literal_matches_registry():
+    assert set(typing.get_args(registry.StrategyName)) == set(registry.names())
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_every_strategy_loads_and_satisfies_the_protocol(name):
+    strat = registry.get(name)
+    assert isinstance(strat, Strategy) and strat.name == name
+
+
+def test_unknown_strategy_names_the_choices():
+    with pytest.raises(KeyError, match="choose one of: auto, plain"):
+        registry.get("telepathy")
+
+
+@pytest.mark.anyio
+async def test_tool_schema_offers_exactly_the_registered_strategies(server):
+    from mcp import Client
+
+    async with Client(server) as c:
+        tool = next(t for t in (await c.list_tools()).tools if t.name == "recall")
+    assert set(tool.input_schema["properties"]["strategy"]["enum"]) == set(registry.names())
