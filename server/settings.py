@@ -32,6 +32,7 @@ class Settings(BaseSettings):
     llm_api_key: str | None = None
     cache_dir: Path | None = Field(None, description="where the built embedding model is cached")
     vector_index_min_rows: int = 10_000
+    curation_delay_s: float = Field(0.0, description="curate a session once idle this long")
     max_messages: int = 1_000
     max_message_chars: int = 100_000
     max_budget_tokens: int = 100_000
@@ -46,4 +47,5 @@ class Settings(BaseSettings):
                       embed_base_url=self.embed_base_url, embed_api_key=self.embed_api_key,
                       llm=self.llm, llm_model=self.llm_model, llm_base_url=self.llm_base_url,
                       llm_api_key=self.llm_api_key, cache_dir=self.cache_dir,
-                      vector_index_min_rows=self.vector_index_min_rows, limits=limits)
+                      vector_index_min_rows=self.vector_index_min_rows,
+                      curation_delay_s=self.curation_delay_s, limits=limits)

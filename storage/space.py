@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from .db import Store, namespace_key, retrying, utcnow
+from .derived import DerivedMixin
 from .logs import LogsMixin
 from .memories import MemoriesMixin
 from .schema import memories_schema, sources_schema
@@ -34,7 +35,7 @@ def model_tag(model: str, dim: int) -> str:
     return f"{re.sub(r'[^a-z0-9]+', '_', model.lower()).strip('_')[:40]}_{dim}"
 
 
-class Space(SourcesMixin, LogsMixin, MemoriesMixin):
+class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin):
     """All reads and writes of one namespace. Get it from :meth:`Store.space`."""
 
     def __init__(self, store: Store, namespace: str):
@@ -46,10 +47,11 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin):
         self._pending_rows = 0
         self._index_thread: threading.Thread | None = None
         self._registered = False
+        self._vector_kinds: dict[str, object] = {}   # derived tables with vectors (kind -> schema)
 
     # -- naming -----------------------------------------------------------------------------
     def name(self, kind: str) -> str:
-        if kind in VECTOR_KINDS:
+        if kind in VECTOR_KINDS or kind in self._vector_kinds:
             if self.model is None:
                 raise RuntimeError("bind_model() must be called before using vector tables")
             return f"ns_{self.key}__{kind}__{model_tag(self.model, self.dim)}"
@@ -70,11 +72,20 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin):
             if self.model == model and self.dim == dim:
                 return
             self.model, self.dim = model, dim
-            for kind in VECTOR_KINDS:
-                prefix = f"ns_{self.key}__{kind}__"
-                current = self.name(kind)
-                for old in [t for t in self.store.table_names() if t.startswith(prefix) and t != current]:
-                    self._reembed(kind, old, embed)
+            tag = model_tag(model, dim)
+            stale = False
+            for name in self.store.table_names():
+                parts = name[len(f"ns_{self.key}__"):].split("__")
+                if not name.startswith(f"ns_{self.key}__") or len(parts) != 2 or parts[1] == tag:
+                    continue
+                if parts[0] in VECTOR_KINDS:
+                    self._reembed(parts[0], name, embed)
+                else:  # derived data: rebuilt from the sources by re-curating every session
+                    self.store.drop_table(name)
+                    stale = True
+            if stale:
+                for sess in self.list_sessions():
+                    self.put_session(dict(sess, curation="queued"))
 
     def _reembed(self, kind: str, old_name: str, embed: EmbedFn) -> None:
         old = self.store.open_table(old_name)

@@ -71,6 +71,18 @@ class Env:
 
 @runtime_checkable
 class Strategy(Protocol):
+    """Required: ``name`` and ``recall``. Optional hooks, found with ``registry.with_hook``:
+
+    - ``curate(env, session_id) -> None``: (re)build this strategy's derived data for one session
+      from its sources; idempotent; runs in the background worker, never on the request path.
+    - ``consolidate(env, dry_run, min_cluster_size, progress) -> dict``: offline clustering,
+      merging, superseding; returns ``{"before", "after", "clusters", "operations"}`` counts
+      and lists; ``progress(done, total, message)`` is synchronous.
+    - ``forget(env, source_ids: set[str]) -> int``: delete (and, where needed, rebuild) derived
+      data that cites any of ``source_ids``; returns the number of rows removed.
+    - ``explain(env, id) -> dict | None``: explain one of this strategy's own ids, or None.
+    """
+
     name: str
 
     def recall(self, env: Env, request: RecallRequest) -> Recollection:

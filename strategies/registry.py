@@ -37,6 +37,17 @@ def get(name: str) -> Strategy:
     return strat
 
 
+def with_hook(hook: str) -> list[Strategy]:
+    """Every registered strategy that implements the optional method ``hook`` (``curate``,
+    ``consolidate``, ``forget``, ``explain``), loading them if needed."""
+    return [s for s in (get(n) for n in names()) if callable(getattr(s, hook, None))]
+
+
+def curates() -> bool:
+    """Whether any registered strategy curates sessions (without importing them all)."""
+    return bool(with_hook("curate"))
+
+
 def register(name: str, target: str) -> None:
     """Add a strategy by import path (for plug-ins and tests)."""
     _BUILTIN[name] = target

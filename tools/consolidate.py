@@ -1,9 +1,9 @@
 """The ``consolidate`` tool: offline upkeep of a namespace's memory.
 
-In this version the strategies that cluster and merge memories (hybrid, wiki) are not yet
-registered, so consolidation is storage upkeep: fold new rows into the full-text and vector
-indexes, build the vector index once a table is large enough, compact fragments. It reports
-what it did and never destroys anything. ``dry_run`` only plans.
+Every strategy with a ``consolidate`` hook clusters / merges / supersedes its own memories
+(never destroying: superseded rows keep their lineage); then storage upkeep folds new rows into
+the full-text and vector indexes, builds the vector index once a table is large enough and
+compacts fragments. ``dry_run`` only plans: nothing on disk changes.
 """
 
 from __future__ import annotations
@@ -50,7 +50,12 @@ def plan(space) -> list[dict[str, Any]]:
 
 async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = False,
                       min_cluster_size: int = 10, progress=None) -> ConsolidateResult:
+    """Each consolidating strategy first (in a worker thread, progress relayed to the client),
+    then storage upkeep. Counts are of memory rows (sources and derived memories), not logs."""
+    import anyio.from_thread
     import anyio.to_thread
+
+    from ..strategies import registry
 
     ns = v.namespace(namespace, rt.limits)
     if isinstance(min_cluster_size, bool) or not isinstance(min_cluster_size, int) or min_cluster_size < 2:
@@ -58,28 +63,42 @@ async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = F
 
         raise ToolError("min_cluster_size must be a whole number ≥ 2")
     t0 = time.perf_counter()
-    space = await anyio.to_thread.run_sync(rt.space, ns)
+    env = await anyio.to_thread.run_sync(rt.env, ns)
+    space = env.space
     before = await anyio.to_thread.run_sync(memory_counts, space)
-    ops = await anyio.to_thread.run_sync(plan, space)
+    ops: list[dict[str, Any]] = []
+    clusters = 0
+
+    def relay(done, total, message):
+        if progress is not None:
+            anyio.from_thread.run(progress, done, total, message)
+
+    for strat in await anyio.to_thread.run_sync(registry.with_hook, "consolidate"):
+        out = await anyio.to_thread.run_sync(
+            lambda: strat.consolidate(env, dry_run, min_cluster_size, relay))
+        clusters += int(out.get("clusters", 0))
+        ops += [dict(op, strategy=strat.name) for op in out.get("operations", [])]
+    upkeep = await anyio.to_thread.run_sync(plan, space)
+    ops += upkeep
     if not dry_run:
-        for k, op in enumerate(ops):
+        for k, op in enumerate(upkeep):
             if progress is not None:
-                await progress(k, len(ops), f"{op['op']} {op['table']}")
+                await progress(k, len(upkeep), f"{op['op']} {op['table']}")
             if op["op"] == "build_vector_index":
                 op["done"] = await anyio.to_thread.run_sync(space.build_vector_index, "sources")
             else:
                 await anyio.to_thread.run_sync(space.optimize_table, op["table"])
                 op["done"] = True
-        if ops:
-            await anyio.to_thread.run_sync(space.audit, "consolidate", [],
-                                           {"operations": ops, "min_cluster_size": min_cluster_size})
+        await anyio.to_thread.run_sync(space.audit, "consolidate", [],
+                                       {"operations": ops, "min_cluster_size": min_cluster_size})
         if progress is not None:
-            await progress(len(ops), len(ops), "done")
+            await progress(len(upkeep), len(upkeep), "done")
     after = before if dry_run else await anyio.to_thread.run_sync(memory_counts, space)
     n_before = sum(before.values()) or 1
     return ConsolidateResult(namespace=ns, dry_run=dry_run, before=before, after=after,
-                             compression_ratio=round(sum(after.values()) / n_before, 4), clusters=0,
-                             operations=ops, duration_s=round(time.perf_counter() - t0, 3))
+                             compression_ratio=round(sum(after.values()) / n_before, 4),
+                             clusters=clusters, operations=ops,
+                             duration_s=round(time.perf_counter() - t0, 3))
 
 
 def register(server, rt: Runtime) -> None:

@@ -62,6 +62,15 @@ def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
                            history=space.audit_for(mid),
                            summary=f"{m['kind']} ({m['origin']}, {m['status']}) from "
                                    f"{len(sources)} sources")
+    from ..strategies import registry
+
+    env = rt.env(ns)
+    for strat in registry.with_hook("explain"):
+        found = strat.explain(env, mid)
+        if found is not None:
+            return Explanation(id=mid, kind="memory", record=found, summary=found.get(
+                "summary", f"{strat.name} memory"), sources=found.get("sources", []),
+                history=space.audit_for(mid))
     raise ToolError(f"no memory or recall with id {mid!r} in namespace {ns!r} "
                     "(ids come from remember's source_ids, recall's items or recall_id)")
 

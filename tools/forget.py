@@ -53,18 +53,29 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     for m in space.memories_citing(src_ids):
         memories[m["id"]] = m
     recall_ids = space.recalls_citing(src_ids | set(memories))
+    from ..strategies import registry
+
+    env = rt.env(ns)
+    derived = {st.name: st.forget(env, src_ids) for st in registry.with_hook("forget")}
     space.delete_memories(sorted(memories))
     space.delete_recalls(recall_ids)
     space.delete_sources(sorted(src_ids))
     emptied = [s for s in {r["session_id"] for r in sources.values()}
                if space.count_sources(f"session_id = {_q(s)}") == 0]
     space.delete_sessions(emptied)
+    if derived:  # what remains of a touched session is curated again, without the deleted text
+        for sess in {r["session_id"] for r in sources.values()} - set(emptied):
+            row = space.get_session(sess)
+            if row is not None:
+                space.put_session(dict(row, curation="queued"))
+                rt.curation.enqueue(ns, sess)
     space.rebuild_text_index()
     space.optimize(purge=True)
     gone_refs = sorted({r["ref"] for r in sources.values() if r.get("ref")})
     audit_id = space.audit("forget", sorted(src_ids) + sorted(memories),
                            {"sources": len(src_ids), "memories": len(memories),
-                            "recalls": len(recall_ids), "refs": gone_refs, "sessions": emptied})
+                            "recalls": len(recall_ids), "refs": gone_refs, "sessions": emptied,
+                            "derived": derived})
     return ForgetResult(removed_sources=len(src_ids), removed_memories=len(memories),
                         removed_recalls=len(recall_ids), source_ids=sorted(src_ids), refs=gone_refs,
                         not_found=not_found, audit_id=audit_id)

@@ -113,12 +113,15 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
                  timestamp=r["timestamp"] or stime or now)
     space.add_sources(rows)
 
+    from ..strategies import registry
+
+    curates = registry.curates()
     times = [r["timestamp"] for r in rows]
     space.put_session({
         "session_id": sid, "session_time": (session or {}).get("session_time") or stime or min(times),
         "first_ts": min([t for t in [(session or {}).get("first_ts")] if t] + times),
         "last_ts": max([t for t in [(session or {}).get("last_ts")] if t] + times),
-        "n_messages": offset + len(rows), "curation": "done",
+        "n_messages": offset + len(rows), "curation": "queued" if curates else "done",
         "created_at": (session or {}).get("created_at") or now, "updated_at": now,
     })
     ids = [r["id"] for r in rows]
@@ -126,7 +129,10 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     space.audit("remember", ids + memory_ids,
                 {"session_id": sid, "stored": len(rows), "refs": [r["ref"] for r in rows if r["ref"]],
                  "curated": len(memory_ids)})
-    return RememberResult(session_id=sid, source_ids=ids, stored=len(rows), curation="done")
+    if curates:
+        rt.curation.enqueue(ns, sid)
+    return RememberResult(session_id=sid, source_ids=ids, stored=len(rows),
+                          curation="queued" if curates else "done")
 
 
 def _q(value: str) -> str:

@@ -44,6 +44,7 @@ class Config:
     llm_api_key: str | None = None
     cache_dir: Path | None = None
     vector_index_min_rows: int = 10_000
+    curation_delay_s: float = 0.0
     limits: Limits = Limits()
 
 
@@ -55,6 +56,9 @@ class Runtime:
         self._store = None
         self._embedder = None
         self._llm = None
+        from .curation import CurationWorker
+
+        self.curation = CurationWorker(self, delay_s=config.curation_delay_s)
 
     @property
     def store(self):
@@ -68,6 +72,7 @@ class Runtime:
                 except (StorageError, OSError) as exc:
                     raise ToolError(f"cannot open the memory store at {self.config.home}: {exc}. "
                                     "Set TRIMEM_HOME to a writable folder.") from exc
+                self.curation.resume(self._store)
             return self._store
 
     @property

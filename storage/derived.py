@@ -1,0 +1,122 @@
+"""Generic tables for the strategies' derived data (threads, edges, snapshots, pages, ...).
+
+Strategies declare a pyarrow schema and use these methods; they never touch LanceDB directly.
+Tables are per namespace like every other. A schema with a ``vector`` column gets a model-tagged
+table name (see ``Space.name``); derived data can always be rebuilt from the sources, so on a
+model switch such tables are dropped rather than re-embedded and their sessions re-curated.
+Every row must carry ``id`` (the upsert key) and ``namespace`` (filled in here).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from .db import retrying, sql_in, sql_str
+
+
+def _where(eq: dict[str, Any] | None, extra: str | None = None) -> str | None:
+    parts = []
+    for col, val in (eq or {}).items():
+        if isinstance(val, (list, tuple, set)):
+            parts.append(sql_in(col, [str(v) for v in val]))
+        elif isinstance(val, bool):
+            parts.append(f"{col} = {'true' if val else 'false'}")
+        elif isinstance(val, (int, float)):
+            parts.append(f"{col} = {val!r}")
+        else:
+            parts.append(f"{col} = {sql_str(str(val))}")
+    if extra:
+        parts.append(extra)
+    return " AND ".join(parts) or None
+
+
+class DerivedMixin:
+    """Methods of :class:`~trimem.storage.space.Space` for strategy-owned tables."""
+
+    def derived_table(self, kind: str, schema: pa.Schema | None = None, create: bool = False):
+        if schema is not None and "vector" in schema.names:
+            self._vector_kinds.setdefault(kind, schema)
+        return self.table(kind, schema, create=create)
+
+    def upsert(self, kind: str, schema: pa.Schema, rows: list[dict], key: str = "id") -> None:
+        """Insert or replace ``rows`` (matched on ``key``) in one commit."""
+        if not rows:
+            return
+        for r in rows:
+            r["namespace"] = self.namespace
+            if "vector" in r:
+                r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
+        tbl = self.derived_table(kind, schema, create=True)
+        retrying(lambda: tbl.merge_insert(key).when_matched_update_all()
+                 .when_not_matched_insert_all().execute(rows), f"upsert {kind}")
+
+    def rows(self, kind: str, eq: dict[str, Any] | None = None, where: str | None = None,
+             columns: list[str] | None = None, limit: int | None = None) -> list[dict]:
+        """Rows matching equality filters ``eq`` (values escaped) and a trusted ``where``."""
+        tbl = self.derived_table(kind)
+        if tbl is None:
+            return []
+        q = tbl.search()
+        w = _where(eq, where)
+        if w:
+            q = q.where(w)
+        if columns:
+            q = q.select(sorted(set(columns) | {"namespace"}))
+        out = q.limit(limit).to_list()
+        return [r for r in out if r.get("namespace") == self.namespace]
+
+    def delete_rows(self, kind: str, eq: dict[str, Any]) -> None:
+        tbl = self.derived_table(kind)
+        w = _where(eq)
+        if tbl is not None and w:
+            retrying(lambda: tbl.delete(w), f"delete {kind}")
+
+    def count_rows(self, kind: str, eq: dict[str, Any] | None = None) -> int:
+        tbl = self.derived_table(kind)
+        return 0 if tbl is None else tbl.count_rows(_where(eq))
+
+    def nearest(self, kind: str, vector: np.ndarray, k: int, eq: dict[str, Any] | None = None,
+                columns: Iterable[str] = ("id",)) -> list[dict]:
+        """Rows nearest to ``vector`` by cosine; each gets ``similarity``."""
+        tbl = self.derived_table(kind)
+        if tbl is None:
+            return []
+        q = (tbl.search(np.asarray(vector, dtype=np.float32), query_type="vector",
+                        vector_column_name="vector").distance_type("cosine")
+             .select(sorted(set(columns) | {"namespace"})))
+        w = _where(eq)
+        if w:
+            q = q.where(w, prefilter=True)
+        out = []
+        for r in q.limit(k).to_list():
+            if r.get("namespace") == self.namespace:
+                r["similarity"] = 1.0 - float(r.pop("_distance"))
+                out.append(r)
+        return out
+
+    def text_search(self, kind: str, query: str, k: int, column: str = "text",
+                    eq: dict[str, Any] | None = None, columns: Iterable[str] = ("id",)) -> list[dict]:
+        """BM25 over ``column`` (an FTS index is built on first use); each row gets ``bm25``."""
+        from lancedb.query import MatchQuery
+
+        from .sources import _fts
+
+        tbl = self.derived_table(kind)
+        if tbl is None or not query.strip():
+            return []
+        if not any(ix.columns == [column] for ix in tbl.list_indices()):
+            retrying(lambda: tbl.create_index(column, config=_fts(), replace=False), "fts")
+        q = tbl.search(MatchQuery(query, column), query_type="fts").select(
+            sorted(set(columns) | {"namespace"}))
+        w = _where(eq)
+        if w:
+            q = q.where(w, prefilter=True)
+        out = []
+        for r in q.limit(k).to_list():
+            if r.get("namespace") == self.namespace:
+                r["bm25"] = float(r.pop("_score"))
+                out.append(r)
+        return out

@@ -1,0 +1,70 @@
+"""The background curation worker, driven by a small real strategy plug-in."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from helpers import payload, turns
+from trimem.server.app import build_server
+from trimem.server.settings import Settings
+from trimem.strategies import registry
+from trimem.strategies.plain.strategy import PlainStrategy
+
+pytestmark = pytest.mark.anyio
+COUNTS = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("session_id", pa.string()),
+                    ("n", pa.int64()), ("source_ids", pa.list_(pa.string()))])
+
+
+class Counter(PlainStrategy):
+    """Curates each session into one row: how many sources it has (rebuilt, so idempotent)."""
+
+    name = "counter"
+
+    def curate(self, env, session_id):
+        rows = env.space.sources_by_session(session_id)
+        env.space.upsert("counts", COUNTS, [{"id": session_id, "session_id": session_id,
+                                             "n": len(rows), "source_ids": [r["id"] for r in rows]}])
+
+    def forget(self, env, source_ids):
+        hit = [r["id"] for r in env.space.rows("counts") if source_ids & set(r["source_ids"])]
+        env.space.delete_rows("counts", {"id": hit})
+        return len(hit)
+
+
+@pytest.fixture
+def counter(monkeypatch):
+    monkeypatch.setitem(registry._BUILTIN, "counter", f"{__name__}:Counter")
+    monkeypatch.setattr(registry, "_loaded", {"counter": Counter()})
+
+
+async def test_remember_queues_and_the_worker_curates(counter, client, server):
+    res = payload(await client.call_tool("remember", {"messages": turns("a", "b"), "session_id": "s"}))
+    assert res["curation"] == "queued"
+    payload(await client.call_tool("remember", {"messages": turns("c", prefix="x"), "session_id": "s"}))
+    rt = server.runtime
+    assert rt.curation.wait_idle(30)
+    space = rt.space("default")
+    assert space.get_session("s")["curation"] == "done"
+    assert [(r["id"], r["n"]) for r in space.rows("counts")] == [("s", 3)]
+    out = payload(await client.call_tool("forget", {"refs": ["x1"]}))
+    assert out["removed_sources"] == 1
+    assert rt.curation.wait_idle(30)               # the rest of the session is curated again
+    assert [(r["id"], r["n"]) for r in space.rows("counts")] == [("s", 2)]
+
+
+async def test_queued_sessions_resume_after_a_restart(counter, home, tmp_path_factory):
+    from mcp import Client
+
+    cache = tmp_path_factory.getbasetemp() / "model-cache"
+    first = build_server(Settings(home=str(home), cache_dir=cache))
+    first.runtime.curation.delay_s = 3600          # the process "dies" before curating
+    async with Client(first) as c:
+        payload(await c.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
+    assert first.runtime.space("default").get_session("s")["curation"] == "queued"
+
+    second = build_server(Settings(home=str(home), cache_dir=cache))
+    space = second.runtime.space("default")        # opening the store resumes the queue
+    assert second.runtime.curation.wait_idle(30)
+    assert space.get_session("s")["curation"] == "done"
+    assert [r["n"] for r in space.rows("counts")] == [1]

@@ -1,0 +1,107 @@
+"""Background curation: strategies turn each session's raw sources into their derived memory.
+
+``remember`` only writes sources (durable at once) and marks the session ``queued``; this worker
+then runs every strategy that curates (``strategy.curate(env, session_id)``, idempotent: it
+rebuilds that session's derived data) off the request path, so neither ``remember`` nor ``recall``
+ever waits for curation or an LLM. A session is curated once it has been idle for
+``delay_s`` (appends within that window are folded into one run). Sessions still ``queued`` when
+the process stopped (or crashed) are picked up again when the store is next opened.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+log = logging.getLogger(__name__)
+
+
+class CurationWorker:
+    def __init__(self, runtime, delay_s: float = 0.0):
+        self.rt = runtime
+        self.delay_s = delay_s
+        self._due: dict[tuple[str, str], float] = {}
+        self._busy = 0
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self.failures: list[tuple[str, str, str]] = []
+
+    def enqueue(self, namespace: str, session_id: str) -> None:
+        with self._cond:
+            self._due[(namespace, session_id)] = time.monotonic() + self.delay_s
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="trimem-curation",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def resume(self, store) -> int:
+        """Queue every session left ``queued`` (or ``failed``) by an earlier process."""
+        n = 0
+        for ns in store.namespaces():
+            for sess in store.space(ns).list_sessions():
+                if sess.get("curation") in ("queued", "failed"):
+                    self.enqueue(ns, sess["session_id"])
+                    n += 1
+        if n:
+            log.info("resuming curation of %d sessions", n)
+        return n
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until nothing is queued or running (for benchmarks, tests and the CLI)."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._due or self._busy:
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(timeout=0.05 if left is None else min(left, 0.05))
+            return True
+
+    def _next(self) -> tuple[str, str] | None:
+        with self._cond:
+            while True:
+                if not self._due:
+                    self._cond.wait(timeout=1.0)
+                    if not self._due:
+                        return None
+                    continue
+                key, due = min(self._due.items(), key=lambda kv: kv[1])
+                wait = due - time.monotonic()
+                if wait <= 0:
+                    del self._due[key]
+                    self._busy += 1
+                    return key
+                self._cond.wait(timeout=wait)
+
+    def _loop(self) -> None:
+        while True:
+            key = self._next()
+            if key is None:
+                return  # idle: the thread ends; enqueue starts a new one
+            try:
+                self.curate_now(*key)
+            finally:
+                with self._cond:
+                    self._busy -= 1
+                    self._cond.notify_all()
+
+    def curate_now(self, namespace: str, session_id: str) -> None:
+        from ..strategies import registry
+
+        env = self.rt.env(namespace)
+        sess = env.space.get_session(session_id)
+        if sess is None:   # forgotten meanwhile
+            return
+        state = "done"
+        for strat in registry.with_hook("curate"):
+            try:
+                strat.curate(env, session_id)
+            except Exception as exc:  # one strategy's failure must not stop the others
+                log.exception("curation of %s/%s by %s failed", namespace, session_id, strat.name)
+                self.failures.append((namespace, session_id, f"{strat.name}: {exc}"))
+                state = "failed"
+        sess = env.space.get_session(session_id)
+        if sess is not None:
+            env.space.put_session(dict(sess, curation=state))
