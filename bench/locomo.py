@@ -135,6 +135,12 @@ def run(args) -> dict:
     home = args.home or tempfile.mkdtemp(prefix="trimem-locomo-")
     rt = Runtime(Settings(home=home).to_config())
     strategies = args.strategies.split(",")
+    options = dict(kv.split("=", 1) for kv in args.opt)
+    for k, val in options.items():   # numbers stay numbers, the rest are strings
+        try:
+            options[k] = json.loads(val)
+        except ValueError:
+            pass
     budgets = [int(b) for b in str(args.budget).split(",")]
     results = {(s, b): [] for s in strategies for b in budgets}
     t_ingest, n_turns, dropped, n_q = 0.0, 0, 0, 0
@@ -142,6 +148,7 @@ def run(args) -> dict:
         conv = raw.get("conversation", raw)
         t0 = time.perf_counter()
         n_turns += ingest(rt, ns, raw)
+        rt.curation.wait_idle()          # curation runs in the background; questions wait for it
         t_ingest += time.perf_counter() - t0
         texts = {t["dia_id"]: norm_ws(turn_text(t)) for _, _, ts in sessions(conv) for t in ts}
         for qa in raw["qa"]:
@@ -155,12 +162,12 @@ def run(args) -> dict:
             for s in strategies:
                 for b in budgets:
                     t1 = time.perf_counter()
-                    out = recall(rt, qa["question"], s, ns, b)
+                    out = recall(rt, qa["question"], s, ns, b, options=options)
                     ms = 1000 * (time.perf_counter() - t1)
                     r = score(out, gold, texts, str(qa.get("answer", "")), b)
                     results[(s, b)].append(r | {"cat": qa["category"], "ms": ms})
         print(f"  {ns}: done", file=sys.stderr)
-    return {"date": datetime.now().strftime("%Y-%m-%d"), "questions": n_q,
+    return {"date": datetime.now().strftime("%Y-%m-%d"), "questions": n_q, "options": options,
             "evidence_dropped": dropped, "turns": n_turns,
             "ingest_turns_per_s": round(n_turns / t_ingest, 1),
             "results": {f"{s}@{b}": summarise(rows) for (s, b), rows in results.items()}}
@@ -188,6 +195,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--convs", default="", help="e.g. 26,30 (default: all in --data)")
     ap.add_argument("--home", default="", help="store folder (default: a new temp folder)")
     ap.add_argument("--json", default="", help="also write the results here")
+    ap.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
+                    help="strategy option passed to every recall (e.g. hops=2), repeatable")
     args = ap.parse_args(argv)
     out = run(args)
     if args.json:

@@ -15,9 +15,14 @@ from .base import Strategy
 _BUILTIN = {
     "plain": "trimem.strategies.plain.strategy:PlainStrategy",
     "auto": "trimem.strategies.auto:AutoStrategy",
+    # <new strategies above this line>
 }
 # The names a caller may pass; keep in step with _BUILTIN (tests/strategies/test_registry.py).
-StrategyName = Literal["auto", "plain"]
+StrategyName = Literal[
+    "auto",
+    "plain",
+    # <new strategy names above this line>
+]
 
 _loaded: dict[str, Strategy] = {}
 
