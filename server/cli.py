@@ -19,7 +19,13 @@ def cmd_serve(args) -> int:
 
     settings = Settings()
     _logging(settings.log_level)
-    build_server(settings).run()
+    server = build_server(settings)
+    if args.http:
+        from .http import serve_http
+
+        serve_http(server, settings, args.host, args.port)
+    else:
+        server.run()
     return 0
 
 
@@ -66,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="trimem", description="Local-first long-term memory for "
                                  "LLM agents, over MCP. Settings: TRIMEM_* environment variables.")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("serve", help="run the MCP server over stdio (what hosts start)")
+    sv = sub.add_parser("serve", help="run the MCP server over stdio (what hosts start)")
+    sv.add_argument("--http", action="store_true",
+                    help="serve streamable HTTP instead (bearer token required)")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8765)
     d = sub.add_parser("demo", help="remember a short conversation and recall from it")
     d.add_argument("--keep", action="store_true",
                    help="use TRIMEM_HOME instead of a throw-away folder")

@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     max_message_chars: int = 100_000
     max_budget_tokens: int = 100_000
     log_level: str = "WARNING"
+    http_token: str | None = Field(None, description="bearer token for `serve --http`")
+    http_allowed_hosts: list[str] = Field(default_factory=list,
+                                          description="extra Host/Origin names for `serve --http`")
 
     def to_config(self):
         from ..tools.runtime import Config, Limits

@@ -80,7 +80,7 @@ def store_curated(space, plan: CuratedPlan, session_id: str, by_ref: dict[str, s
                   vectors) -> list[str]:
     """Store the plan. ``by_ref`` (from :func:`resolve_refs`) and ``vectors`` were computed
     before anything was written, so a bad ref or a failed embedding rejects the whole call."""
-    from .remember import new_id
+    from .remember import stable_id
 
     items = plan.episodes + plan.facts
     if not items:
@@ -89,7 +89,9 @@ def store_curated(space, plan: CuratedPlan, session_id: str, by_ref: dict[str, s
     rows = []
     for m, vec in zip(items, vectors):
         rows.append({
-            "id": new_id("epi" if m["kind"] == "episode" else "fct"), "kind": m["kind"],
+            "id": stable_id("epi" if m["kind"] == "episode" else "fct", space.namespace, session_id,
+                            m["text"], *m["refs"]),
+            "kind": m["kind"],
             "origin": "host", "session_id": session_id, "timestamp": m["timestamp"] or now,
             "text": m["text"], "body": m["body"], "refs": m["refs"],
             "source_ids": [by_ref[r] for r in m["refs"]], "status": "active",

@@ -79,13 +79,17 @@ def _check_messages(rt: Runtime, messages: list[Message], session_time) -> list[
             "timestamp": v.when(f"{where}.timestamp", m.timestamp) or session_time,
             "metadata": v.metadata(m.metadata, lim, where),
         })
+    refs = [r["ref"] for r in rows if r["ref"] is not None]
+    if len(refs) != len(set(refs)):
+        dup = sorted({x for x in refs if refs.count(x) > 1})
+        raise ToolError(f"refs must be unique within a call; repeated: {dup[:5]}")
     return rows
 
 
 def remember(rt: Runtime, messages: list[Message], session_id: str | None = None,
              session_time: str | None = None, namespace: str = "default",
              curated: Curated | None = None) -> RememberResult:
-    """Validate everything, embed, then write in one commit per table: all or nothing."""
+    """Validate everything, embed, then write: sources in one commit (all or nothing)."""
     from .curated import check_curated, curated_texts, resolve_refs, store_curated
 
     ns = v.namespace(namespace, rt.limits)
@@ -102,37 +106,53 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
         stime = session["session_time"]
         for r in rows:
             r["timestamp"] = r["timestamp"] or stime
-    by_ref = resolve_refs(space, plan, rows) if plan is not None else {}
+    # Retries are safe: a message whose ref is already stored in this session is not stored
+    # again (its existing id is returned), so a host that resends after a crash or a timeout
+    # never duplicates memory.
+    known = {r["ref"]: r["id"] for r in space.sources_by_refs([r["ref"] for r in rows if r["ref"]])
+             if r["session_id"] == sid} if session is not None else {}
+    new_rows = [r for r in rows if r["ref"] not in known or r["ref"] is None]
+    for r in new_rows:
+        if r["ref"] is not None:
+            r["id"] = stable_id("src", ns, sid, r["ref"])
+    by_ref = resolve_refs(space, plan, new_rows) if plan is not None else {}
     extra = curated_texts(plan) if plan is not None else []
-    all_vecs = rt.embed([r["text"] for r in rows] + extra)
-    vectors, cur_vecs = all_vecs[:len(rows)], all_vecs[len(rows):]
+    all_vecs = rt.embed([r["text"] for r in new_rows] + extra)
+    vectors, cur_vecs = all_vecs[:len(new_rows)], all_vecs[len(new_rows):]
     now = space.now()
     offset = space.count_sources(f"session_id = {_q(sid)}") if session else 0
-    for k, (r, vec) in enumerate(zip(rows, vectors)):
+    for k, (r, vec) in enumerate(zip(new_rows, vectors)):
         r.update(session_id=sid, seq=offset + k, vector=vec, created_at=now,
                  timestamp=r["timestamp"] or stime or now)
-    space.add_sources(rows)
+    space.add_sources(new_rows)
 
     from ..strategies import registry
 
     curates = registry.curates()
-    times = [r["timestamp"] for r in rows]
+    times = [r["timestamp"] for r in new_rows] or [stime or now]
     space.put_session({
         "session_id": sid, "session_time": (session or {}).get("session_time") or stime or min(times),
         "first_ts": min([t for t in [(session or {}).get("first_ts")] if t] + times),
         "last_ts": max([t for t in [(session or {}).get("last_ts")] if t] + times),
-        "n_messages": offset + len(rows), "curation": "queued" if curates else "done",
+        "n_messages": offset + len(new_rows), "curation": "queued" if curates else "done",
         "created_at": (session or {}).get("created_at") or now, "updated_at": now,
     })
-    ids = [r["id"] for r in rows]
+    ids = [known.get(r["ref"]) or r["id"] for r in rows]
     memory_ids = store_curated(space, plan, sid, by_ref, cur_vecs) if plan is not None else []
-    space.audit("remember", ids + memory_ids,
-                {"session_id": sid, "stored": len(rows), "refs": [r["ref"] for r in rows if r["ref"]],
-                 "curated": len(memory_ids)})
+    space.audit("remember", [r["id"] for r in new_rows] + memory_ids,
+                {"session_id": sid, "stored": len(new_rows), "already_stored": len(rows) - len(new_rows),
+                 "refs": [r["ref"] for r in new_rows if r["ref"]], "curated": len(memory_ids)})
     if curates:
         rt.curation.enqueue(ns, sid)
-    return RememberResult(session_id=sid, source_ids=ids, stored=len(rows),
+    return RememberResult(session_id=sid, source_ids=ids, stored=len(new_rows),
                           curation="queued" if curates else "done")
+
+
+def stable_id(prefix: str, *parts: str) -> str:
+    """The same inputs always give the same id (so a retried write cannot add a twin)."""
+    import hashlib
+
+    return f"{prefix}_{hashlib.sha256(chr(31).join(parts).encode()).hexdigest()[:20]}"
 
 
 def _q(value: str) -> str:
