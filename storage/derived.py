@@ -108,7 +108,12 @@ class DerivedMixin:
         if tbl is None or not query.strip():
             return []
         if not any(ix.columns == [column] for ix in tbl.list_indices()):
-            retrying(lambda: tbl.create_index(column, config=_fts(), replace=False), "fts")
+            with self.store.lock:
+                try:
+                    retrying(lambda: tbl.create_index(column, config=_fts(), replace=False), "fts")
+                except (RuntimeError, ValueError) as exc:
+                    if "already exists" not in str(exc):
+                        raise
         q = tbl.search(MatchQuery(query, column), query_type="fts").select(
             sorted(set(columns) | {"namespace"}))
         w = _where(eq)

@@ -33,8 +33,16 @@ class SourcesMixin:
 
     def _sources(self, create: bool = False):
         tbl = self.table("sources", create=create)
-        if create and not tbl.list_indices():
-            retrying(lambda: tbl.create_index("text", config=_fts(), replace=False), "fts index")
+        if create and not self._fts_ready:
+            with self.store.lock:   # one creator per process; another process may race us
+                if not tbl.list_indices():
+                    try:
+                        retrying(lambda: tbl.create_index("text", config=_fts(), replace=False),
+                                 "fts index")
+                    except (RuntimeError, ValueError) as exc:
+                        if "already exists" not in str(exc):
+                            raise
+                self._fts_ready = True
         return tbl
 
     def add_sources(self, rows: list[dict]) -> None:

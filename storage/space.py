@@ -47,6 +47,7 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin):
         self._pending_rows = 0
         self._index_thread: threading.Thread | None = None
         self._registered = False
+        self._fts_ready = False
         self._vector_kinds: dict[str, object] = {}   # derived tables with vectors (kind -> schema)
 
     # -- naming -----------------------------------------------------------------------------
@@ -72,6 +73,7 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin):
             if self.model == model and self.dim == dim:
                 return
             self.model, self.dim = model, dim
+            self._fts_ready = False
             tag = model_tag(model, dim)
             stale = False
             for name in self.store.table_names():

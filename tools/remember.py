@@ -110,7 +110,7 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     # again (its existing id is returned), so a host that resends after a crash or a timeout
     # never duplicates memory.
     known = {r["ref"]: r["id"] for r in space.sources_by_refs([r["ref"] for r in rows if r["ref"]])
-             if r["session_id"] == sid} if session is not None else {}
+             if r["session_id"] == sid}
     new_rows = [r for r in rows if r["ref"] not in known or r["ref"] is None]
     for r in new_rows:
         if r["ref"] is not None:
