@@ -15,6 +15,7 @@ from mcp.server.mcpserver import Context
 from pydantic import BaseModel
 
 from . import validate as v
+from .errors import guard
 from .runtime import Runtime
 
 
@@ -103,6 +104,7 @@ async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = F
 
 def register(server, rt: Runtime) -> None:
     @server.tool(name="consolidate")
+    @guard(rt)
     async def consolidate_tool(ctx: Context, namespace: str = "default", dry_run: bool = False,
                                min_cluster_size: int = 10) -> ConsolidateResult:
         """Tidy a namespace's long-term memory offline (run it now and then, not every turn).

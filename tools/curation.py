@@ -82,6 +82,9 @@ class CurationWorker:
                 return  # idle: the thread ends; enqueue starts a new one
             try:
                 self.curate_now(*key)
+            except Exception as exc:  # e.g. the store became read-only or full: keep serving
+                log.exception("curation of %s/%s failed", *key)
+                self.failures.append((*key, str(exc)))
             finally:
                 with self._cond:
                     self._busy -= 1

@@ -8,6 +8,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from . import validate as v
+from .errors import guard
 from .runtime import Runtime
 
 
@@ -77,6 +78,7 @@ def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
 
 def register(server, rt: Runtime) -> None:
     @server.tool(name="explain")
+    @guard(rt)
     def explain_tool(id: str, namespace: str = "default") -> Explanation:
         """Explain a memory id or a recall_id.
 

@@ -6,6 +6,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
 from . import validate as v
+from .errors import guard
 from .runtime import Runtime
 
 
@@ -89,6 +90,7 @@ def _q(value: str) -> str:
 
 def register(server, rt: Runtime) -> None:
     @server.tool(name="forget")
+    @guard(rt)
     def forget_tool(ids: list[str] | None = None, refs: list[str] | None = None,
                     session_id: str | None = None, namespace: str = "default") -> ForgetResult:
         """Permanently delete memories: by source or memory `ids`, by your `refs`, or a whole

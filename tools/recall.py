@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 
@@ -12,7 +13,10 @@ from ..strategies import registry
 from ..strategies.base import Item, RecallRequest, SourceRef, tokens_of
 from ..strategies.registry import StrategyName
 from . import validate as v
+from .errors import guard
 from .runtime import Runtime
+
+log = logging.getLogger(__name__)
 
 
 class RecallResult(BaseModel):
@@ -60,7 +64,15 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
                  items=[i.model_dump(mode="json") for i in out.items],
                  latency_ms=round(1000 * (time.perf_counter() - t0), 2))
     source_ids = sorted({s for i in out.items for s in i.source_ids} | {s.id for s in out.sources})
-    env.space.log_recall(recall_id, query, strategy, source_ids, trace)
+    try:
+        env.space.log_recall(recall_id, query, strategy, source_ids, trace)
+    except (OSError, RuntimeError) as exc:   # a read-only or full store still answers recalls
+        from .errors import translate
+
+        if translate(exc, rt.config.home) is None:
+            raise
+        log.warning("recall %s not logged (explain will not find it): %s", recall_id, exc)
+        out.route_reason += " [not logged: the memory folder is not writable]"
     return RecallResult(recall_id=recall_id, strategy=strategy, route_reason=out.route_reason,
                         context=out.context, tokens=tokens, items=out.items, sources=out.sources,
                         abstain=out.abstain)
@@ -68,6 +80,7 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
 
 def register(server, rt: Runtime) -> None:
     @server.tool(name="recall")
+    @guard(rt)
     def recall_tool(query: str, strategy: StrategyName = "auto", namespace: str = "default",
                     budget_tokens: int = 2000, since: str | None = None,
                     until: str | None = None) -> RecallResult:

@@ -9,6 +9,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import validate as v
+from .errors import guard
 from .runtime import Runtime
 
 
@@ -163,6 +164,7 @@ def _q(value: str) -> str:
 
 def register(server, rt: Runtime) -> None:
     @server.tool(name="remember")
+    @guard(rt)
     def remember_tool(messages: list[Message], session_id: str | None = None,
                       session_time: str | None = None, namespace: str = "default",
                       curated: Curated | None = None) -> RememberResult:
