@@ -87,18 +87,70 @@ def load(data: Path, convs: str) -> list[tuple[str, dict]]:
     return out
 
 
-def ingest(rt, ns: str, raw: dict) -> int:
+def observations(conv: dict, n: int, iso: str, valid: set[str]):
+    """Session ``n``'s own LLM-written notes as host-curated memories: one fact per observation
+    (subject = the speaker, relation = the verb after the name, object = the rest, context = the
+    sentence, refs = its dia_ids) and one episode of ``session_N_summary`` citing them all."""
+    from ..tools.remember import Curated, CuratedEpisode, CuratedFact
+
+    facts, refs_all = [], []
+    for speaker, obs in (conv.get(f"session_{n}_observation") or {}).items():
+        for item in obs:
+            text, ev = item[0], item[1] if len(item) > 1 else []
+            refs, _ = norm_evidence(ev if isinstance(ev, list) else [ev], valid)
+            if not refs or not text.strip():
+                continue
+            rest = text[len(speaker):].strip() if text.startswith(speaker) else ""
+            rel, _, obj = rest.partition(" ")
+            if not (rel and obj):
+                rel, obj = "noted", text
+            facts.append(CuratedFact(subject=speaker, relation=rel, object=obj.rstrip("."),
+                                     timestamp=iso, context=text, refs=refs))
+            refs_all += refs
+    summary = conv.get(f"session_{n}_summary") or ""
+    episodes = [CuratedEpisode(title=f"session {n}", summary=summary, timestamp=iso,
+                               refs=sorted(set(refs_all)))] if summary.strip() else []
+    return Curated(episodes=episodes, facts=facts) if facts or episodes else None
+
+
+def ingest(rt, ns: str, raw: dict, curated: str = "") -> int:
     from ..tools.remember import Message, remember
 
     conv = raw.get("conversation", raw)
     n_turns = 0
+    valid: set[str] = set()
     for n, when, turns in sessions(conv):
         iso = parse_when(when)
         msgs = [Message(content=turn_text(t), speaker=t["speaker"], ref=t["dia_id"], timestamp=iso)
                 for t in turns]
-        remember(rt, msgs, session_id=f"{ns}/session_{n}", session_time=iso, namespace=ns)
+        valid |= {t["dia_id"] for t in turns}
+        cur = observations(conv, n, iso, valid) if curated == "observations" else None
+        remember(rt, msgs, session_id=f"{ns}/session_{n}", session_time=iso, namespace=ns,
+                 curated=cur)
         n_turns += len(turns)
     return n_turns
+
+
+def consolidate_ns(rt, ns: str, min_cluster_size: int) -> dict:
+    """Run the consolidate tool's code on one namespace; count active episodes/facts around it."""
+    import anyio
+
+    from ..tools.consolidate import consolidate
+
+    space = rt.space(ns)
+
+    def active() -> int:
+        return sum(len(space.memories_of_kind(k)) for k in ("episode", "fact"))
+
+    before = active()
+    out = anyio.run(lambda: consolidate(rt, ns, False, min_cluster_size))
+    after = active()
+    ops = [op for op in out.operations if op.get("op") in ("merge", "supersede")
+           and op.get("kind") in ("episode", "fact")]
+    return {"active_before": before, "active_after": after, "clusters": out.clusters,
+            "merged": sum(len(op["ids"]) for op in ops if op["op"] == "merge"),
+            "superseded": sum(len(op["ids"]) for op in ops if op["op"] == "supersede"),
+            "duration_s": out.duration_s}
 
 
 def score(out, gold: list[str], texts: dict[str, str], answer: str, budget: int) -> dict:
@@ -144,12 +196,15 @@ def run(args) -> dict:
     budgets = [int(b) for b in str(args.budget).split(",")]
     results = {(s, b): [] for s in strategies for b in budgets}
     t_ingest, n_turns, dropped, n_q = 0.0, 0, 0, 0
+    consolidation: dict[str, dict] = {}
     for ns, raw in load(Path(args.data), args.convs):
         conv = raw.get("conversation", raw)
         t0 = time.perf_counter()
-        n_turns += ingest(rt, ns, raw)
+        n_turns += ingest(rt, ns, raw, args.curated)
         rt.curation.wait_idle()          # curation runs in the background; questions wait for it
         t_ingest += time.perf_counter() - t0
+        if args.consolidate:
+            consolidation[ns] = consolidate_ns(rt, ns, args.min_cluster_size)
         texts = {t["dia_id"]: norm_ws(turn_text(t)) for _, _, ts in sessions(conv) for t in ts}
         for qa in raw["qa"]:
             if qa.get("category") not in CATS:
@@ -169,8 +224,9 @@ def run(args) -> dict:
         print(f"  {ns}: done", file=sys.stderr)
     return {"date": datetime.now().strftime("%Y-%m-%d"), "questions": n_q, "options": options,
             "evidence_dropped": dropped, "turns": n_turns,
-            "ingest_turns_per_s": round(n_turns / t_ingest, 1),
-            "results": {f"{s}@{b}": summarise(rows) for (s, b), rows in results.items()}}
+            "ingest_turns_per_s": round(n_turns / t_ingest, 1) if n_turns else None,
+            "results": {f"{s}@{b}": summarise(rows) for (s, b), rows in results.items()},
+            "curated": args.curated, "consolidation": consolidation}
 
 
 def table(out: dict) -> str:
@@ -184,6 +240,16 @@ def table(out: dict) -> str:
                           if c in r["by_category"] else "-" for c in CATS.values())
         lines.append(f"| {key} | {r['R']:.3f} | {r['H']:.3f} | {r['A']:.3f} | {cats} | "
                      f"{r['p50_ms']} | {r['p95_ms']} |")
+    cons = out.get("consolidation") or {}
+    if cons:
+        b = sum(c["active_before"] for c in cons.values())
+        a = sum(c["active_after"] for c in cons.values())
+        lines.append(f"\nconsolidation: {b} -> {a} active episodes/facts "
+                     f"({100 * (1 - a / b) if b else 0:.1f}% smaller), "
+                     f"{sum(c['clusters'] for c in cons.values())} clusters, "
+                     f"{sum(c['merged'] for c in cons.values())} merged, "
+                     f"{sum(c['superseded'] for c in cons.values())} superseded, "
+                     f"{sum(c['duration_s'] for c in cons.values()):.1f} s")
     return "\n".join(lines)
 
 
@@ -195,6 +261,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--convs", default="", help="e.g. 26,30 (default: all in --data)")
     ap.add_argument("--home", default="", help="store folder (default: a new temp folder)")
     ap.add_argument("--json", default="", help="also write the results here")
+    ap.add_argument("--reuse", action="store_true",
+                    help="skip ingesting conversations already in --home (for recall experiments)")
+    ap.add_argument("--curated", default="", choices=["", "observations"],
+                    help="observations: feed each session's session_N_observation / _summary "
+                         "through remember(curated=...)")
+    ap.add_argument("--consolidate", action="store_true",
+                    help="run consolidation on each conversation after ingest; report compression")
+    ap.add_argument("--min-cluster-size", type=int, default=10)
     ap.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                     help="strategy option passed to every recall (e.g. hops=2), repeatable")
     args = ap.parse_args(argv)

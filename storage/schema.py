@@ -31,6 +31,7 @@ def sources_schema(dim: int) -> pa.Schema:
         ("speaker", pa.string()),
         ("timestamp", TS),
         ("text", pa.string()),
+        ("search_text", pa.string()),   # "speaker: text": what is embedded and full-text indexed
         ("metadata", pa.string()),      # JSON object, "" when absent
         ("embed_model", pa.string()),   # which model made `vector`: never mixed within a table
         ("created_at", TS),

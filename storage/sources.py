@@ -22,6 +22,12 @@ def _fts():
                with_position=False)
 
 
+def search_text(row: dict) -> str:
+    """What a source is found by: its text, prefixed with the speaker when known, so that
+    "what did Ana say about ..." matches Ana's own turns by name (lexically and semantically)."""
+    return f"{row['speaker']}: {row['text']}" if row.get("speaker") else row["text"]
+
+
 def _clean(row: dict) -> dict:
     out = {k: row.get(k) for k in SOURCE_COLUMNS}
     out["metadata"] = json.loads(row["metadata"]) if row.get("metadata") else None
@@ -37,7 +43,7 @@ class SourcesMixin:
             with self.store.lock:   # one creator per process; another process may race us
                 if not tbl.list_indices():
                     try:
-                        retrying(lambda: tbl.create_index("text", config=_fts(), replace=False),
+                        retrying(lambda: tbl.create_index("search_text", config=_fts(), replace=False),
                                  "fts index")
                     except (RuntimeError, ValueError) as exc:
                         if "already exists" not in str(exc):
@@ -51,6 +57,7 @@ class SourcesMixin:
             return
         for r in rows:
             r["namespace"] = self.namespace
+            r.setdefault("search_text", search_text(r))
             r["metadata"] = self.dumps(r["metadata"]) if r.get("metadata") is not None else ""
             r["embed_model"] = self.model
             r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
@@ -103,7 +110,7 @@ class SourcesMixin:
         tbl = self._sources()
         if tbl is None or not query.strip():
             return []
-        q = tbl.search(MatchQuery(query, "text"), query_type="fts").select(["id", "namespace"])
+        q = tbl.search(MatchQuery(query, "search_text"), query_type="fts").select(["id", "namespace"])
         if where:
             q = q.where(where, prefilter=True)
         rows = q.limit(limit).to_list()
@@ -143,4 +150,5 @@ class SourcesMixin:
         of a deleted message survives in an old index segment)."""
         tbl = self._sources()
         if tbl is not None:
-            retrying(lambda: tbl.create_index("text", config=_fts(), replace=True), "fts rebuild")
+            retrying(lambda: tbl.create_index("search_text", config=_fts(), replace=True),
+                     "fts rebuild")

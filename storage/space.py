@@ -98,7 +98,7 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin):
                  self.namespace, self.model)
         for i in range(0, len(rows), 256):
             batch = rows[i:i + 256]
-            vecs = embed([r["text"] for r in batch])
+            vecs = embed([r.get("search_text") or r["text"] for r in batch])
             for r, v in zip(batch, vecs):
                 r["vector"], r["embed_model"] = v.astype(np.float32).tolist(), self.model
             retrying(lambda: new.merge_insert("id").when_not_matched_insert_all().execute(batch),

@@ -118,7 +118,9 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
             r["id"] = stable_id("src", ns, sid, r["ref"])
     by_ref = resolve_refs(space, plan, new_rows) if plan is not None else {}
     extra = curated_texts(plan) if plan is not None else []
-    all_vecs = rt.embed([r["text"] for r in new_rows] + extra)
+    from ..storage.sources import search_text
+
+    all_vecs = rt.embed([search_text(r) for r in new_rows] + extra)
     vectors, cur_vecs = all_vecs[:len(new_rows)], all_vecs[len(new_rows):]
     now = space.now()
     offset = space.count_sources(f"session_id = {_q(sid)}") if session else 0

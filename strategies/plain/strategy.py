@@ -14,13 +14,15 @@ from ..render import pack_sources
 RRF_K = 60
 
 
-def rrf(rankings: dict[str, list[str]], k: int = RRF_K) -> dict[str, dict]:
+def rrf(rankings: dict[str, list[str]], k: int = RRF_K,
+        weights: dict[str, float] | None = None) -> dict[str, dict]:
     """Fuse ranked id lists: id -> {"score", "<name>_rank" for each list it appears in}."""
     out: dict[str, dict] = {}
     for name, ids in rankings.items():
+        w = (weights or {}).get(name, 1.0)
         for rank, i in enumerate(ids, start=1):
             entry = out.setdefault(i, {"score": 0.0})
-            entry["score"] += 1.0 / (k + rank)
+            entry["score"] += w / (k + rank)
             entry[f"{name}_rank"] = rank
     return out
 
@@ -31,7 +33,10 @@ def search_sources(env: Env, request: RecallRequest, n: int) -> tuple[list[str],
     qv = env.embed_query(request.query)
     lexical = env.space.fts_sources(request.query, n, where)
     dense = env.space.vector_sources(qv, n, where)
-    parts = rrf({"bm25": [i for i, _ in lexical], "dense": [i for i, _ in dense]})
+    opts = request.options
+    parts = rrf({"bm25": [i for i, _ in lexical], "dense": [i for i, _ in dense]},
+                k=int(opts.get("rrf_k", RRF_K)),
+                weights={"dense": float(opts.get("dense_weight", 1.0))})
     for i, s in lexical:
         parts[i]["bm25"] = round(s, 4)
     for i, s in dense:
