@@ -55,7 +55,7 @@ async def run_demo(keep: bool = False) -> int:
         last = None
         for q in QUESTIONS:
             out = _check(await client.call_tool("recall", {"query": q, "namespace": "demo",
-                                                           "budget_tokens": 120}))
+                                                           "budget_tokens": 70}))
             last = out
             print(f"recall: {q!r}  ({out['strategy']}, {out['tokens']} tokens)")
             for s in out["sources"]:

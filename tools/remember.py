@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any, Literal
 
@@ -11,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import validate as v
 from .errors import guard
 from .runtime import Runtime
+
+log = logging.getLogger(__name__)
 
 
 class Message(BaseModel):
@@ -123,16 +126,21 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     all_vecs = rt.embed([search_text(r) for r in new_rows] + extra)
     vectors, cur_vecs = all_vecs[:len(new_rows)], all_vecs[len(new_rows):]
     now = space.now()
-    offset = space.count_sources(f"session_id = {_q(sid)}") if session else 0
+    offset = space.count_sources(f"session_id = {_q(sid)}")
     for k, (r, vec) in enumerate(zip(new_rows, vectors)):
         r.update(session_id=sid, seq=offset + k, vector=vec, created_at=now,
                  timestamp=r["timestamp"] or stime or now)
-    space.add_sources(new_rows)
 
     from ..strategies import registry
 
     curates = registry.curates()
     times = [r["timestamp"] for r in new_rows] or [stime or now]
+    # Write order, for crash safety and honest errors: what only describes or derives from the
+    # messages goes first (curated memories and the session row, both idempotent on retry); the
+    # sources commit is the acknowledgement point; the audit entry after it is best effort.
+    # So an error always means "the messages were not stored", and a crash before the sources
+    # commit leaves a session that resumes curation from whatever it holds.
+    memory_ids = store_curated(space, plan, sid, by_ref, cur_vecs) if plan is not None else []
     space.put_session({
         "session_id": sid, "session_time": (session or {}).get("session_time") or stime or min(times),
         "first_ts": min([t for t in [(session or {}).get("first_ts")] if t] + times),
@@ -140,11 +148,15 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
         "n_messages": offset + len(new_rows), "curation": "queued" if curates else "done",
         "created_at": (session or {}).get("created_at") or now, "updated_at": now,
     })
+    space.add_sources(new_rows)
     ids = [known.get(r["ref"]) or r["id"] for r in rows]
-    memory_ids = store_curated(space, plan, sid, by_ref, cur_vecs) if plan is not None else []
-    space.audit("remember", [r["id"] for r in new_rows] + memory_ids,
-                {"session_id": sid, "stored": len(new_rows), "already_stored": len(rows) - len(new_rows),
-                 "refs": [r["ref"] for r in new_rows if r["ref"]], "curated": len(memory_ids)})
+    try:
+        space.audit("remember", [r["id"] for r in new_rows] + memory_ids,
+                    {"session_id": sid, "stored": len(new_rows),
+                     "already_stored": len(rows) - len(new_rows),
+                     "refs": [r["ref"] for r in new_rows if r["ref"]], "curated": len(memory_ids)})
+    except (OSError, RuntimeError) as exc:
+        log.error("remember: %d messages stored, but their audit entry failed: %s", len(new_rows), exc)
     if curates:
         rt.curation.enqueue(ns, sid)
     return RememberResult(session_id=sid, source_ids=ids, stored=len(new_rows),

@@ -56,7 +56,10 @@ async def test_cold_start_is_fast(tmp_path):
         async with Client(params(tmp_path / "home")) as c:
             await c.list_tools()
             times.append(time.perf_counter() - t0)
-    assert min(times) < 1.5, times  # the target is < 1 s; measured in bench/scale.py
+    # The target is < 1 s on an idle machine (measured in bench/scale.py); this bound only has to
+    # catch a regression that loads the store or the model first (each costs seconds), without
+    # failing on a busy CI machine. test_building_the_server_loads_nothing_heavy is the exact check.
+    assert min(times) < 3.0, times
 
 
 def test_building_the_server_loads_nothing_heavy(tmp_path):
