@@ -111,7 +111,11 @@ class MiniLMNumpy:
                 self.w[k] = np.ascontiguousarray(self.w[k].T)
 
     def _linear(self, x: np.ndarray, prefix: str) -> np.ndarray:
-        return x @ self.w[prefix + ".weight"] + self.w[prefix + ".bias"]
+        # Flatten (batch, seq) first: one big GEMM instead of numpy's per-row loop of small
+        # ones (each a thread fork/join in OpenBLAS, ruinous when the cores are busy).
+        w = self.w[prefix + ".weight"]
+        y = x.reshape(-1, x.shape[-1]) @ w + self.w[prefix + ".bias"]
+        return y.reshape(*x.shape[:-1], w.shape[1])
 
     def hidden_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         """Last hidden layer, shape (batch, seq, hidden)."""

@@ -53,6 +53,10 @@ class MemoriesMixin:
             where += f" AND status = {sql_str(status)}"
         return self._mem_select(where)
 
+    def count_memories(self, kind: str, status: str = "active") -> int:
+        tbl = self.table("memories")
+        return 0 if tbl is None else tbl.count_rows(f"kind = {sql_str(kind)} AND status = {sql_str(status)}")
+
     def memories_citing(self, source_ids: set[str]) -> list[dict]:
         """Every memory (any status) derived from at least one of ``source_ids``."""
         if not source_ids:

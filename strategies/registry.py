@@ -15,12 +15,14 @@ from .base import Strategy
 _BUILTIN = {
     "plain": "trimem.strategies.plain.strategy:PlainStrategy",
     "auto": "trimem.strategies.auto:AutoStrategy",
+    "hybrid": "trimem.strategies.hybrid.strategy:HybridStrategy",
     # <new strategies above this line>
 }
 # The names a caller may pass; keep in step with _BUILTIN (tests/strategies/test_registry.py).
 StrategyName = Literal[
     "auto",
     "plain",
+    "hybrid",
     # <new strategy names above this line>
 ]
 

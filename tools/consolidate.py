@@ -20,6 +20,9 @@ from .runtime import Runtime
 
 
 class ConsolidateResult(BaseModel):
+    """``compression_ratio`` = active memories after / before (rows are never deleted: merged
+    and superseded ones stay, with lineage); without consolidating strategies, rows after/before."""
+
     namespace: str
     dry_run: bool
     before: dict[str, int]
@@ -69,6 +72,7 @@ async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = F
     before = await anyio.to_thread.run_sync(memory_counts, space)
     ops: list[dict[str, Any]] = []
     clusters = 0
+    active, extra_after = [0, 0], {}
 
     def relay(done, total, message):
         if progress is not None:
@@ -79,6 +83,11 @@ async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = F
             lambda: strat.consolidate(env, dry_run, min_cluster_size, relay))
         clusters += int(out.get("clusters", 0))
         ops += [dict(op, strategy=strat.name) for op in out.get("operations", [])]
+        if "active_before" in out:   # non-destructive: compression is of the *active* memories
+            active[0] += int(out["active_before"])
+            active[1] += int(out["active_after"])
+            before[f"{strat.name}.active"] = int(out["active_before"])
+            extra_after[f"{strat.name}.active"] = int(out["active_after"])
     upkeep = await anyio.to_thread.run_sync(plan, space)
     ops += upkeep
     if not dry_run:
@@ -94,10 +103,14 @@ async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = F
                                        {"operations": ops, "min_cluster_size": min_cluster_size})
         if progress is not None:
             await progress(len(upkeep), len(upkeep), "done")
-    after = before if dry_run else await anyio.to_thread.run_sync(memory_counts, space)
-    n_before = sum(before.values()) or 1
+    after = dict(before) if dry_run else await anyio.to_thread.run_sync(memory_counts, space)
+    after.update(extra_after)
+    if active[0]:
+        ratio = active[1] / active[0]
+    else:
+        ratio = sum(after.values()) / (sum(before.values()) or 1)
     return ConsolidateResult(namespace=ns, dry_run=dry_run, before=before, after=after,
-                             compression_ratio=round(sum(after.values()) / n_before, 4),
+                             compression_ratio=round(ratio, 4),
                              clusters=clusters, operations=ops,
                              duration_s=round(time.perf_counter() - t0, 3))
 

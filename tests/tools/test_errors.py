@@ -12,6 +12,7 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 async def seeded(client, server):
     payload(await client.call_tool("remember", {"messages": turns("hello there", "the sky is blue")}))
+    assert server.runtime.curation.wait_idle(60)   # background curation must not race the counts
     return server.runtime.space("default")
 
 

@@ -26,7 +26,7 @@ async def test_remember_then_recall_cites_verbatim_sources(client):
     assert res["curation"] in {"done", "queued"}
 
     out = payload(await client.call_tool("recall", {"query": "What is the name of my cat?",
-                                                    "budget_tokens": 60}))
+                                                    "strategy": "plain", "budget_tokens": 60}))
     assert out["tokens"] == math.ceil(len(out["context"]) / 4) <= 60
     refs = [s["ref"] for s in out["sources"]]
     assert refs[0] == "t3", refs                       # the cat turn ranks first
@@ -35,8 +35,18 @@ async def test_remember_then_recall_cites_verbatim_sources(client):
     assert "[2024-05-01 (Wed)]" in out["context"]     # one compact date header per session
     assert out["context"].startswith("<memory") and out["context"].endswith("</memory>")
     assert {i["kind"] for i in out["items"]} == {"source"}
-    assert out["recall_id"].startswith("rcl_") and out["strategy"] == "auto"
-    assert "plain" in out["route_reason"]
+    assert out["recall_id"].startswith("rcl_") and out["strategy"] == "plain"
+
+
+async def test_auto_says_where_it_routed(client, server):
+    payload(await client.call_tool("remember", {"messages": turns(*CONVO)}))
+    assert server.runtime.curation.wait_idle(60)
+    out = payload(await client.call_tool("recall", {"query": "What is the name of my cat?"}))
+    assert out["strategy"] == "auto" and out["route_reason"].startswith("auto → ")
+    chosen = out["route_reason"].split("→ ")[1].split(":")[0]
+    exp = payload(await client.call_tool("explain", {"id": out["recall_id"]}))
+    assert exp["record"]["route"]["chosen"] == chosen
+    assert any(s["ref"] == "t3" for s in out["sources"])
 
 
 async def test_budget_is_respected_and_fills_greedily(client):

@@ -1,0 +1,1 @@
+"""``hybrid``: episodic memories + relational tuples with offline consolidation (paper 000)."""

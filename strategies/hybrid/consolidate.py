@@ -1,0 +1,193 @@
+"""Offline consolidation (paper §3.2, appendix C): cluster, then merge and supersede in clusters.
+
+Clustering is the paper's: the stored memories' embeddings (here the MiniLM vectors already in
+the table, 384-d, instead of text-embedding-3-small's 1536-d) are reduced by UMAP (cosine,
+10 neighbours, 5 components, min_dist 0) and clustered by HDBSCAN (Euclidean, excess of mass,
+``min_cluster_size``, min_samples 1). umap/hdbscan (and numba) are imported here only, when a run
+starts, never at start-up. Choices the paper leaves open:
+
+* Episodes and tuples are clustered separately (a merge never crosses the two stores); a store
+  too small for UMAP (< ``MIN_UMAP`` rows) is clustered on its raw unit vectors; ``random_state``
+  is fixed so a plan and the run after it agree.
+* Deterministic rules inside a cluster (``rules.py``): near-duplicates merge, a tuple with the
+  same subject and relation and a newer, different object supersedes the older one. With an LLM
+  configured, each cluster's plan comes from the model instead (``rules.llm_plan``), checked so
+  it can only name rows of that cluster.
+* Nothing is destroyed: a merged row gets ``status="merged"`` and ``lineage.merged_into``; the
+  survivor lists it in ``lineage.absorbed`` (with its sources, which recall still quotes); a
+  superseded row gets ``status="superseded"`` and ``lineage.superseded_by``. :func:`restore`
+  undoes either. ``dry_run`` computes the same plan and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import numpy as np
+
+from .rules import llm_plan, rule_plan
+from .store import KINDS
+
+log = logging.getLogger(__name__)
+MIN_UMAP = 16
+
+
+def _active(space, kind: str) -> tuple[list[dict], np.ndarray]:
+    if space.table("memories") is None:
+        return [], np.zeros((0, 0), np.float32)
+    rows = space.rows("memories", eq={"kind": kind, "status": "active"})
+    for r in rows:
+        r["body"] = json.loads(r["body"]) if r.get("body") else {}
+        r["lineage"] = json.loads(r["lineage"]) if r.get("lineage") else {}
+    rows.sort(key=lambda r: r["id"])
+    vecs = np.asarray([r["vector"] for r in rows], dtype=np.float32)
+    return rows, vecs
+
+
+def cluster(vecs: np.ndarray, min_cluster_size: int) -> np.ndarray:
+    """HDBSCAN labels (-1 = noise) of UMAP-reduced ``vecs`` (appendix C)."""
+    import hdbscan
+
+    n = len(vecs)
+    if n < max(2, min_cluster_size):
+        return np.full(n, -1)
+    if n >= MIN_UMAP:
+        import umap
+
+        reducer = umap.UMAP(n_neighbors=min(10, n - 1), n_components=5, metric="cosine",
+                            min_dist=0.0, random_state=42, n_jobs=1)
+        emb = reducer.fit_transform(vecs)
+    else:
+        emb = vecs
+    return hdbscan.HDBSCAN(min_cluster_size=min_cluster_size, min_samples=1, metric="euclidean",
+                           cluster_selection_method="eom").fit_predict(emb)
+
+
+def consolidate(env, dry_run: bool = False, min_cluster_size: int = 10, progress=None) -> dict:
+    from .store import llm_usable
+
+    t0 = time.perf_counter()
+    space = env.space
+    report = (lambda d, t, m: progress(d, t, m)) if progress else (lambda d, t, m: None)
+    stores = {k: _active(space, k) for k in KINDS}
+    before = {k: len(rows) for k, (rows, _) in stores.items()}
+    ops, n_clusters, use_llm = [], 0, llm_usable(env.llm)
+    report(0, 1, f"clustering {sum(before.values())} memories")
+    groups = []
+    for kind, (rows, vecs) in stores.items():
+        if not rows:
+            continue
+        labels = cluster(vecs, min_cluster_size)
+        for c in sorted(set(labels.tolist()) - {-1}):
+            idx = np.flatnonzero(labels == c)
+            groups.append((kind, [rows[i] for i in idx], vecs[idx]))
+    n_clusters = len(groups)
+    for g, (kind, rows, vecs) in enumerate(groups):
+        report(g, n_clusters, f"cluster {g + 1}/{n_clusters}: {len(rows)} {kind}s")
+        plan = None
+        if use_llm:
+            try:
+                plan = llm_plan(env.llm, kind, rows)
+            except Exception as exc:  # the model failing must not stop consolidation
+                log.warning("LLM consolidation of a cluster failed (%s); using rules", exc)
+        if plan is None:
+            plan = rule_plan(kind, rows, vecs)
+        for op in plan:
+            ops.append(dict(op, kind=kind, cluster=g))
+    if not dry_run and ops:
+        apply(space, ops)
+    for op in ops:
+        op["done"] = not dry_run
+    after = dict(before)
+    for op in ops:
+        after[op["kind"]] -= len(op["ids"])
+    report(n_clusters, n_clusters, "done")
+    total_b, total_a = sum(before.values()), sum(after.values())
+    return {"before": before, "after": after, "clusters": n_clusters, "operations": ops,
+            "active_before": total_b, "active_after": total_a,
+            "compression": round(1 - total_a / total_b, 4) if total_b else 0.0,
+            "dry_run": dry_run, "duration_s": round(time.perf_counter() - t0, 3)}
+
+
+def apply(space, ops: list[dict]) -> None:
+    """Write the plan: statuses and lineage only; texts and vectors stay as they were."""
+    ids = {i for op in ops for i in op["ids"] + [op["into"]]}
+    rows = {r["id"]: r for r in space.rows("memories", eq={"id": sorted(ids)})}
+    for r in rows.values():
+        r["body"] = json.loads(r["body"]) if r.get("body") else {}
+        r["lineage"] = json.loads(r["lineage"]) if r.get("lineage") else {}
+    now = space.now().isoformat()
+    for op in ops:
+        keep = rows.get(op["into"])
+        if keep is None:
+            continue
+        for i in op["ids"]:
+            gone = rows.get(i)
+            if gone is None:
+                continue
+            lin = gone["lineage"]
+            if op["op"] == "merge":
+                gone["status"], lin["merged_into"] = "merged", keep["id"]
+                keep["lineage"].setdefault("absorbed", []).append(
+                    {"id": i, "source_ids": gone["source_ids"], "refs": gone["refs"], "at": now})
+            else:
+                gone["status"], lin["superseded_by"] = "superseded", keep["id"]
+                keep["lineage"].setdefault("supersedes", []).append({"id": i, "at": now})
+            lin.setdefault("history", []).append({"at": now, "op": op["op"], "into": keep["id"],
+                                                  "why": op["why"]})
+    space.add_memories(list(rows.values()))
+    space.audit("consolidate", sorted(ids), {"strategy": "hybrid", "operations": ops})
+
+
+def restore(env, memory_id: str) -> dict:
+    """Make a merged or superseded memory active again and detach it from its survivor."""
+    space = env.space
+    got = space.rows("memories", eq={"id": memory_id})
+    if not got:
+        raise KeyError(f"no memory {memory_id!r}")
+    row = got[0]
+    row["body"], row["lineage"] = json.loads(row["body"] or "{}"), json.loads(row["lineage"] or "{}")
+    if row["status"] == "active":
+        return {"id": memory_id, "status": "active", "changed": False}
+    lin, now = row["lineage"], space.now().isoformat()
+    other_id = lin.pop("merged_into", None) or lin.pop("superseded_by", None)
+    changed = [row]
+    for other in space.rows("memories", eq={"id": other_id}) if other_id else []:
+        other["body"] = json.loads(other["body"] or "{}")
+        olin = other["lineage"] = json.loads(other["lineage"] or "{}")
+        for key in ("absorbed", "supersedes"):
+            olin[key] = [a for a in olin.get(key, []) if a["id"] != memory_id]
+        olin.setdefault("history", []).append({"at": now, "op": "released", "id": memory_id})
+        changed.append(other)
+    lin.setdefault("history", []).append({"at": now, "op": "restored", "was": row["status"],
+                                          "from": other_id})
+    row["status"] = "active"
+    space.add_memories(changed)
+    space.audit("restore", [memory_id] + ([other_id] if other_id else []),
+                {"strategy": "hybrid", "from": other_id})
+    return {"id": memory_id, "status": "active", "changed": True, "released_from": other_id}
+
+
+def explain_memory(env, memory_id: str) -> dict | None:
+    """A hybrid memory with its sources, merges and supersessions resolved (None if not ours)."""
+    space = env.space
+    found = space.get_memories([memory_id])
+    if not found or found[0]["kind"] not in KINDS:
+        return None
+    m = found[0]
+    lin = m["lineage"] or {}
+    linked = [x for x in (lin.get("merged_into"), lin.get("superseded_by")) if x]
+    linked += [a["id"] for a in lin.get("absorbed", []) + lin.get("supersedes", [])]
+    others = {o["id"]: {"id": o["id"], "status": o["status"], "text": o["text"]}
+              for o in space.get_memories(linked)}
+    srcs = space.get_sources(list(m["source_ids"] or []))
+    return {"summary": f"hybrid {m['kind']} ({m['origin']}, {m['status']})", "memory": m,
+            "merged_into": others.get(lin.get("merged_into")),
+            "superseded_by": others.get(lin.get("superseded_by")),
+            "absorbed": [others.get(a["id"], a) for a in lin.get("absorbed", [])],
+            "supersedes": [others.get(a["id"], a) for a in lin.get("supersedes", [])],
+            "history": lin.get("history", []),
+            "sources": [{k: s.get(k) for k in ("id", "ref", "session_id", "speaker", "text")}
+                        for s in srcs]}

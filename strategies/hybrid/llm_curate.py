@@ -1,0 +1,123 @@
+"""Curation by an LLM: the paper's two prompts (appendices A and B) as structured outputs.
+
+``env.llm.structured(system, user, schema)`` (OpenAI-compatible, see providers/openai_compat.py)
+returns the pydantic models below. Choices the paper leaves open:
+
+* One call per prompt per session chunk of at most ``CHUNK_TURNS`` turns; turns are shown as
+  ``[ref] speaker: text`` under the session's date, and the model cites those refs.
+* A cited ref that names no turn of the session is dropped; an item left with no valid ref cites
+  the whole chunk (its provenance is still true, only coarser); an item with empty fields is dropped.
+* A model timestamp that does not parse as an ISO date falls back to the session time.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+
+from pydantic import BaseModel, Field
+
+log = logging.getLogger(__name__)
+CHUNK_TURNS = 120
+
+EPISODIC_PROMPT = """You curate long-term EPISODIC memory from one conversation session.
+Split the session into coherent episodes (one per topic or event) and, for each, write:
+- title: a short, specific title;
+- summary: two or three sentences on what happened and who was involved;
+- details: a narrative that keeps every concrete detail (names, places, numbers, items, opinions,
+  plans, reasons) that someone could ask about later;
+- timestamp: the ISO date (YYYY-MM-DD) the episode happened;
+- turn_refs: the [refs] of the turns the episode comes from.
+Temporal precision: resolve every relative time against the session date and write the absolute
+date in the details ("last Saturday" said on 2023-05-25 -> "on Saturday, 20 May 2023"; "next
+month" -> "June 2023"). Detail preservation: do not generalise; prefer the speakers' own words.
+Use third person with the speakers' names; never invent anything not in the turns."""
+
+RELATIONAL_PROMPT = """You curate long-term RELATIONAL memory from one conversation session.
+Extract every fact worth remembering as a tuple:
+- subject: the entity the fact is about (use the speaker's name, never "I" or "you");
+- relation: a short verb phrase ("works at", "adopted", "plans to visit", "likes");
+- object: what the subject relates to, specific and self-contained;
+- timestamp: the ISO date (YYYY-MM-DD) the fact holds or the event happened, with relative times
+  resolved against the session date ("yesterday" said on 2023-05-08 -> 2023-05-07);
+- context: one sentence on the circumstances in which it was mentioned;
+- turn_refs: the [refs] of the turns that state it.
+Cover people, places, events, preferences, plans, relationships and possessions; one fact per
+tuple; never invent anything not in the turns."""
+
+
+class EpisodeOut(BaseModel):
+    title: str
+    summary: str
+    details: str
+    timestamp: str = Field(description="ISO date YYYY-MM-DD")
+    turn_refs: list[str]
+
+
+class EpisodesOut(BaseModel):
+    episodes: list[EpisodeOut]
+
+
+class TupleOut(BaseModel):
+    subject: str
+    relation: str
+    object: str
+    timestamp: str = Field(description="ISO date YYYY-MM-DD")
+    context: str
+    turn_refs: list[str]
+
+
+class TuplesOut(BaseModel):
+    tuples: list[TupleOut]
+
+
+def _when(text: str, fallback: datetime | None) -> datetime | None:
+    try:
+        d = datetime.fromisoformat(text.strip()[:19])
+    except (ValueError, AttributeError):
+        return fallback
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+
+
+def render_turns(turns: list[dict], when: datetime | None) -> str:
+    head = f"Session date: {when.strftime('%Y-%m-%d (%A)')}\n" if when else ""
+    return head + "\n".join(f"[{t.get('ref') or t['id']}] {t.get('speaker') or '-'}: {t['text']}"
+                            for t in turns)
+
+
+def _link(refs: list[str], by_ref: dict[str, dict], chunk: list[dict]) -> tuple[list, list]:
+    rows = [by_ref[r] for r in dict.fromkeys(refs) if r in by_ref] or chunk
+    return [r["id"] for r in rows], [r.get("ref") or r["id"] for r in rows]
+
+
+def curate_session(llm, turns: list[dict], when: datetime | None) -> tuple[list, list]:
+    """(episodes, tuples) in the same shape as :func:`heuristics.curate_session`, plus a
+    ``timestamp`` per item. Provider errors propagate: the caller falls back to heuristics."""
+    episodes, tuples = [], []
+    for i in range(0, len(turns), CHUNK_TURNS):
+        chunk = turns[i:i + CHUNK_TURNS]
+        by_ref = {(t.get("ref") or t["id"]): t for t in chunk}
+        user = render_turns(chunk, when)
+        eps = llm.structured(EPISODIC_PROMPT, user, EpisodesOut)
+        for e in eps.episodes:
+            if not (e.title.strip() or e.summary.strip()):
+                continue
+            sids, refs = _link(e.turn_refs, by_ref, chunk)
+            episodes.append({"title": e.title.strip(), "summary": e.summary.strip(),
+                             "details": e.details.strip() or e.summary.strip(),
+                             "timestamp": _when(e.timestamp, when), "source_ids": sids,
+                             "refs": refs})
+        tps = llm.structured(RELATIONAL_PROMPT, user, TuplesOut)
+        for t in tps.tuples:
+            if not (t.subject.strip() and t.relation.strip() and t.object.strip()):
+                continue
+            sids, refs = _link(t.turn_refs, by_ref, chunk)
+            ts = _when(t.timestamp, when)
+            tuples.append({"subject": t.subject.strip(), "relation": t.relation.strip(),
+                           "object": t.object.strip(), "context": t.context.strip(),
+                           "dates": [ts.strftime("%-d %B %Y")] if ts else [],
+                           "text": f"{t.subject.strip()} {t.relation.strip()} {t.object.strip()}",
+                           "timestamp": ts, "source_ids": sids, "refs": refs})
+    log.info("LLM curated %d episodes and %d tuples from %d turns", len(episodes), len(tuples),
+             len(turns))
+    return episodes, tuples

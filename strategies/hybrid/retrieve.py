@@ -1,0 +1,166 @@
+"""Hybrid retrieval (paper §3.3): top-k episodes and top-2k tuples, then packing into the budget.
+
+Two independent semantic searches over the active memories, as in the paper: episodes (their
+vector is of their ``details``) top-``k`` and tuples (their natural-language string) top-``2k``,
+k = 10. Choices the paper leaves open (it hands everything to an answering model; here the
+contract is a budgeted context whose quoted sources must be verbatim):
+
+* Each search is fused with BM25 over the same texts by reciprocal rank fusion (option
+  ``fts=0`` turns it off; bench/README.md shows what it adds).
+* The raw evidence is chosen by one weighted RRF over four rankings of source turns: plain's BM25
+  and dense turn searches, the turns cited by the ranked tuples, and the turns of the ranked
+  episodes (round-robin, each episode's turns by cosine to the query, ``per_episode`` of them).
+  Weights: options ``w_bm25``, ``w_dense``, ``w_fact``, ``w_episode``.
+* A share ``notes`` of the budget (default 0.15) goes to one line per top tuple (with its resolved
+  date and the ref of its source turn) and episode (title and summary); the rest to the cited turns
+  through ``render.pack_sources``, so each tuple's source quote stands verbatim beside it.
+"""
+
+from __future__ import annotations
+
+from ..base import Env, RecallRequest
+from ..plain.strategy import search_sources
+from ..render import CLOSE, OPEN
+
+RRF_K = 60
+DEFAULTS = {"k": 10, "fts": 1, "notes": 0.15, "per_episode": 3, "candidates": 100,
+            "w_bm25": 1.0, "w_dense": 1.0, "w_fact": 1.0, "w_episode": 0.5, "max_notes": 12}
+
+
+def opts(request: RecallRequest) -> dict:
+    out = dict(DEFAULTS)
+    out.update({k: v for k, v in request.options.items() if k in DEFAULTS})
+    return out
+
+
+def wrrf(rankings: dict[str, list[str]], weights: dict[str, float]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for name, ids in rankings.items():
+        w = weights.get(name, 1.0)
+        for rank, i in enumerate(dict.fromkeys(ids), start=1):
+            e = out.setdefault(i, {"score": 0.0})
+            e["score"] += w / (RRF_K + rank)
+            e[f"{name}_rank"] = rank
+    return out
+
+
+def _in_range(ts, request: RecallRequest) -> bool:
+    if ts is None:
+        return True
+    return not ((request.since and ts < request.since) or (request.until and ts > request.until))
+
+
+def search_memories(env: Env, request: RecallRequest, qv, kind: str, n: int, fts: bool):
+    """Ranked active memories of ``kind`` (dense top-n, fused with BM25 top-n) with score parts."""
+    space = env.space
+    if space.table("memories") is None:
+        return [], {}
+    dense = space.vector_memories(kind, qv, n)
+    lists = {"dense": [i for i, _ in dense]}
+    lexical = []
+    if fts and request.query.strip():
+        try:
+            lexical = space.text_search("memories", request.query, n,
+                                        eq={"kind": kind, "status": "active"})
+        except Exception:  # a missing/partial FTS index must not fail a recall
+            lexical = []
+        lists["bm25"] = [r["id"] for r in lexical]
+    parts = wrrf(lists, {})
+    for i, s in dense:
+        parts[i]["cosine"] = round(s, 4)
+    for r in lexical:
+        parts[r["id"]]["bm25"] = round(r["bm25"], 4)
+    order = sorted(parts, key=lambda i: -parts[i]["score"])
+    rows = [r for r in space.get_memories(order) if _in_range(r.get("timestamp"), request)]
+    for r in rows:  # a survivor of a merge still quotes the turns of the rows it absorbed
+        extra = [s for a in (r.get("lineage") or {}).get("absorbed", []) for s in a["source_ids"]]
+        r["source_ids"] = list(dict.fromkeys(list(r["source_ids"] or []) + extra))
+    return rows[:n], parts
+
+
+def episode_turns(env: Env, episodes: list[dict], qv, per_episode: int) -> list[str]:
+    """Round-robin over the ranked episodes of their turns, each episode's by cosine to the query."""
+    want = [s for e in episodes for s in e["source_ids"]]
+    vecs = env.space.source_vectors(want)
+    ranked = []
+    for e in episodes:
+        ids = [s for s in e["source_ids"] if s in vecs]
+        ranked.append(sorted(ids, key=lambda s: -float(vecs[s] @ qv))[:per_episode])
+    out = []
+    for j in range(per_episode):
+        out += [ids[j] for ids in ranked if j < len(ids)]
+    return out
+
+
+def date_label(row: dict) -> str:
+    ts = row.get("timestamp")
+    return f"{ts.day} {ts.strftime('%B %Y')}" if ts is not None else "undated"
+
+
+def fact_line(row: dict) -> str:
+    refs = ", ".join(row.get("refs") or [])
+    return f"- ({date_label(row)}) {row['text']}" + (f" [{refs}]" if refs else "") + "\n"
+
+
+def episode_line(row: dict) -> str:
+    b = row.get("body") or {}
+    title = b.get("title") or ""
+    summary = b.get("summary") or row["text"][:300]
+    return f"- ({date_label(row)}) {title}: {summary}\n"
+
+
+def defang(text: str) -> str:
+    return text.replace("</memory", "<\\/memory").replace("</MEMORY", "<\\/memory")
+
+
+def notes_block(episodes: list[dict], facts: list[dict], limit_chars: int, max_notes: int):
+    """The note lines that fit ``limit_chars``: facts and episodes alternately by rank (facts
+    first: they are shorter and carry resolved dates). Returns (text, kept, dropped)."""
+    queue, fi, ei = [], 0, 0
+    while fi < len(facts) or ei < len(episodes):
+        for _ in range(2):
+            if fi < len(facts):
+                queue.append(("fact", facts[fi]))
+                fi += 1
+        if ei < len(episodes):
+            queue.append(("episode", episodes[ei]))
+            ei += 1
+    lines, kept, dropped, used = [], [], [], 0
+    header = "[notes: episodes and facts distilled from the quoted turns]\n"
+    for kind, row in queue:
+        line = defang(fact_line(row) if kind == "fact" else episode_line(row))
+        cost = len(line) + (0 if lines else len(header))
+        if len(kept) >= max_notes:
+            dropped.append((row["id"], "note limit"))
+        elif used + cost > limit_chars:
+            dropped.append((row["id"], "over the notes budget"))
+        else:
+            lines.append(line)
+            kept.append((kind, row))
+            used += cost
+    return (header + "".join(lines) if lines else ""), kept, dropped
+
+
+def with_notes(context: str, notes: str) -> str:
+    if not notes:
+        return context
+    if not context:
+        return OPEN + notes + CLOSE
+    return context.replace(OPEN, OPEN + notes, 1)
+
+
+def candidate_sources(env: Env, request: RecallRequest, o: dict, episodes, facts, qv):
+    order, parts = search_sources(env, request, int(o["candidates"]))
+    rankings = {"bm25": [i for i in order if "bm25_rank" in parts[i]],
+                "dense": [i for i in order if "dense_rank" in parts[i]],
+                "fact": [s for f in facts for s in f["source_ids"]],
+                "episode": episode_turns(env, episodes, qv, int(o["per_episode"]))}
+    rankings["bm25"].sort(key=lambda i: parts[i]["bm25_rank"])
+    rankings["dense"].sort(key=lambda i: parts[i]["dense_rank"])
+    weights = {n: float(o[f"w_{n}"]) for n in rankings}
+    fused = wrrf(rankings, weights)
+    for i, p in parts.items():
+        fused[i].update({k: v for k, v in p.items() if k in ("bm25", "cosine")})
+    ranked = sorted(fused, key=lambda i: -fused[i]["score"])
+    rows = [r for r in env.space.get_sources(ranked) if _in_range(r.get("timestamp"), request)]
+    return rows, fused

@@ -1,0 +1,137 @@
+"""What to merge and what to supersede inside one cluster: deterministic rules, or an LLM's plan.
+
+An operation is ``{"op": "merge" | "supersede", "ids": [rows retired], "into": survivor, "why"}``;
+the operations of one cluster are disjoint and a survivor is never retired.
+
+Rules (no model), thresholds on the memories' own cosine similarity:
+
+* merge: rows at cosine >= ``DUP`` (tuples also need the same subject) are redundant or complementary
+  (0.88 for tuples: on LoCoMo observations, pairs above it restate one fact or event), joined
+  transitively; the newest (then longest) row survives and absorbs the others.
+* supersede (tuples only): the same subject and relation, a relation that states something that
+  can change (``STATE`` verbs: lives, works, likes, ...; an event verb such as "went" can be true
+  many times over), cosine >= ``RELATED`` (the same topic), a different object and an earlier
+  timestamp (by at least a day): the older row is superseded by the newest.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel
+
+DUP, DUP_EPISODE, RELATED = 0.88, 0.90, 0.75
+STATE = {"is", "was", "are", "lives", "live", "lived", "works", "work", "worked", "has", "have",
+         "owns", "own", "likes", "like", "loves", "love", "prefers", "prefer", "wants", "want",
+         "plans", "plan", "planning", "favorite", "favourite", "moved", "studies", "study", "drives",
+         "uses", "dating", "married", "feels", "thinks", "believes", "hopes", "enjoys"}
+_AUX = {"is", "was", "has", "had", "will", "would", "just", "also", "really", "still", "now",
+        "currently", "recently", "finally", "been", "am", "are"}
+
+
+def norm(s: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", (s or "").lower()))
+
+
+def relation_key(rel: str) -> tuple[str, str]:
+    """(normalised relation, head verb) — "is currently working at" -> head "working"."""
+    words = norm(rel).split()
+    head = next((w for w in words if w not in _AUX), words[-1] if words else "")
+    return " ".join(words), head
+
+
+def _components(n: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        parent[find(a)] = find(b)
+    comps: dict[int, list[int]] = {}
+    for i in range(n):
+        comps.setdefault(find(i), []).append(i)
+    return [c for c in comps.values() if len(c) > 1]
+
+
+def _newest(rows: list[dict], idx: list[int]) -> int:
+    return max(idx, key=lambda i: (rows[i]["timestamp"], len(rows[i]["text"]), rows[i]["id"]))
+
+
+def rule_plan(kind: str, rows: list[dict], vecs: np.ndarray) -> list[dict]:
+    sims = vecs @ vecs.T
+    subj = [norm((r.get("body") or {}).get("subject", "")) for r in rows]
+    dup = DUP if kind == "fact" else DUP_EPISODE
+    pairs = [(a, b) for a in range(len(rows)) for b in range(a + 1, len(rows))
+             if sims[a, b] >= dup and (kind != "fact" or subj[a] == subj[b])]
+    ops, retired = [], set()
+    for comp in _components(len(rows), pairs):
+        keep = _newest(rows, comp)
+        gone = [i for i in comp if i != keep]
+        retired.update(gone)
+        ops.append({"op": "merge", "ids": [rows[i]["id"] for i in gone], "into": rows[keep]["id"],
+                    "why": f"near-duplicates (cosine >= {dup})",
+                    "similarity": round(float(min(sims[keep, i] for i in gone)), 4)})
+    if kind != "fact":
+        return ops
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(rows):
+        rel, head = relation_key((r.get("body") or {}).get("relation", ""))
+        if i not in retired and head in STATE:
+            groups.setdefault((subj[i], rel), []).append(i)
+    for (s, rel), idx in groups.items():
+        if len(idx) < 2:
+            continue
+        keep = _newest(rows, idx)
+        obj = norm(rows[keep]["body"].get("object", ""))
+        gone = [i for i in idx if i != keep and sims[keep, i] >= RELATED
+                and norm(rows[i]["body"].get("object", "")) != obj
+                and (rows[keep]["timestamp"] - rows[i]["timestamp"]).total_seconds() >= 86400]
+        if gone:
+            retired.update(gone)
+            ops.append({"op": "supersede", "ids": [rows[i]["id"] for i in gone],
+                        "into": rows[keep]["id"],
+                        "why": f"same subject and relation ({s!r} {rel!r}), newer object"})
+    return ops
+
+
+CONSOLIDATION_PROMPT = """You maintain an agent's long-term memory. The entries below were
+clustered together because they are semantically similar. Propose operations:
+- merge: entries that are redundant or complementary (the same fact or event said again) are
+  merged into the most complete, most recent entry ("into"); list the others in "ids";
+- supersede: entries that are outdated or contradicted by a newer entry ("into") are listed in
+  "ids".
+Only use ids shown below; leave entries alone when in doubt; say why in one sentence."""
+
+
+class Operation(BaseModel):
+    op: Literal["merge", "supersede"]
+    ids: list[str]
+    into: str
+    why: str
+
+
+class ClusterPlan(BaseModel):
+    operations: list[Operation]
+
+
+def llm_plan(llm, kind: str, rows: list[dict]) -> list[dict]:
+    """The model's plan for one cluster, keeping only operations that name rows of it."""
+    listing = "\n".join(f"[{r['id']}] ({r['timestamp'].date() if r.get('timestamp') else '?'}) "
+                        f"{r['text'][:400]}" for r in rows)
+    plan = llm.structured(CONSOLIDATION_PROMPT, f"{kind} entries:\n{listing}", ClusterPlan)
+    known, used, ops = {r["id"] for r in rows}, set(), []
+    for op in plan.operations:
+        ids = [i for i in dict.fromkeys(op.ids) if i in known and i != op.into and i not in used]
+        if op.into not in known or op.into in used or not ids:
+            continue
+        used.update(ids)
+        used.add(op.into)
+        ops.append({"op": op.op, "ids": ids, "into": op.into, "why": op.why.strip()[:300],
+                    "by": "llm"})
+    return ops

@@ -1,0 +1,130 @@
+"""LLM curation through a real local HTTP server speaking the OpenAI chat API (no mocks): the
+paper's two prompts go out as json_schema structured outputs, the answers become linked rows, and
+a failing endpoint falls back to the heuristics."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from helpers import payload
+from trimem.server.app import build_server
+from trimem.server.settings import Settings
+from trimem.strategies.hybrid.llm_curate import EPISODIC_PROMPT, RELATIONAL_PROMPT
+
+pytestmark = pytest.mark.anyio
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.requests.append(body)
+        if self.server.fail:
+            return self._send(500, {"error": {"message": "down", "type": "server_error"}})
+        fmt = (body.get("response_format") or {}).get("json_schema") or {"name": "text"}
+        refs = re.findall(r"^\[([^\]]+)\]", body["messages"][-1]["content"], re.M)
+        if fmt["name"] == "ClusterPlan":
+            ids = re.findall(r"^\[([^\]]+)\]", body["messages"][-1]["content"], re.M)
+            answer = {"operations": [
+                {"op": "merge", "ids": [ids[0], "invented-id"], "into": ids[1], "why": "same fact"},
+                {"op": "supersede", "ids": [ids[1]], "into": ids[2], "why": "already used"},
+                {"op": "supersede", "ids": [ids[2]], "into": ids[3], "why": "moved"}]}
+        elif fmt["name"] == "EpisodesOut":
+            answer = {"episodes": [{"title": "Biscuit the puppy", "summary": "Ben adopted Biscuit.",
+                                    "details": "On Saturday, 6 May 2023 Ben adopted Biscuit.",
+                                    "timestamp": "2023-05-06", "turn_refs": refs[:2]}]}
+        elif fmt["name"] != "TuplesOut":   # another strategy's request: answer it plainly
+            answer = {}
+        else:
+            answer = {"tuples": [
+                {"subject": "Ben", "relation": "adopted", "object": "a beagle named Biscuit",
+                 "timestamp": "2023-05-06", "context": "Ben told Ana", "turn_refs": [refs[1]]},
+                {"subject": "Ana", "relation": "lives in", "object": "Lisbon",
+                 "timestamp": "not a date", "context": "", "turn_refs": ["no-such-ref"]}]}
+        self._send(200, {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+                         "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                             "role": "assistant", "content": json.dumps(answer)}}]})
+
+    def _send(self, status, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def llm_server():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    srv.requests, srv.fail = [], False
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+MSGS = [{"content": "I live in Lisbon and love it.", "speaker": "Ana", "ref": "m1"},
+        {"content": "I adopted a beagle named Biscuit last Saturday!", "speaker": "Ben", "ref": "m2"},
+        {"content": "Biscuit sleeps on my bed every night.", "speaker": "Ben", "ref": "m3"}]
+
+
+async def test_llm_curation_through_a_local_openai_server(llm_server, home, tmp_path_factory):
+    from mcp import Client
+
+    url = f"http://127.0.0.1:{llm_server.server_address[1]}/v1"
+    server = build_server(Settings(home=str(home), llm="openai", llm_base_url=url, llm_model="fake",
+                                   cache_dir=tmp_path_factory.getbasetemp() / "model-cache"))
+    async with Client(server) as c:
+        payload(await c.call_tool("remember", {"messages": MSGS, "session_id": "s",
+                                               "session_time": "2023-05-08T10:00:00"}))
+        assert server.runtime.curation.wait_idle(60)
+        space = server.runtime.space("default")
+        facts, eps = space.memories_of_kind("fact"), space.memories_of_kind("episode")
+        ours = [r for r in llm_server.requests
+                if r["messages"][0]["content"] in (EPISODIC_PROMPT, RELATIONAL_PROMPT)]
+        assert [r["messages"][0]["content"] for r in ours] == [EPISODIC_PROMPT, RELATIONAL_PROMPT]
+        assert all(r["response_format"]["type"] == "json_schema" for r in ours)
+        assert "[m2] Ben: I adopted" in ours[0]["messages"][1]["content"]
+        assert {m["origin"] for m in facts + eps} == {"llm"}
+        (ep,) = eps
+        assert ep["refs"] == ["m1", "m2"] and ep["body"]["title"] == "Biscuit the puppy"
+        biscuit = next(f for f in facts if f["body"]["subject"] == "Ben")
+        assert biscuit["refs"] == ["m2"] and "6 May 2023" in biscuit["text"]
+        lisbon = next(f for f in facts if f["body"]["subject"] == "Ana")
+        assert lisbon["refs"] == ["m1", "m2", "m3"]    # an unknown ref falls back to the chunk
+        res = payload(await c.call_tool("recall", {"query": "Ben's dog", "strategy": "hybrid"}))
+        assert "m2" in {s["ref"] for s in res["sources"]}
+
+        llm_server.fail = True                          # endpoint down: heuristics take over
+        payload(await c.call_tool("remember", {"messages": MSGS[1:2], "session_id": "t"}))
+        assert server.runtime.curation.wait_idle(60)
+        t_rows = [m for m in space.memories_of_kind("fact") if m["session_id"] == "t"]
+        assert t_rows and {m["origin"] for m in t_rows} == {"heuristic"}
+
+
+def test_llm_consolidation_plan_is_checked_against_the_cluster(llm_server):
+    from datetime import datetime, timezone
+
+    from trimem.providers.openai_compat import OpenAILLM
+    from trimem.strategies.hybrid.rules import CONSOLIDATION_PROMPT, llm_plan
+
+    url = f"http://127.0.0.1:{llm_server.server_address[1]}/v1"
+    when = datetime(2023, 5, 8, tzinfo=timezone.utc)
+    rows = [{"id": f"fct_{k}", "text": f"fact number {k}", "timestamp": when} for k in range(4)]
+    ops = llm_plan(OpenAILLM(url, None, "fake"), "fact", rows)
+    assert llm_server.requests[-1]["messages"][0]["content"] == CONSOLIDATION_PROMPT
+    # an invented id is dropped; a row already used by an earlier operation is not reused
+    assert [(o["op"], o["ids"], o["into"]) for o in ops] == [
+        ("merge", ["fct_0"], "fct_1"), ("supersede", ["fct_2"], "fct_3")]

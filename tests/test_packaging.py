@@ -1,0 +1,20 @@
+"""Every package folder ships: pyproject's explicit package list misses none of them."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_package_is_listed_in_pyproject():
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"trimem"}
+    for init in ROOT.rglob("__init__.py"):
+        rel = init.parent.relative_to(ROOT)
+        if rel.parts and rel.parts[0] in {"tests", ".venv", "build"} or "egg-info" in str(rel):
+            continue
+        if rel.parts:
+            found.add("trimem." + ".".join(rel.parts))
+    assert found <= listed, f"not in pyproject packages: {sorted(found - listed)}"
