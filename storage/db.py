@@ -85,7 +85,7 @@ class Store:
     """Opens (creating if needed) the database at ``home`` and hands out namespace handles."""
 
     def __init__(self, home: str | Path, *, vector_index_min_rows: int = 10_000,
-                 optimize_every_rows: int = 2_000):
+                 optimize_every_rows: int = 2_000, optimize_every_commits: int = 64):
         self.uri = str(home)
         if "://" not in self.uri:
             try:
@@ -94,6 +94,7 @@ class Store:
                 raise StorageError(f"cannot create the data folder {self.uri}: {exc}") from exc
         self.vector_index_min_rows = vector_index_min_rows
         self.optimize_every_rows = optimize_every_rows
+        self.optimize_every_commits = optimize_every_commits
         self.db = lancedb.connect(self.uri)
         self.lock = threading.RLock()
         self._spaces: dict[str, object] = {}

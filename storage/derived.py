@@ -52,6 +52,7 @@ class DerivedMixin:
         tbl = self.derived_table(kind, schema, create=True)
         retrying(lambda: tbl.merge_insert(key).when_matched_update_all()
                  .when_not_matched_insert_all().execute(rows), f"upsert {kind}")
+        self.after_write(kind, len(rows))
 
     def rows(self, kind: str, eq: dict[str, Any] | None = None, where: str | None = None,
              columns: list[str] | None = None, limit: int | None = None) -> list[dict]:

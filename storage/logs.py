@@ -27,6 +27,7 @@ class LogsMixin:
         tbl = self.table("sessions", SESSIONS, create=True)
         retrying(lambda: tbl.merge_insert("session_id").when_matched_update_all()
                  .when_not_matched_insert_all().execute([row]), "session")
+        self.after_write("sessions")
 
     def list_sessions(self) -> list[dict]:
         tbl = self.table("sessions")
@@ -45,6 +46,7 @@ class LogsMixin:
                "query": query, "strategy": strategy, "source_ids": source_ids,
                "trace": self.dumps(trace)}
         retrying(lambda: tbl.add([row]), "recall log")
+        self.after_write("recalls")
 
     def get_recall(self, recall_id: str) -> dict:
         tbl = self.table("recalls")
@@ -77,6 +79,7 @@ class LogsMixin:
         row = {"id": aid, "namespace": self.namespace, "at": self.now(), "op": op,
                "target_ids": list(target_ids), "detail": self.dumps(detail)}
         retrying(lambda: tbl.add([row]), "audit")
+        self.after_write("audit")
         return aid
 
     def audit_for(self, target_id: str, limit: int = 50) -> list[dict]:

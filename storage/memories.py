@@ -35,6 +35,7 @@ class MemoriesMixin:
         tbl = self.table("memories", create=True)
         retrying(lambda: tbl.merge_insert("id").when_matched_update_all()
                  .when_not_matched_insert_all().execute(rows), "add memories")
+        self.after_write("memories", len(rows))
 
     def _mem_select(self, where: str) -> list[dict]:
         tbl = self.table("memories")

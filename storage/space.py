@@ -44,7 +44,9 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin):
         self.key = namespace_key(namespace)
         self.model: str | None = None
         self.dim: int | None = None
-        self._pending_rows = 0
+        self._commits: dict[str, tuple[int, int]] = {}   # kind -> (commits, rows) since upkeep
+        self._optimizing: set[str] = set()
+        self._upkeep_lock = threading.Lock()
         self._index_thread: threading.Thread | None = None
         self._registered = False
         self._fts_ready = False
@@ -108,20 +110,54 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin):
         self.store.drop_table(old_name)
 
     # -- upkeep -------------------------------------------------------------------------------
-    def after_write(self, kind: str, n_rows: int) -> None:
-        """Fold new rows into the indexes now and then; build the vector index once it pays."""
-        self._pending_rows += n_rows
-        tbl = self.table(kind)
-        if tbl is None:
-            return
-        if self._pending_rows >= self.store.optimize_every_rows:
-            self._pending_rows = 0
-            retrying(lambda: tbl.optimize(), "optimize")
-        if not self.has_vector_index(tbl) and tbl.count_rows() >= self.store.vector_index_min_rows:
-            if self._index_thread is None or not self._index_thread.is_alive():
-                self._index_thread = threading.Thread(target=self.build_vector_index, args=(kind,),
-                                                      name="trimem-vector-index", daemon=True)
-                self._index_thread.start()
+    def after_write(self, kind: str, n_rows: int = 0) -> None:
+        """Every write lands here. Now and then a table is compacted and its new rows folded
+        into its indexes, in the background (one run per table at a time): every commit adds a
+        fragment and a version, and a table of thousands of small fragments makes every read
+        and every merge slower. The vector index is built once a table is large enough."""
+        with self._upkeep_lock:
+            commits, rows = self._commits.get(kind, (0, 0))
+            commits, rows = commits + 1, rows + n_rows
+            due = (commits >= self.store.optimize_every_commits
+                   or rows >= self.store.optimize_every_rows) and kind not in self._optimizing
+            self._commits[kind] = (0, 0) if due else (commits, rows)
+            if due:
+                self._optimizing.add(kind)
+        if due:
+            threading.Thread(target=self._optimize_in_background, args=(kind,),
+                             name="trimem-optimize", daemon=True).start()
+        if kind in VECTOR_KINDS and n_rows:
+            tbl = self.table(kind)
+            if tbl is not None and tbl.count_rows() >= self.store.vector_index_min_rows \
+                    and not self.has_vector_index(tbl):
+                if self._index_thread is None or not self._index_thread.is_alive():
+                    self._index_thread = threading.Thread(
+                        target=self.build_vector_index, args=(kind,), name="trimem-vector-index",
+                        daemon=True)
+                    self._index_thread.start()
+
+    def _optimize_in_background(self, kind: str) -> None:
+        try:
+            tbl = self.table(kind)
+            if tbl is not None:
+                retrying(lambda: tbl.optimize(), f"optimize {kind}")
+        except Exception as exc:  # upkeep is an optimisation: log it, never fail a write
+            log.warning("optimizing %s of %r failed: %s", kind, self.namespace, exc)
+        finally:
+            with self._upkeep_lock:
+                self._optimizing.discard(kind)
+
+    def wait_upkeep(self, timeout: float = 60.0) -> None:
+        """Wait for background compaction and index builds (tests and benchmarks)."""
+        import time as _t
+
+        end = _t.monotonic() + timeout
+        while _t.monotonic() < end:
+            with self._upkeep_lock:
+                busy = bool(self._optimizing)
+            if not busy and not (self._index_thread and self._index_thread.is_alive()):
+                return
+            _t.sleep(0.05)
 
     @staticmethod
     def has_vector_index(tbl) -> bool:
@@ -157,7 +193,6 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin):
                 warnings.simplefilter("ignore", UserWarning)  # a reader retries on a lost version
                 retrying(lambda: tbl.optimize(**kw), "optimize")
             done.append(name[len(prefix):])
-        self._pending_rows = 0
         return done
 
     def optimize_table(self, suffix: str) -> None:
