@@ -17,6 +17,12 @@ import pyarrow as pa
 from .db import retrying, sql_in, sql_str
 
 
+def model_tag(model: str, dim: int) -> str:
+    from .space import model_tag as tag
+
+    return tag(model, dim)
+
+
 def _where(eq: dict[str, Any] | None, extra: str | None = None) -> str | None:
     parts = []
     for col, val in (eq or {}).items():
@@ -39,6 +45,14 @@ class DerivedMixin:
     def derived_table(self, kind: str, schema: pa.Schema | None = None, create: bool = False):
         if schema is not None and "vector" in schema.names:
             self._vector_kinds.setdefault(kind, schema)
+        elif schema is None and kind not in self._vector_kinds and kind not in self._plain_kinds:
+            # a reader in a fresh process does not know yet whether `kind` has vectors: a
+            # model-tagged table on disk says it does
+            tagged = f"ns_{self.key}__{kind}__{model_tag(self.model, self.dim)}" if self.model else None
+            if tagged and self.store.open_table(tagged) is not None:
+                self._vector_kinds[kind] = None
+            else:
+                self._plain_kinds.add(kind)
         return self.table(kind, schema, create=create)
 
     def upsert(self, kind: str, schema: pa.Schema, rows: list[dict], key: str = "id") -> None:

@@ -51,6 +51,7 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin):
         self._registered = False
         self._fts_ready = False
         self._vector_kinds: dict[str, object] = {}   # derived tables with vectors (kind -> schema)
+        self._plain_kinds: set[str] = set()          # derived tables known to have no vectors
 
     # -- naming -----------------------------------------------------------------------------
     def name(self, kind: str) -> str:

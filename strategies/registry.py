@@ -16,6 +16,7 @@ _BUILTIN = {
     "plain": "trimem.strategies.plain.strategy:PlainStrategy",
     "auto": "trimem.strategies.auto:AutoStrategy",
     "hybrid": "trimem.strategies.hybrid.strategy:HybridStrategy",
+    "workspace": "trimem.strategies.workspace.strategy:WorkspaceStrategy",
     # <new strategies above this line>
 }
 # The names a caller may pass; keep in step with _BUILTIN (tests/strategies/test_registry.py).
@@ -23,6 +24,7 @@ StrategyName = Literal[
     "auto",
     "plain",
     "hybrid",
+    "workspace",
     # <new strategy names above this line>
 ]
 

@@ -1,0 +1,1 @@
+"""The `workspace` strategy: TrawMem task-oriented role-adaptive workspaces (paper 002)."""

@@ -1,0 +1,200 @@
+"""The thread store and the thread graph G_H (TrawMem eq. 2-3), kept in two derived tables.
+
+``ws_threads``: one row per thread and segmentation scheme (``topic`` is what recall uses; the
+``fixed`` rows exist only for the paper's "Fixed Seg." ablation, so both schemes are curated).
+``ws_edges``: directed rows (every edge is stored in both directions) with weight ``w_H``.
+
+Choices the paper leaves open:
+- **Adjacent edges** join consecutive threads of a session, and the last thread of a session to
+  the first of the next session in time ("adjacent in source order"); their weight is
+  ``max(ADJ_FLOOR, cos(h_j, h_k))``: order alone is evidence of relatedness, closeness adds to it.
+- **Semantic edges** join each thread to its ``K_SEM`` nearest heads (other threads of the same
+  scheme, any session) with ``cos >= SEM_MIN``; weight ``cos(h_j, h_k)``. Incremental curation
+  adds them from the new session's side only (a popular old thread can exceed ``K_SEM``);
+  ``rebuild_edges`` (run by ``consolidate``) recomputes the symmetric k-NN graph from scratch.
+- Weights live in [0, 1], as eq. 4 mixes them with scores in (0, 1].
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+import numpy as np
+import pyarrow as pa
+
+from .segment import segment
+
+log = logging.getLogger(__name__)
+
+THREADS, EDGES = "ws_threads", "ws_edges"
+SCHEMES = ("topic", "fixed")
+ADJ_FLOOR, K_SEM, SEM_MIN = 0.5, 4, 0.55
+
+
+def thread_schema(dim: int = 384) -> pa.Schema:
+    return pa.schema([
+        ("id", pa.string()), ("namespace", pa.string()), ("session_id", pa.string()),
+        ("scheme", pa.string()), ("idx", pa.int32()), ("seq_start", pa.int64()),
+        ("seq_end", pa.int64()), ("source_ids", pa.list_(pa.string())), ("head", pa.string()),
+        ("head_by", pa.string()), ("t_start", pa.string()), ("t_end", pa.string()),
+        ("vector", pa.list_(pa.float32(), dim)),
+    ])
+
+
+EDGE_SCHEMA = pa.schema([
+    ("id", pa.string()), ("namespace", pa.string()), ("scheme", pa.string()), ("src", pa.string()),
+    ("dst", pa.string()), ("src_session", pa.string()), ("dst_session", pa.string()),
+    ("weight", pa.float32()), ("etype", pa.string()),
+])
+THREAD_COLUMNS = ["id", "session_id", "scheme", "idx", "seq_start", "seq_end", "source_ids",
+                  "head", "head_by", "t_start", "t_end", "vector"]
+
+
+def declare(space) -> None:
+    """Tell the space that ``ws_threads`` carries vectors (so its model-tagged name is used even
+    in a process that has not written it yet)."""
+    space.derived_table(THREADS, thread_schema(space.dim or 384))
+
+
+def thread_id(namespace: str, session_id: str, scheme: str, idx: int) -> str:
+    h = hashlib.sha1(f"{namespace}\x00{session_id}".encode()).hexdigest()[:12]
+    return f"thr_{h}_{scheme[0]}{idx:03d}"
+
+
+def _iso(ts) -> str:
+    return ts.isoformat() if ts is not None else ""
+
+
+def build_threads(env, session_id: str) -> list[dict]:
+    """Thread rows (both schemes) for one session, from its sources and their vectors."""
+    sources = env.space.sources_by_session(session_id)
+    if not sources:
+        return []
+    vecs = env.space.source_vectors([s["id"] for s in sources])
+    sources = [s for s in sources if s["id"] in vecs]
+    mat = np.stack([vecs[s["id"]] for s in sources]) if sources else np.zeros((0, 384))
+    speakers = [s.get("speaker") for s in sources]
+    texts = [s["text"] for s in sources]
+    rows = []
+    for scheme in SCHEMES:
+        for k, seg in enumerate(segment(mat, speakers, texts, scheme)):
+            part = sources[seg.start:seg.end]
+            rows.append({
+                "id": thread_id(env.space.namespace, session_id, scheme, k),
+                "session_id": session_id, "scheme": scheme, "idx": k,
+                "seq_start": int(part[0]["seq"]), "seq_end": int(part[-1]["seq"]),
+                "source_ids": [s["id"] for s in part], "head": seg.head, "head_by": "extractive",
+                "t_start": _iso(part[0].get("timestamp")), "t_end": _iso(part[-1].get("timestamp")),
+                "vector": seg.vector,
+            })
+    if env.llm is not None:
+        llm_heads(env, rows, {s["id"]: s for s in sources})
+    return rows
+
+
+def llm_heads(env, rows: list[dict], by_id: dict) -> None:
+    """Let the configured LLM write each topic thread's head (the paper's a_j); on any failure
+    the extractive head stays. h_j = normalise(centroid + embed(head)) keeps the unit evidence."""
+    system = ("Summarise this excerpt of a conversation in one factual sentence (who, what, when). "
+              "Output only the sentence.")
+    for r in rows:
+        if r["scheme"] != "topic":
+            continue
+        lines = "\n".join(f"{by_id[i].get('speaker') or '-'}: {by_id[i]['text']}" for i in r["source_ids"])
+        try:
+            head = " ".join(env.llm.complete(system, lines).split())[:300]
+        except Exception:  # an LLM only improves heads: never fail curation for it
+            log.warning("LLM head failed for %s; keeping the extractive head", r["id"], exc_info=True)
+            continue
+        if head:
+            v = np.asarray(r["vector"]) + np.asarray(env.embed([head])[0])
+            r.update(head=head, head_by="llm", vector=(v / np.linalg.norm(v)).astype(np.float32))
+
+
+def _edge(scheme: str, a: dict, b: dict, w: float, etype: str) -> list[dict]:
+    w = float(min(1.0, max(0.0, w)))
+    return [{"id": f"{scheme}|{x['id']}|{y['id']}", "scheme": scheme, "src": x["id"], "dst": y["id"],
+             "src_session": x["session_id"], "dst_session": y["session_id"], "weight": w,
+             "etype": etype} for x, y in ((a, b), (b, a))]
+
+
+def _cos(a: dict, b: dict) -> float:
+    return float(np.asarray(a["vector"]) @ np.asarray(b["vector"]))
+
+
+def session_order(space) -> list[str]:
+    sess = space.list_sessions()
+    return [s["session_id"] for s in sorted(sess, key=lambda s: (str(s.get("session_time") or ""),
+                                                                 s["session_id"]))]
+
+
+def edges_for_session(env, session_id: str, new: list[dict], order: list[str],
+                      cross: bool = True) -> list[dict]:
+    """Edges of the new threads of ``session_id``: adjacency (within and to the neighbouring
+    sessions in time) and, with ``cross``, k-nearest semantic edges to other threads."""
+    space, out = env.space, []
+    for scheme in SCHEMES:
+        mine = sorted((r for r in new if r["scheme"] == scheme), key=lambda r: r["idx"])
+        if not mine:
+            continue
+        for a, b in zip(mine, mine[1:]):
+            out += _edge(scheme, a, b, max(ADJ_FLOOR, _cos(a, b)), "adjacent")
+        pos = order.index(session_id) if session_id in order else -1
+        for other, first_mine in ((pos - 1, True), (pos + 1, False)):
+            if pos < 0 or not 0 <= other < len(order):
+                continue
+            theirs = space.rows(THREADS, eq={"session_id": order[other], "scheme": scheme},
+                               columns=THREAD_COLUMNS)
+            if theirs:
+                t = max(theirs, key=lambda r: r["idx"]) if first_mine else min(theirs, key=lambda r: r["idx"])
+                m = mine[0] if first_mine else mine[-1]
+                out += _edge(scheme, t, m, max(ADJ_FLOOR, _cos(t, m)), "adjacent")
+        if not cross:
+            continue
+        own = {r["id"] for r in mine}
+        for a in mine:
+            near = space.nearest(THREADS, np.asarray(a["vector"]), K_SEM + len(mine),
+                                 eq={"scheme": scheme}, columns=["id", "session_id", "vector"])
+            near = [r for r in near if r["id"] not in own and r["similarity"] >= SEM_MIN][:K_SEM]
+            for b in near:
+                out += _edge(scheme, a, b, b["similarity"], "semantic")
+    return out
+
+
+def rebuild_edges(threads: list[dict]) -> list[dict]:
+    """The whole graph from the thread rows: adjacency in time order and symmetric k-NN."""
+    out: dict[str, dict] = {}
+    for scheme in SCHEMES:
+        rows = sorted((r for r in threads if r["scheme"] == scheme),
+                      key=lambda r: (r["t_start"], r["session_id"], r["idx"]))
+        for a, b in zip(rows, rows[1:]):
+            for e in _edge(scheme, a, b, max(ADJ_FLOOR, _cos(a, b)), "adjacent"):
+                out[e["id"]] = e
+        if len(rows) < 2:
+            continue
+        mat = np.stack([np.asarray(r["vector"], dtype=np.float32) for r in rows])
+        sim = mat @ mat.T
+        np.fill_diagonal(sim, -1.0)
+        for i in range(len(rows)):
+            for j in np.argsort(-sim[i])[:K_SEM]:
+                if sim[i, j] >= SEM_MIN:
+                    for e in _edge(scheme, rows[i], rows[int(j)], float(sim[i, j]), "semantic"):
+                        out.setdefault(e["id"], e)   # adjacency wins when both exist
+    return list(out.values())
+
+
+def curate_session(env, session_id: str) -> dict:
+    """Re-segment one session and update the graph around it (idempotent)."""
+    space = env.space
+    declare(space)
+    space.delete_rows(EDGES, {"src_session": session_id})
+    space.delete_rows(EDGES, {"dst_session": session_id})
+    space.delete_rows(THREADS, {"session_id": session_id})
+    rows = build_threads(env, session_id)
+    if not rows:
+        return {"threads": 0, "edges": 0}
+    space.upsert(THREADS, thread_schema(len(rows[0]["vector"])), rows)
+    edges = edges_for_session(env, session_id, rows, session_order(space))
+    space.upsert(EDGES, EDGE_SCHEMA, edges)
+    return {"threads": len(rows), "edges": len(edges)}

@@ -1,0 +1,202 @@
+"""One workspace recall (TrawMem section 4.2), from the query to the rendered workspace.
+
+Steps and their trace entries (``explain(recall_id)`` shows the trace): ``seeds`` (threads with
+r0 and why they were seeds), ``neighbourhood`` (every thread of H_q with its propagated score
+r~, hop and size; heads stay out of the log, ``explain(thread_id)`` shows them), ``demand``
+(x_q and delta_q), ``chosen`` (each unit with its roles rho, phi, alpha, priority pi, marginal
+gain and its parts, phase), ``left_out`` (the best candidates not chosen, why, with the same
+scores, and their total), counts and timings.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..base import Item, Recollection, RecallRequest
+from ..plain.strategy import rrf, source_ref
+from ..render import CLOSE, OPEN
+from . import roles
+from .select import greedy, kernel, path_costs, priorities, propagate
+
+
+LEFT_OUT_SHOWN = 60   # the trace lists the best left-out candidates (by affinity), and the total
+
+
+def _seeds(env, request, s, snap, scheme, qv):
+    ids, mat = snap.ids[scheme], snap.mats[scheme]
+    head_sim = mat @ qv
+    sim = {t: float(x) for t, x in zip(ids, head_sim)}
+    why = {}
+    lexical = []
+    parts = {}
+    if s["seeding"] == "hybrid" or s["affinity"] != "dense":
+        order, parts = _search(env, request, qv, s["search_n"])
+    if s["seeding"] == "hybrid":
+        owner = snap.unit_thread[scheme]
+        for sid in order:               # d_idx: the head or the thread's best dense-hit unit
+            t = owner.get(sid)
+            if t is not None and parts[sid].get("cosine") is not None:
+                sim[t] = max(sim[t], parts[sid]["cosine"])
+        for sid in order[:s["lex_seeds"]]:
+            t = owner.get(sid)
+            if t is not None and t not in lexical:
+                lexical.append(t)
+    r0 = {t: 1.0 / (1.0 + (1.0 - x)) for t, x in sim.items()}
+    seeds = sorted(r0, key=lambda t: (-r0[t], t))[:s["seeds"]]
+    for t in seeds:
+        why[t] = "top r0"
+    for t in lexical:
+        if t not in why:
+            seeds.append(t)
+            why[t] = "holds a top BM25+dense turn"
+        else:
+            why[t] += " and holds a top BM25+dense turn"
+    return seeds, r0, why, parts
+
+
+def _search(env, request, qv, n):
+    """``plain.search_sources`` with the query vector already computed (one embedding per recall)."""
+    where = env.space.time_filter(request.since, request.until)
+    lexical = env.space.fts_sources(request.query, n, where)
+    dense = env.space.vector_sources(qv, n, where)
+    parts = rrf({"bm25": [i for i, _ in lexical], "dense": [i for i, _ in dense]})
+    for i, x in lexical:
+        parts[i]["bm25"] = x
+    for i, x in dense:
+        parts[i]["cosine"] = x
+    return sorted(parts, key=lambda i: -parts[i]["score"]), parts
+
+
+def workspace_recall(env, request: RecallRequest, s: dict, snap, scheme: str, t0: float) -> Recollection:
+    from .strategy import assemble, line_costs
+
+    timing = {}
+    qv = np.asarray(env.embed_query(request.query), dtype=np.float64)
+    timing["embed_ms"] = round(1000 * (time.perf_counter() - t0), 1)
+    seeds, r0, why, parts = _seeds(env, request, s, snap, scheme, qv)
+    adj_all = snap.adj.get(scheme, {})
+    adj = {t: [(k, w) for k, w, e in nb if not (s["no_cross"] and e == "semantic")]
+           for t, nb in adj_all.items()}
+    max_threads = max(s["max_threads"], len(seeds))
+    r_tilde, hop = propagate(r0, seeds, adj, s["hops"], max_threads, s["gamma"])
+    th_ids = list(r_tilde)
+    timing["localise_ms"] = round(1000 * (time.perf_counter() - t0), 1)
+
+    # candidate units U_q, in thread order
+    unit_ids, thread_of, pos = [], [], []
+    for t in th_ids:
+        src = snap.threads[t]["source_ids"]
+        for i, u in enumerate(src):
+            unit_ids.append(u)
+            thread_of.append(t)
+            pos.append(1.0 - i / max(len(src) - 1, 1))
+    rows, vecs = snap.unit_rows(env.space, unit_ids)
+    keep = [i for i, u in enumerate(unit_ids) if u in rows and u in vecs and _in_time(rows[u], request)]
+    unit_ids = [unit_ids[i] for i in keep]
+    thread_of = [thread_of[i] for i in keep]
+    pos = np.array([pos[i] for i in keep])
+    n = len(unit_ids)
+    timing["fetch_ms"] = round(1000 * (time.perf_counter() - t0), 1)
+    if n == 0:
+        return Recollection(context="", items=[], sources=[], abstain=True,
+                            route_reason="workspace: no candidate units", trace={"timing": timing})
+    E = np.stack([vecs[u] for u in unit_ids]).astype(np.float64)   # float64: OpenBLAS
+    # sgemm threading costs tens of ms on a busy two-core machine; dgemm of this size takes ~1 ms
+    alpha = (1.0 + E @ qv) / 2.0
+    if s["affinity"] == "hybrid":   # see the module docstring of strategy.py
+        top = max([p.get("bm25", 0.0) for p in parts.values()] + [1e-9])
+        lex = np.array([parts.get(u, {}).get("bm25", 0.0) / top for u in unit_ids])
+        alpha = (1.0 - s["beta"]) * alpha + s["beta"] * lex
+    elif s["affinity"] == "rrf":
+        top = max([p["score"] for p in parts.values()] + [1e-9])
+        fused = np.array([parts.get(u, {}).get("score", 0.0) / top for u in unit_ids])
+        alpha = (1.0 - s["beta"]) * alpha + s["beta"] * fused
+    texts = [rows[u]["text"] for u in unit_ids]
+    alpha_own = alpha
+    if s["ctx_eta"] > 0:   # context inheritance (strategy.py docstring): within-thread neighbours
+        alpha = alpha.copy()
+        for i in range(n):
+            for j in ((i - 1,) if s["ctx_next_only"] else (i - 1, i + 1)):
+                if 0 <= j < n and thread_of[j] == thread_of[i]:
+                    alpha[i] = max(alpha[i], s["ctx_eta"] * alpha_own[j] - s["ctx_margin"])
+
+    # roles (eq. 5)
+    conditioned = not s["no_roles"]
+    delta = roles.demand(request.query, conditioned)
+    degree = {t: len(adj.get(t, ())) for t in th_ids}
+    feats = roles.unit_features(alpha, texts, thread_of, pos, degree, hop, max(s["hops"], 1))
+    rho, phi = roles.assign(delta, feats, conditioned)
+
+    # cost, priority (eq. 6-7)
+    t_at = {t: i for i, t in enumerate(th_ids)}
+    tidx = np.array([t_at[t] for t in thread_of])
+    dist = path_costs(th_ids, adj)
+    b_q = max(1, min(s["units"], n))
+    w, pi, cost = priorities(np.array([r_tilde[t] for t in th_ids]), dist[:, tidx], alpha, phi,
+                             b_q, s["lam_m"], s["lam_r"], s["tau"])
+    mass = np.bincount(tidx, weights=pi, minlength=len(th_ids))
+    multi = not s["no_multi"]
+    K = kernel(E, tidx, "identity" if s["identity_k"] else "structured", multi)
+
+    # greedy (eq. 8-9) under B_q units, then (fill) the token budget
+    cand_rows = [rows[u] for u in unit_ids]
+    costs, first = line_costs(cand_rows)
+    limit = request.budget_tokens * 4 - len(OPEN) - len(CLOSE)
+    chosen, left = greedy(K, pi, rho, delta, alpha, tidx, mass, costs, first,
+                          [r["session_id"] for r in cand_rows], limit, b_q, bool(s["fill"]), multi)
+    timing["select_ms"] = round(1000 * (time.perf_counter() - t0), 1)
+
+    picked = [cand_rows[i] for i, *_ in chosen]
+    heads = []
+    if s.get("heads"):
+        heads = [snap.threads[t]["head"] for t in dict.fromkeys(thread_of[i] for i, *_ in chosen)]
+    context, verbatim = assemble(picked, heads, request.budget_tokens * 4)
+    if not picked:
+        context = ""
+
+    def unit_view(i):
+        return {"id": unit_ids[i], "ref": cand_rows[i].get("ref"), "thread": thread_of[i],
+                "roles": {r: round(float(x), 4) for r, x in zip(roles.ROLES, rho[i])},
+                "role": roles.ROLES[int(np.argmax(rho[i]))], "phi": round(float(phi[i]), 4),
+                "alpha": round(float(alpha_own[i]), 4),
+                "alpha_ctx": round(float(alpha[i]), 4), "pi": round(float(pi[i]), 5)}
+
+    items = [Item(id=unit_ids[i], kind="unit", text=texts[i], score=round(g, 5),
+                  role=roles.ROLES[int(np.argmax(rho[i]))], timestamp=cand_rows[i].get("timestamp"),
+                  source_ids=[unit_ids[i]]) for i, g, _, _ in chosen]
+    sources = [source_ref(r) for r in picked if r["id"] in verbatim]
+    used_threads = list(dict.fromkeys(thread_of[i] for i, *_ in chosen))
+    trace = {
+        "method": "TrawMem workspace: seed threads -> eq.4 propagation -> roles (eq.5) -> "
+                  "cost/priority (eq.6-7) -> greedy J_q (eq.8-9)",
+        "settings": s,
+        "seeds": [{"thread": t, "r0": round(r0[t], 4), "why": why[t]} for t in seeds],
+        "neighbourhood": [{"thread": t, "score": round(r_tilde[t], 4), "hop": hop[t],
+                           "units": len(snap.threads[t]["source_ids"])} for t in th_ids],
+        "demand": {"x_q": roles.query_features(request.query).round(3).tolist(),
+                   "delta": dict(zip(roles.ROLES, np.round(delta, 4).tolist()))},
+        "candidates": n, "selected": len(chosen),
+        "selected_in_B": sum(1 for c in chosen if c[3] == "B"), "threads_used": len(used_threads),
+        "chosen": [unit_view(i) | {"step": k + 1, "gain": round(g, 5), "gain_parts": p, "phase": ph}
+                   for k, (i, g, p, ph) in enumerate(chosen)],
+        "left_out": [unit_view(i) | {"why": why_} for i, why_ in
+                     sorted(left.items(), key=lambda x: -alpha[x[0]])[:LEFT_OUT_SHOWN]],
+        "left_out_total": len(left),
+        "budget": {"tokens": request.budget_tokens, "chars_allowed": limit + len(OPEN) + len(CLOSE),
+                   "chars_used": len(context), "units_B": b_q},
+        "timing": timing,
+    }
+    return Recollection(context=context, items=items, sources=sources, abstain=not picked,
+                        trace=trace,
+                        route_reason=f"workspace: {len(seeds)} seed threads, {len(th_ids)} in the "
+                                     f"neighbourhood (H={s['hops']}), {n} candidates, "
+                                     f"{len(chosen)} units from {len(used_threads)} threads")
+
+
+def _in_time(row: dict, request: RecallRequest) -> bool:
+    ts = row.get("timestamp")
+    if ts is None:
+        return request.since is None and request.until is None
+    return (request.since is None or ts >= request.since) and (request.until is None or ts <= request.until)

@@ -1,0 +1,164 @@
+"""``workspace``: TrawMem's task-oriented role-adaptive workspaces (paper 002), no LLM needed.
+
+Memory units are the raw sources; ``curate`` cuts each session into local threads and links them
+into the thread graph (``graph.py``); ``recall`` localises the task (seed threads, eq. 4
+propagation under ``hops``), assigns roles (eq. 5), and greedily selects a complementary subset
+under the objective J_q (eq. 6-9), then renders the chosen units verbatim with ``render.render``
+(same ``<memory>`` frame and session-date grouping as ``plain``; within a session, source order,
+which is within-thread order).
+
+Beyond the paper (each switchable per call through ``request.options``; defaults in ``OPTIONS``;
+the LoCoMo figures that motivated them are in the closing report of issue 4):
+- **Seeding** ``seeding="hybrid"`` (default): the thread index distance d_idx is the smaller of the
+  head distance and the distance of the thread's best unit among the query's dense hits, and the
+  threads holding the ``lex_seeds`` (60) best BM25+dense turns (RRF, as ``plain``) join the
+  ``seeds`` (4) best threads by r0; the neighbourhood limit is ``max_threads`` (80 threads, ~480
+  candidate units: large enough to hold every turn a 2,000-token context can show).
+  ``seeding="dense"`` is the paper's head-only r0.
+- **Affinity** ``affinity="rrf"`` (default): alpha(v) = (1-beta)(1+cos)/2 + beta * RRF(v)/max RRF
+  with beta = 0.8 (RRF over the same BM25 + dense lists as ``plain``; 0 for a unit in neither).
+  MiniLM cosine alone ranks names and rare words poorly. ``affinity="dense"`` is the paper's
+  alpha; ``"hybrid"`` mixes in BM25 / max BM25 instead of RRF.
+- **Context inheritance** (``ctx_eta`` = 1, ``ctx_margin`` = 0.3): within a thread a unit's
+  affinity is max(alpha(v), ctx_eta * alpha(u) - ctx_margin) over its neighbours u (previous and
+  next turn; ``ctx_next_only=1``: only the turn after a hit inherits, i.e. the reply). This
+  is the paper's induced unit-level connectivity ("dashed arrows", fig. 3) made concrete: on LoCoMo
+  most gold turns that relevance search misses sit right next to a turn it finds (the question
+  matches the asking turn, the answer is the reply). The margin limits the inheritance to the
+  neighbours of the strongest hits. ``ctx_eta=0`` switches it off.
+- **Fill** ``fill=1`` (default): after the paper's B_q units (or its coverage stop) the same greedy
+  continues by marginal gain of the same J_q until the token budget binds. ``fill=0`` is the
+  paper's strict B = 16 workspace (it leaves most of a 2,000-token budget unused).
+- **Heads** ``heads=1`` puts the used threads' heads in one compact line inside the frame when it
+  fits; off by default, because an extractive head repeats a unit's words and the budget is
+  better spent on evidence. Heads are not copied into the recall trace (the recall log must not
+  keep a forgotten turn's words when that turn was not itself cited); ``explain(thread_id)``
+  shows a thread's head, units and edges.
+- Sessions not curated yet have no threads: until the first thread exists the strategy answers
+  with ``plain``; afterwards a still-queued session's turns are not candidates until curated.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ..base import Env, Recollection, RecallRequest
+from ..plain.strategy import PlainStrategy
+from ..render import OPEN, render, render_line, session_header
+from . import cache, graph
+
+log = logging.getLogger(__name__)
+
+OPTIONS = {"hops": 3, "units": 16, "fill": 1, "seeds": 4, "lex_seeds": 60, "max_threads": 80,
+           "seeding": "hybrid", "gamma": 0.6, "tau": 0.1, "lam_m": 1.25, "lam_r": 0.5,
+           "fixed_seg": 0, "no_cross": 0, "seed_only": 0, "no_roles": 0, "identity_k": 0,
+           "no_multi": 0, "heads": 0, "affinity": "rrf", "beta": 0.8, "search_n": 100,
+           "ctx_eta": 1.0, "ctx_next_only": 0, "ctx_margin": 0.3}
+ABLATIONS = ("fixed_seg", "no_cross", "seed_only", "no_roles", "identity_k", "no_multi")
+
+
+def settings(options: dict) -> dict:
+    """Per-call knobs; ``ablation=<name>`` is shorthand for ``<name>=1``; ``B`` for ``units``."""
+    s = dict(OPTIONS)
+    for k, v in options.items():
+        if k == "ablation" and v in ABLATIONS:
+            s[v] = 1
+        elif k == "B":
+            s["units"] = int(v)
+        elif k in s:
+            s[k] = type(OPTIONS[k])(v) if not isinstance(OPTIONS[k], str) else str(v)
+    if s["seed_only"]:
+        s["hops"] = 0
+    return s
+
+
+class WorkspaceStrategy:
+    name = "workspace"
+
+    # -- curation hooks ---------------------------------------------------------------------
+    def curate(self, env: Env, session_id: str) -> None:
+        out = graph.curate_session(env, session_id)
+        cache.invalidate(env.space)
+        log.debug("workspace curated %s: %s", session_id, out)
+
+    def consolidate(self, env: Env, dry_run: bool = False, min_cluster_size: int = 10,
+                    progress=None) -> dict:
+        """Rebuild the thread graph from the stored threads (adjacency + symmetric k-NN)."""
+        space = env.space
+        graph.declare(space)
+        before = space.count_rows(graph.EDGES)
+        threads = space.rows(graph.THREADS)
+        if progress:
+            progress(0, 2, "rebuilding the workspace thread graph")
+        edges = graph.rebuild_edges(threads)
+        if not dry_run:
+            for scheme in graph.SCHEMES:
+                space.delete_rows(graph.EDGES, {"scheme": scheme})
+            space.upsert(graph.EDGES, graph.EDGE_SCHEMA, edges)
+            cache.invalidate(space)
+        if progress:
+            progress(2, 2, "workspace thread graph rebuilt")
+        return {"before": before, "after": len(edges), "clusters": 0,
+                "operations": [{"op": "rebuild_thread_graph", "threads": len(threads),
+                                "edges_before": before, "edges_after": len(edges),
+                                "dry_run": dry_run}]}
+
+    def forget(self, env: Env, source_ids: set[str]) -> int:
+        """Delete every thread citing a forgotten source, and the edges touching it (the forget
+        tool then re-queues the session, whose remaining turns are segmented again)."""
+        space = env.space
+        graph.declare(space)
+        gone = [r["id"] for r in space.rows(graph.THREADS, columns=["id", "source_ids"])
+                if set(r["source_ids"] or []) & source_ids]
+        if gone:
+            space.delete_rows(graph.EDGES, {"src": gone})
+            space.delete_rows(graph.EDGES, {"dst": gone})
+            space.delete_rows(graph.THREADS, {"id": gone})
+            cache.invalidate(space)
+        return len(gone)
+
+    def explain(self, env: Env, id: str) -> dict | None:
+        graph.declare(env.space)
+        rows = env.space.rows(graph.THREADS, eq={"id": id}) if id.startswith("thr_") else []
+        if not rows:
+            return None
+        t = rows[0]
+        srcs = env.space.get_sources(list(t["source_ids"]))
+        edges = env.space.rows(graph.EDGES, eq={"src": id}, columns=["dst", "weight", "etype"])
+        return {"summary": f"workspace thread ({t['scheme']}) of session {t['session_id']!r}: "
+                           f"{len(srcs)} units; head: {t['head']}",
+                "sources": [{"id": s["id"], "ref": s.get("ref"), "text": s["text"]} for s in srcs],
+                "edges": [{"to": e["dst"], "weight": round(e["weight"], 4), "type": e["etype"]}
+                          for e in edges]}
+
+    # -- recall ------------------------------------------------------------------------------
+    def recall(self, env: Env, request: RecallRequest) -> Recollection:
+        from .recall import workspace_recall
+
+        s = settings(request.options)
+        t0 = time.perf_counter()
+        snap = cache.snapshot(env.space)
+        scheme = "fixed" if s["fixed_seg"] else "topic"
+        if not snap.ids.get(scheme):   # nothing curated yet: raw-turn search keeps recall working
+            out = PlainStrategy().recall(env, request)
+            out.route_reason = "workspace: no threads curated yet, fell back to plain search"
+            return out
+        return workspace_recall(env, request, s, snap, scheme, t0)
+
+
+def assemble(rows: list[dict], heads: list[str], limit: int) -> tuple[str, set[str]]:
+    """The context: the chosen units, verbatim, grouped as ``render`` does; with ``heads``, a
+    compact block of thread heads right after the frame's opening line, only if it fits."""
+    context, verbatim = render(rows)
+    if heads and rows:
+        block = "[threads] " + " | ".join(heads) + "\n"
+        if len(context) + len(block) <= limit:
+            context = OPEN + block + context[len(OPEN):]
+    return context, verbatim
+
+
+def line_costs(rows: list[dict]) -> tuple[list[int], list[int]]:
+    return ([len(render_line(r)[0]) for r in rows],
+            [len(session_header(r.get("timestamp"), r["session_id"])) for r in rows])
+

@@ -1,0 +1,91 @@
+"""The workspace strategy end to end, through the real in-memory MCP client: curation into
+threads and a graph, recall with verbatim sources, explain of the recall and of a thread,
+forget removing the threads that cite deleted sources, consolidate rebuilding the graph."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import payload
+from trimem.strategies.workspace import graph
+
+pytestmark = pytest.mark.anyio
+
+TRIP = ["I just got back from Lisbon, the trip was amazing.", "Did you see the tram 28 up the hill?",
+        "Yes, and we ate pastel de nata at a bakery in Belem.", "Lisbon sounds lovely, who went with you?",
+        "My sister Carla came along, she planned the whole trip.",
+        "Work has been hectic, the quarterly report is due Friday.",
+        "My manager wants the sales figures split by region.", "Spreadsheets all week, I am tired of them."]
+POTTERY = ["I signed up for a pottery class on Tuesdays.", "Nice, what did you make first?",
+           "A lopsided bowl, but Carla says it has character.", "Clay is so relaxing after work.",
+           "Next month we glaze the pieces in the kiln."]
+
+
+def msgs(texts, prefix):
+    return [{"content": t, "speaker": "Ana" if i % 2 == 0 else "Bo", "ref": f"{prefix}{i}"}
+            for i, t in enumerate(texts)]
+
+
+async def _load(client, server):
+    payload(await client.call_tool("remember", {"messages": msgs(TRIP, "a"), "session_id": "s1",
+                                                "session_time": "2024-05-01T10:00:00"}))
+    payload(await client.call_tool("remember", {"messages": msgs(POTTERY, "b"), "session_id": "s2",
+                                                "session_time": "2024-06-01T10:00:00"}))
+    assert server.runtime.curation.wait_idle(60)
+    space = server.runtime.space("default")
+    graph.declare(space)
+    return space
+
+
+async def test_recall_explain_forget_consolidate(client, server):
+    space = await _load(client, server)
+    threads = [t for t in space.rows(graph.THREADS) if t["scheme"] == "topic"]
+    assert {t["session_id"] for t in threads} == {"s1", "s2"}
+    covered = sorted(s for t in threads if t["session_id"] == "s1" for s in t["source_ids"])
+    assert len(covered) == len(TRIP)                        # every unit in exactly one thread
+    edges = space.rows(graph.EDGES)
+    assert any(e["etype"] == "adjacent" and e["src_session"] != e["dst_session"] for e in edges)
+
+    rec = payload(await client.call_tool("recall", {"query": "Who planned the Lisbon trip?",
+                                                    "strategy": "workspace", "budget_tokens": 120}))
+    assert rec["strategy"] == "workspace" and rec["tokens"] <= 120
+    assert rec["context"].startswith("<memory") and "[2024-05-01 (Wed)]" in rec["context"]
+    assert rec["sources"] and all(s["text"] in rec["context"] for s in rec["sources"])
+    assert "a4" in {s["ref"] for s in rec["sources"]}       # Carla planned it
+    assert all(i["kind"] == "unit" and i["role"] in ("anchor", "bridge", "context")
+               for i in rec["items"])
+
+    exp = payload(await client.call_tool("explain", {"id": rec["recall_id"]}))
+    tr = exp["record"]
+    assert tr["seeds"] and all({"thread", "r0", "why"} <= set(s) for s in tr["seeds"])
+    assert all({"thread", "score", "hop"} <= set(t) for t in tr["neighbourhood"])
+    assert set(tr["demand"]["delta"]) == {"anchor", "bridge", "context"}
+    step = tr["chosen"][0]
+    assert {"roles", "role", "phi", "alpha", "pi", "gain", "gain_parts", "phase"} <= set(step)
+    assert step["gain"] == pytest.approx(sum(step["gain_parts"].values()), abs=1e-3)
+    assert tr["left_out"] and all(c["why"] for c in tr["left_out"])    # the tight budget binds
+    assert tr["candidates"] == tr["selected"] + tr["left_out_total"]
+
+    assert all("head" not in t for t in tr["neighbourhood"])   # no copied text in the log
+    about = payload(await client.call_tool("explain", {"id": tr["chosen"][0]["thread"]}))
+    assert about["sources"] and "head:" in about["summary"] and about["record"]["edges"]
+
+    gone = payload(await client.call_tool("forget", {"refs": ["a4"]}))["source_ids"][0]
+    assert not [t for t in space.rows(graph.THREADS) if gone in t["source_ids"]]
+    assert server.runtime.curation.wait_idle(60)           # the rest of s1 is segmented again
+    s1 = [t for t in space.rows(graph.THREADS) if t["session_id"] == "s1" and t["scheme"] == "topic"]
+    assert sum(len(t["source_ids"]) for t in s1) == len(TRIP) - 1
+    assert not [e for e in space.rows(graph.EDGES)
+                if e["src"] not in {t["id"] for t in space.rows(graph.THREADS)}]
+
+    out = payload(await client.call_tool("consolidate", {"dry_run": False}))
+    assert out is not None
+    assert space.count_rows(graph.EDGES) > 0
+
+
+async def test_workspace_falls_back_to_plain_before_curation(client, server):
+    rt = server.runtime
+    rt.curation.delay_s = 30.0                              # keep the session queued
+    payload(await client.call_tool("remember", {"messages": msgs(POTTERY, "b"), "session_id": "s"}))
+    rec = payload(await client.call_tool("recall", {"query": "pottery class", "strategy": "workspace"}))
+    assert "fell back to plain" in rec["route_reason"] and rec["sources"]
