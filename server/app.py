@@ -8,6 +8,7 @@ from mcp.server.mcpserver import MCPServer
 
 from .. import __version__
 from ..tools import consolidate, explain, forget, recall, remember
+from ..strategies.wiki.resources import register_resources as register_wiki_pages
 from ..tools.runtime import Runtime
 from .settings import Settings
 
@@ -26,5 +27,6 @@ def build_server(settings: Settings | None = None) -> MCPServer:
     server = MCPServer(name="trimem", version=__version__, instructions=INSTRUCTIONS)
     for tool in (remember, recall, consolidate, explain, forget):
         tool.register(server, rt)
+    register_wiki_pages(server, rt)   # trimem://{namespace}/wiki[/{page}]: browse the memory wiki
     server.runtime = rt  # for the CLI and tests: the same objects the tools use
     return server

@@ -127,6 +127,11 @@ class Store:
             self._tables[name] = tbl
             return tbl
 
+    def refresh(self) -> None:
+        """Forget cached table handles (after another handle purged old versions' files)."""
+        with self.lock:
+            self._tables.clear()
+
     def drop_table(self, name: str) -> None:
         with self.lock:
             self._tables.pop(name, None)

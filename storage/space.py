@@ -184,12 +184,17 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin):
         """Compact every table and fold unindexed rows in. ``purge`` also deletes old versions
         at once (what makes ``forget`` a hard delete on disk)."""
         done = []
+        if purge:
+            self.wait_upkeep()   # a background compaction must not race the purge
         prefix = f"ns_{self.key}__"
         for name in self.store.table_names():
             if not name.startswith(prefix):
                 continue
             tbl = self.store.open_table(name)
-            kw = {"cleanup_older_than": timedelta(0), "delete_unverified": True} if purge else {}
+            # Purge: compact (deleted rows are dropped from rewritten files), then delete every
+            # file only older versions use. Files no version names yet (a concurrent writer's,
+            # not committed) are left alone: delete_unverified stays False.
+            kw = {"cleanup_older_than": timedelta(0)} if purge else {}
             with warnings.catch_warnings():  # purging is the point of forget: it is rare and
                 warnings.simplefilter("ignore", UserWarning)  # a reader retries on a lost version
                 retrying(lambda: tbl.optimize(**kw), "optimize")

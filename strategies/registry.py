@@ -17,6 +17,7 @@ _BUILTIN = {
     "auto": "trimem.strategies.auto:AutoStrategy",
     "hybrid": "trimem.strategies.hybrid.strategy:HybridStrategy",
     "workspace": "trimem.strategies.workspace.strategy:WorkspaceStrategy",
+    "wiki": "trimem.strategies.wiki.strategy:WikiStrategy",
     # <new strategies above this line>
 }
 # The names a caller may pass; keep in step with _BUILTIN (tests/strategies/test_registry.py).
@@ -25,6 +26,7 @@ StrategyName = Literal[
     "plain",
     "hybrid",
     "workspace",
+    "wiki",
     # <new strategy names above this line>
 ]
 

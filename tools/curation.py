@@ -91,6 +91,10 @@ class CurationWorker:
                     self._cond.notify_all()
 
     def curate_now(self, namespace: str, session_id: str) -> None:
+        with self.rt.namespace_lock(namespace):
+            self._curate(namespace, session_id)
+
+    def _curate(self, namespace: str, session_id: str) -> None:
         from ..strategies import registry
 
         env = self.rt.env(namespace)

@@ -32,8 +32,12 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     sid = v.text_field("session_id", session_id, rt.limits)
     if not (ids or refs or sid):
         raise ToolError("say what to forget: ids, refs or session_id")
-    space = rt.space(ns)
+    with rt.namespace_lock(ns):
+        return _forget(rt, ns, ids, refs, sid)
 
+
+def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | None) -> ForgetResult:
+    space = rt.space(ns)
     sources = {r["id"]: r for r in space.get_sources(ids)}
     memories = {m["id"]: m for m in space.get_memories([i for i in ids if i not in sources])}
     not_found = [i for i in ids if i not in sources and i not in memories]
@@ -64,14 +68,14 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     emptied = [s for s in {r["session_id"] for r in sources.values()}
                if space.count_sources(f"session_id = {_q(s)}") == 0]
     space.delete_sessions(emptied)
+    space.rebuild_text_index()
+    space.optimize(purge=True)
     if derived:  # what remains of a touched session is curated again, without the deleted text
         for sess in {r["session_id"] for r in sources.values()} - set(emptied):
             row = space.get_session(sess)
             if row is not None:
                 space.put_session(dict(row, curation="queued"))
                 rt.curation.enqueue(ns, sess)
-    space.rebuild_text_index()
-    space.optimize(purge=True)
     gone_refs = sorted({r["ref"] for r in sources.values() if r.get("ref")})
     audit_id = space.audit("forget", sorted(src_ids) + sorted(memories),
                            {"sources": len(src_ids), "memories": len(memories),

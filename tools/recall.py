@@ -53,7 +53,13 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
     env = rt.env(ns)
     request = RecallRequest(query=query, budget_tokens=budget, since=t_since, until=t_until,
                             options=dict(options or {}))
-    out = strat.recall(env, request)
+    try:
+        out = strat.recall(env, request)
+    except RuntimeError as exc:   # a forget purged files under an older table handle: reopen
+        if "not found" not in str(exc).lower():
+            raise
+        rt.store.refresh()
+        out = strat.recall(env, request)
     tokens = tokens_of(out.context)
     if tokens > budget:  # a strategy bug must never reach the host as an over-budget answer
         raise ToolError(f"internal error: strategy {strategy} overran the budget ({tokens} > {budget})")

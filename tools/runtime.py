@@ -56,6 +56,7 @@ class Runtime:
         self._store = None
         self._embedder = None
         self._llm = None
+        self._ns_locks: dict[str, threading.RLock] = {}
         from .curation import CurationWorker
 
         self.curation = CurationWorker(self, delay_s=config.curation_delay_s)
@@ -119,6 +120,12 @@ class Runtime:
             return self.embedder.embed_query(text)
         except ProviderError as exc:
             raise ToolError(f"embedding failed: {exc}") from exc
+
+    def namespace_lock(self, namespace: str) -> threading.RLock:
+        """Held by curation of a namespace and by forget in it: a curation that read a source
+        before it was forgotten must not write memories derived from it afterwards."""
+        with self._lock:
+            return self._ns_locks.setdefault(namespace, threading.RLock())
 
     def space(self, namespace: str):
         """The namespace's storage, bound to the current embedding model."""

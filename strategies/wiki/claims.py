@@ -1,0 +1,177 @@
+"""Snapshots and claims: each exchange of a session becomes one immutable episodic snapshot.
+
+Choices (the paper says "each dialogue exchange", "extracted claims", "speaker and temporal
+context", "links to raw source messages"):
+
+- **Exchange**: the session's first speaker opens an exchange; it runs until that speaker speaks
+  again after someone else has replied (A,B | A,B,B | A). A session with one speaker gives one
+  exchange per message. Every message of the session belongs to exactly one snapshot.
+- **Claims** (no LLM): each sentence of a message with at least two content words is a claim; a
+  shared-photo caption (``[shares a photo: ...]``) is its own claim. A claim keeps its speaker,
+  its *subject* (the speaker when the sentence is in the first person, else a named entity
+  opening the sentence, else the speaker), its source id and ref,
+  the session time, entities, facets and resolved dates (``dates.resolve``).
+- **Slot** of a claim: ``subject|predicate`` when the sentence states a changeable state
+  (``STATE``: where one lives, works, studies, one's relationship); claims on the same slot revise
+  each other inside a trajectory. **End cue** (``END``): the claim ends a state ("no longer",
+  "quit", "broke up", "sold" ...): it deprecates the active claim it overlaps.
+- **Snapshot vector**: the L2-normalised mean of its messages' stored vectors (no re-embedding).
+- With an LLM (``env.llm`` not ``none``), ``llm_claims`` asks for claims as structured output
+  and falls back to the sentences above on any provider error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+
+import numpy as np
+from pydantic import BaseModel
+
+from . import dates, text as tx
+
+log = logging.getLogger(__name__)
+
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z0-9])|\n+")
+_PHOTO = re.compile(r"\s*\[shares a photo: ([^\]]*)\]\s*")
+STATE = {
+    "residence": re.compile(r"\b(live|lives|living|lived|moved|move|moving|relocat\w*)\b"),
+    "job": re.compile(r"\b(work(?:s|ing|ed)? (?:at|for|as)|job (?:at|as)|hired|employed|new job)\b"),
+    "study": re.compile(r"\b(stud(?:y|ying|ies) at|enrolled|majoring|student at)\b"),
+    "relationship": re.compile(r"\b(dating|married|engaged|divorced|single|my (?:boyfriend|girlfriend|partner))\b"),
+}
+END = re.compile(r"\b(no longer|not anymore|any ?more|quit|stopped|broke up|sold|left my|moved out|"
+                 r"passed away|gave up|ended|lost my)\b")
+
+
+_FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|me|mine|we|our|us)\b", re.IGNORECASE)
+
+
+def hid(prefix: str, *parts: str) -> str:
+    return prefix + "_" + hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def exchanges(rows: list[dict]) -> list[list[dict]]:
+    """Group a session's messages (ordered by seq) into exchanges (see the module docstring)."""
+    out: list[list[dict]] = []
+    opener = rows[0].get("speaker") if rows else None
+    for r in rows:
+        cur = out[-1] if out else None
+        replied = cur is not None and any(x.get("speaker") != opener for x in cur)
+        if cur is None or (r.get("speaker") == opener and (replied or opener is None or
+                                                           all(x.get("speaker") == opener for x in cur))):
+            out.append([r])
+        else:
+            cur.append(r)
+    return out
+
+
+def sentences(text: str) -> list[str]:
+    out = []
+    photos = _PHOTO.findall(text)
+    body = _PHOTO.sub(" ", text)
+    for s in _SENT.split(body):
+        s = s.strip()
+        if len(tx.tokens(s)) >= 2:
+            out.append(s)
+    out += [f"(photo) {p.strip()}" for p in photos if p.strip()]
+    return out
+
+
+def subject_of(sentence: str, speaker: str | None, names: list[str]) -> str:
+    if _FIRST_PERSON.search(sentence):
+        return speaker or "someone"
+    first = sentence.split()[0].strip(",.!?'\"") if sentence.split() else ""
+    for n in names:
+        if n.split()[0] == first.replace("'s", ""):
+            return n
+    return speaker or "someone"
+
+
+def slot_of(sentence: str, subject: str) -> str | None:
+    low = sentence.lower()
+    for pred, rx in STATE.items():
+        if rx.search(low):
+            return f"{subject.lower()}|{pred}"
+    return None
+
+
+def make_claim(row: dict, k: int, sentence: str, when) -> dict:
+    names = tx.named_entities(sentence)
+    subj = subject_of(sentence, row.get("speaker"), names)
+    ts = row.get("timestamp") or when
+    return {"id": hid("clm", row["id"], str(k), sentence), "text": sentence,
+            "speaker": row.get("speaker") or "", "subject": subj, "source_id": row["id"],
+            "ref": row.get("ref") or "", "session_id": row["session_id"],
+            "timestamp": ts.isoformat() if ts is not None else None,
+            "names": names, "heads": tx.noun_heads(sentence), "facets": tx.facets(sentence),
+            "dates": dates.resolve(sentence, when or ts), "slot": slot_of(sentence, subj),
+            "ends": bool(END.search(sentence.lower()))}
+
+
+def claims_of(row: dict, when) -> list[dict]:
+    return [make_claim(row, k, s, when) for k, s in enumerate(sentences(row["text"]))]
+
+
+class _LLMClaim(BaseModel):
+    message_index: int
+    text: str
+    subject: str = ""
+    state: str = ""        # residence | job | study | relationship | "" (not a changeable state)
+    ends_state: bool = False
+
+
+class _LLMClaims(BaseModel):
+    claims: list[_LLMClaim]
+
+
+def llm_claims(llm, rows: list[dict], when) -> list[dict] | None:
+    """Claims of one exchange from the LLM's structured output; None on any provider failure."""
+    lines = "\n".join(f"[{i}] {r.get('speaker') or '?'}: {r['text']}" for i, r in enumerate(rows))
+    try:
+        got = llm.structured(
+            "Extract atomic, self-contained factual claims from this dialogue exchange. Quote "
+            "facts faithfully; give each the index of the message it comes from.", lines, _LLMClaims)
+    except Exception:  # any provider failure: the deterministic extractor takes over
+        log.warning("LLM claim extraction failed; using sentences", exc_info=True)
+        return None
+    out = []
+    for k, c in enumerate(got.claims):
+        if not (0 <= c.message_index < len(rows)) or not c.text.strip():
+            continue
+        cl = make_claim(rows[c.message_index], 1000 + k, c.text.strip(), when)
+        if c.subject:
+            cl["subject"] = c.subject
+        cl["slot"] = f"{cl['subject'].lower()}|{c.state}" if c.state else cl["slot"]
+        cl["ends"] = c.ends_state
+        out.append(cl)
+    return out
+
+
+def build_snapshots(session_id: str, rows: list[dict], session_time, vectors: dict,
+                    llm=None) -> list[dict]:
+    """One snapshot per exchange of the session (``rows`` ordered by seq)."""
+    snaps = []
+    for idx, ex in enumerate(exchanges(rows)):
+        when = session_time or ex[0].get("timestamp")
+        claims = llm_claims(llm, ex, when) if llm is not None else None
+        if claims is None:
+            claims = [c for r in ex for c in claims_of(r, when)]
+        vecs = [vectors[r["id"]] for r in ex if r["id"] in vectors]
+        v = np.mean(vecs, axis=0) if vecs else np.zeros(384, dtype=np.float32)
+        v = v / (np.linalg.norm(v) or 1.0)
+        names = sorted({n for c in claims for n in c["names"]})
+        heads = sorted({h for c in claims for h in c["heads"]})
+        snaps.append({
+            "id": hid("snp", session_id, ex[0]["id"]), "session_id": session_id,
+            "seq": int(ex[0].get("seq") or 0), "idx": idx,
+            "timestamp": ex[0].get("timestamp") or session_time, "session_time": session_time,
+            "speakers": sorted({r.get("speaker") or "" for r in ex}),
+            "source_ids": [r["id"] for r in ex], "refs": [r.get("ref") or "" for r in ex],
+            "text": "\n".join(f"{r.get('speaker') or '-'}: {r['text']}" for r in ex),
+            "claims": json.dumps(claims, ensure_ascii=False), "names": names, "heads": heads,
+            "facets": sorted({f for c in claims for f in c["facets"]}),
+            "vector": v.astype(np.float32)})
+    return snaps

@@ -1,0 +1,31 @@
+"""``consolidate`` for wiki: compact trajectories and refresh pages, keeping history.
+
+Compaction = a full deterministic replay of every snapshot (it merges what incremental appends
+split when sessions arrived out of order, and re-derives claim ops), then a page rebuild.
+Nothing is deleted: snapshots and claims (revised and deprecated ones too) all stay.
+"""
+
+from __future__ import annotations
+
+from .pages import rebuild
+from .store import CLAIM, PAGE, TRAJ, ensure, replay
+
+
+def consolidate(space, dry_run: bool, progress, m: int) -> dict:
+    ensure(space)
+    before = {"trajectories": space.count_rows(TRAJ), "claims": space.count_rows(CLAIM),
+              "pages": space.count_rows(PAGE)}
+    if dry_run:
+        return {"before": before, "after": before, "clusters": 0, "operations": []}
+    if progress:
+        progress(0, 2, "replaying trajectories")
+    info = replay(space, m)
+    if progress:
+        progress(1, 2, "rebuilding wiki pages")
+    pages = rebuild(space)
+    if progress:
+        progress(2, 2, "done")
+    after = {"trajectories": space.count_rows(TRAJ), "claims": space.count_rows(CLAIM),
+             "pages": space.count_rows(PAGE)}
+    return {"before": before, "after": after, "clusters": info.get("trajectories", 0),
+            "operations": [{"op": "replay", **info}, {"op": "rebuild_pages", **pages}]}

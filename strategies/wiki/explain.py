@@ -1,0 +1,93 @@
+"""``explain`` for the wiki's own ids: claims (their history), snapshots, trajectories, pages.
+
+A claim's history walks back through ``target`` (what it revised or deprecated) and forward
+through ``by`` (what revised or deprecated it), so every version is listed in time order with its
+op, status, snapshot and source (ref and text).
+"""
+
+from __future__ import annotations
+
+import json
+
+from .store import CLAIM, SNAP, TRAJ, ensure
+
+
+def _sources(space, ids: list[str]) -> list[dict]:
+    return [{k: r.get(k) for k in ("id", "ref", "session_id", "speaker", "timestamp", "text")}
+            for r in space.get_sources(ids)]
+
+
+def claim_history(space, cid: str) -> list[dict]:
+    rows = {r["id"]: r for r in space.rows(CLAIM, eq={"id": cid})}
+    if not rows:
+        return []
+    chain, cur = [rows[cid]], rows[cid]
+    while cur["target"]:
+        prev = space.rows(CLAIM, eq={"id": cur["target"]})
+        if not prev or prev[0]["id"] in {c["id"] for c in chain}:
+            break
+        cur = prev[0]
+        chain.insert(0, cur)
+    cur = rows[cid]
+    while cur["by"]:
+        nxt = space.rows(CLAIM, eq={"id": cur["by"]})
+        if not nxt or nxt[0]["id"] in {c["id"] for c in chain}:
+            break
+        cur = nxt[0]
+        chain.append(cur)
+    return [{"id": c["id"], "op": c["op"], "status": c["status"], "text": c["text"],
+             "subject": c["subject"], "slot": c["slot"], "timestamp": c["timestamp"],
+             "snapshot": c["snapshot_id"], "trajectory": c["trajectory_id"],
+             "source_id": c["source_id"], "ref": c["ref"], "replaced_by": c["by"]} for c in chain]
+
+
+def explain_id(space, id: str) -> dict | None:
+    ensure(space)
+    if id.startswith("clm_"):
+        hist = claim_history(space, id)
+        if not hist:
+            return None
+        me = next(h for h in hist if h["id"] == id)
+        cur = hist[-1]
+        return {"type": "claim", "claim": me, "current": cur, "history": hist,
+                "summary": f"claim {me['status']} ({me['op']}); {len(hist)} versions; current: "
+                           f"{cur['text']!r} [{cur['ref']}]",
+                "sources": _sources(space, [h["source_id"] for h in hist])}
+    if id.startswith("snp_"):
+        rows = space.rows(SNAP, eq={"id": id}, columns=["id", "session_id", "idx", "timestamp",
+                                                        "speakers", "source_ids", "refs", "claims"])
+        if not rows:
+            return None
+        s = rows[0]
+        claims = json.loads(s["claims"])
+        return {"type": "snapshot", "snapshot": {k: v for k, v in s.items() if k != "claims"},
+                "claims": [{k: c[k] for k in ("id", "text", "subject", "ref", "dates")}
+                           for c in claims],
+                "summary": f"snapshot of session {s['session_id']} (exchange {s['idx']}), "
+                           f"{len(claims)} claims", "sources": _sources(space, s["source_ids"])}
+    if id.startswith("trj_"):
+        rows = space.rows(TRAJ, eq={"id": id}, columns=["id", "title", "snapshot_ids",
+                                                        "source_ids", "sessions", "status",
+                                                        "continues", "n"])
+        if not rows:
+            return None
+        t = rows[0]
+        claims = sorted(space.rows(CLAIM, eq={"trajectory_id": id}),
+                        key=lambda c: (c["position"], c["id"]))
+        return {"type": "trajectory", "trajectory": t,
+                "edits": [{k: c[k] for k in ("id", "position", "op", "status", "target", "by",
+                                              "text", "ref")} for c in claims],
+                "summary": f"trajectory {t['title']!r}: {t['n']} snapshots over "
+                           f"{len(t['sessions'])} sessions ({t['status']})",
+                "sources": _sources(space, t["source_ids"])}
+    if id.startswith("wiki-"):
+        from .pages import PAGE
+
+        rows = space.rows(PAGE, eq={"id": id}, columns=["id", "type", "title", "text",
+                                                        "trajectory_ids", "hub"])
+        if not rows:
+            return None
+        p = rows[0]
+        return {"type": "page", "page": p, "summary": f"{p['type']} page {p['title']!r} "
+                f"linking {len(p['trajectory_ids'])} trajectories", "sources": []}
+    return None

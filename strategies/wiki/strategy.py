@@ -1,0 +1,156 @@
+"""``wiki``: TrajWiki (paper 003) -- source-grounded trajectories routed through a Memory Wiki.
+
+recall(q): route q to the top t wiki pages (S_p), take their linked trajectories as the
+candidate universe, pick k trajectories by relevance + coverage gain - redundancy (route.py,
+shown in the trace), then rank source turns by their own relevance smoothed over their snapshot
+and trajectory plus the routed pages' support and inventory-claim matches (scoring.py), and pack
+them verbatim with ``render.pack_sources`` (same frame and session-date grouping as ``plain``).
+If the evidence looks insufficient, one controlled retry reroutes with hints; if it is still
+insufficient the recollection says ``abstain`` (its context is still returned).
+
+Options (``request.options``): ``t`` (15), ``k`` (15), ``routing`` ("wiki" | "direct"),
+``candidates`` (turn search depth, 200), ``retry`` (1/0).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ..base import Env, Item, Recollection, RecallRequest
+from ..plain.strategy import search_sources, source_ref
+from ..render import pack_sources
+from . import evidence as ev, route, scoring, store
+from .explain import explain_id
+from .pages import rebuild
+
+log = logging.getLogger(__name__)
+
+
+class WikiStrategy:
+    name = "wiki"
+    m, t, k, n_turns = 15, 15, 15, 200
+
+    # -- curation -------------------------------------------------------------------------
+    def curate(self, env: Env, session_id: str) -> None:
+        from ...providers.llm_none import is_none
+
+        llm = None if is_none(env.llm) else env.llm
+        for attempt in range(3):
+            try:   # forget purges old table versions while a re-curation may be reading them
+                info = store.curate_session(env.space, session_id, llm, self.m)
+                info.update(rebuild(env.space))
+                break
+            except RuntimeError as exc:
+                if "Not found" not in str(exc) or attempt == 2:
+                    raise
+                log.warning("wiki curation of %s raced a purge; retrying", session_id)
+                time.sleep(0.2 * (attempt + 1))
+        log.info("wiki curated %s: %s", session_id, info)
+
+    def forget(self, env: Env, source_ids: set[str]) -> int:
+        n = store.forget_sources(env.space, set(source_ids), self.m)
+        if n:
+            rebuild(env.space)
+        return n
+
+    def explain(self, env: Env, id: str) -> dict | None:
+        return explain_id(env.space, id)
+
+    def consolidate(self, env: Env, dry_run: bool = False, min_cluster_size: int = 10,
+                    progress=None) -> dict:
+        from .consolidate import consolidate
+
+        return consolidate(env.space, dry_run, progress, self.m)
+
+    # -- recall ---------------------------------------------------------------------------
+    def recall(self, env: Env, request: RecallRequest) -> Recollection:
+        store.ensure(env.space)
+        opt = request.options
+        t, k = int(opt.get("t", self.t)), int(opt.get("k", self.k))
+        direct = opt.get("routing", "wiki") == "direct"
+        qv = env.embed_query(request.query)
+        order, parts = search_sources(env, request, int(opt.get("candidates", self.n_turns)))
+        fused = {i: p["score"] for i, p in parts.items()}
+        first = self._attempt(env, request, request.query, qv, fused, order, t, k, direct, parts)
+        final, retry = first, None
+        if not first["suff"]["sufficient"] and int(opt.get("retry", 1)):
+            hint = ev.hints(first["f"], first["chosen"], first["suff"])
+            q2 = request.query + (" " + " ".join(hint) if hint else "")
+            qv2 = ev.mean_vec([qv, env.embed_query(q2)])
+            second = self._attempt(env, request, q2, qv2, fused, order, 2 * t, k, direct, parts)
+            retry = {"hints": hint, "query": q2, "t": 2 * t, "sufficiency": second["suff"],
+                     "used": second["score"] > first["score"]}
+            if retry["used"]:
+                final = second
+        return self._finish(env, request, final, first, retry, t, k, direct, parts)
+
+    def _attempt(self, env, request, query, qv, fused, order, t, k, direct, parts=None) -> dict:
+        space = env.space
+        f = route.query_features(query, self._ref_time(space))
+        routed = [] if direct else route.route_pages(space, qv, query, f, t)
+        rows, support = route.candidates(space, routed, direct)
+        scores = route.base_scores(rows, support, qv, f, fused)
+        chosen = route.select(rows, scores, f, k)
+        order2, sc = scoring.score_turns(space, qv, f, parts, support)
+        rel = {i: round(sc["parts"][i]["score"], 4) for i in order2}
+        owner = {i: sc["t_of"].get(i) for i in order2}
+        sel = {c["row"]["id"] for c in chosen}
+        why = {i: ("selected trajectory " if owner.get(i) in sel else "trajectory ") +
+               f"{owner.get(i)}: " + ", ".join(f"{k2}={v:.3f}" for k2, v in sc["parts"][i].items())
+               for i in order2[:120]}
+        rows_src = space.get_sources(order2[:200])
+        packed = pack_sources(rows_src, request.budget_tokens)
+        suff = ev.sufficiency(f, chosen, packed.chosen)
+        return {"f": f, "routed": routed, "rows": rows, "scores": scores, "chosen": chosen,
+                "packed": packed, "owner": owner, "why": why, "rel": rel, "suff": suff,
+                "score": suff["query_term_cover"] + suff["best_b"]}
+
+    @staticmethod
+    def _ref_time(space):
+        """'Now' for relative dates in a query: the time of the latest session."""
+        ts = [s.get("session_time") for s in space.list_sessions() if s.get("session_time")]
+        return max(ts) if ts else None
+
+    def _finish(self, env, request, a, first, retry, t, k, direct, parts) -> Recollection:
+        packed = a["packed"]
+        items = [Item(id=x["page"]["id"], kind="page", text=x["page"]["title"],
+                      score=x["parts"]["S_p"], role="routed page") for x in a["routed"]]
+        items += [Item(id=r["id"], kind="source", text=r["text"],
+                       score=round(a["rel"].get(r["id"], parts.get(r["id"], {}).get("score", 0.0)), 6),
+                       role=f"evidence of {a['owner'][r['id']]}" if r["id"] in a["owner"]
+                       else "direct evidence", timestamp=r.get("timestamp"), source_ids=[r["id"]])
+                  for r in packed.chosen]
+        sources = [source_ref(r) for r in packed.chosen if r["id"] in packed.verbatim_ids]
+        cand = sorted(a["scores"].items(), key=lambda kv: -kv[1]["b"])
+        trace = {
+            "method": ("direct trajectory ranking (no wiki)" if direct else
+                       f"wiki routing to top-{t} pages") + f", top-{k} trajectories by "
+                      "relevance + coverage gain - redundancy, round-robin evidence expansion",
+            "query_features": {kk: (sorted(v) if isinstance(v, set) else v)
+                               for kk, v in a["f"].items()},
+            "pages_routed": [{"id": x["page"]["id"], "type": x["page"]["type"],
+                              "title": x["page"]["title"], "hub": x["page"]["hub"],
+                              "links": x["page"]["n_links"], **x["parts"]} for x in a["routed"]],
+            "candidate_universe": len(a["rows"]),
+            "universe_ids": sorted(r["id"] for r in a["rows"]),
+            "candidates": [{"id": tid, **{kk: round(v, 4) for kk, v in p.items()}}
+                           for tid, p in cand[:40]],
+            "selected": [{"id": c["row"]["id"], "title": c["row"]["title"], "gain": c["gain"],
+                          **c["parts"], "sources": len(c["row"]["source_ids"])}
+                         for c in a["chosen"]],
+            "evidence": [dict(p, why=a["why"].get(p["source_id"]))
+                         for p in ev.provenance(env.space, packed.chosen, a["owner"])],
+            "left_out": [{"id": r["id"], "why": why} for r, why in packed.left_out[:50]],
+            "answerability": {"first": first["suff"], "retry": retry,
+                              "final": a["suff"]},
+            "budget": {"tokens": request.budget_tokens, "chars_allowed": packed.chars_budget,
+                       "chars_used": packed.chars_used},
+        }
+        abstain = not packed.chosen or not a["suff"]["sufficient"]
+        reason = (f"wiki: {len(a['routed'])} pages routed, {len(a['rows'])} candidate "
+                  f"trajectories, {len(a['chosen'])} selected, {len(packed.chosen)} source turns")
+        if abstain:
+            reason += "; evidence judged insufficient" + (" after a retry" if retry else "")
+        return Recollection(context=packed.context, items=items, sources=sources,
+                            abstain=abstain, route_reason=reason, trace=trace)

@@ -1,0 +1,201 @@
+"""Trajectories: append-only, source-linked sequences of snapshots with claim-level edit ops.
+
+The paper's formulas for g and for the edit operations were lost in extraction; the prose says g
+"considers entity continuity, facet overlap, lexical evidence, temporal compatibility, and
+semantic drift". Our exact choice, for snapshot s and trajectory T (R = T's last 3 snapshots)::
+
+    g(s,T) = 0.25*ent + 0.15*fac + 0.20*lex + 0.15*temp + 0.25*sem - 0.50*drift
+    ent  = |E_s & E_R| / |E_s|               E = named entities + recurring noun heads
+    fac  = jaccard(F_s, F_R), or 1 when a claim of s has the slot of an active claim of T
+    lex  = |W_s & W_R| / sqrt(|W_s| |W_R|)   W = content stems
+    temp = 1 if s is the very next exchange after T's last one in the same session,
+           else 0.5 * exp(-days(T.last, s) / 30)
+    sem  = (cos(s, T.last) + cos(s, centroid(T))) / 2
+    drift= max(0, 0.15 - cos(s, T.head))     (how far s would pull T from where it started)
+    + 0.20 when a claim of s has the slot of an active claim of T (same changeable state)
+
+s joins argmax_T g when g >= THETA (0.42) and T holds fewer than m (15) snapshots; otherwise it
+starts a new trajectory. If the best T is full, the new trajectory *continues* it: it inherits
+T's active slots, so revisions keep working across the chain, and T is closed.
+
+Edit operations, applied claim by claim when s is appended (claims are never deleted)::
+
+    deprecate: the claim carries an end cue (claims.END) and T has an active claim on the same
+               slot (or, with no slot, one of the same subject sharing >= 1/3 of its stems):
+               that claim becomes status=deprecated (deprecated_by = the new claim).
+    revise:    the claim has a slot with an active claim in T (different text), or restates an
+               active claim of the same subject (stem jaccard >= 0.7): the old claim becomes
+               status=revised (superseded_by = the new claim).
+    add:       otherwise.
+
+The builder is deterministic: replaying the same snapshots in the same order (session time,
+session id, exchange index) gives the same trajectories, so ``curate`` is idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+
+import numpy as np
+
+from . import text as tx
+from .claims import hid
+
+THETA = 0.42
+M_DEFAULT = 15
+W = {"ent": 0.25, "fac": 0.15, "lex": 0.20, "temp": 0.15, "sem": 0.25, "drift": 0.50,
+     "slot": 0.20}
+
+
+def _days(a: datetime | None, b: datetime | None) -> float:
+    if a is None or b is None:
+        return 30.0
+    return abs((b - a).total_seconds()) / 86400.0
+
+
+def snap_terms(s: dict) -> tuple[set, set, set]:
+    ents = set(s["names"]) | set(s["heads"])
+    return ents, set(s["facets"]), set(tx.tokens(s["text"]))
+
+
+class Traj:
+    """In-memory state of one trajectory while snapshots are appended."""
+
+    def __init__(self, tid: str, continues: str = "", slots: dict | None = None):
+        self.id, self.continues, self.closed = tid, continues, False
+        self.snapshots: list[dict] = []
+        self.recent: list[tuple[set, set, set]] = []
+        self.slots: dict[str, str] = dict(slots or {})
+        self.active: dict[str, dict] = {}       # claim id -> {subject, slot, toks}
+        self.head = self.last = self.sum = None
+
+    def terms(self) -> tuple[set, set, set]:
+        e, f, w = set(), set(), set()
+        for a, b, c in self.recent:
+            e |= a
+            f |= b
+            w |= c
+        return e, f, w
+
+
+def compat(s: dict, terms, T: Traj, slot_hit: bool) -> dict:
+    """The score parts of g(s, T) and g itself."""
+    es, fs, ws = terms
+    et, ft, wt = T.terms()
+    last = T.snapshots[-1]
+    adjacent = last["session_id"] == s["session_id"] and last["idx"] == s["idx"] - 1
+    v = s["vector"]
+    cen = T.sum / (np.linalg.norm(T.sum) or 1.0)
+    p = {"ent": len(es & et) / len(es) if es else 0.0,
+         "fac": 1.0 if slot_hit else tx.jaccard(fs, ft),
+         "lex": len(ws & wt) / math.sqrt(len(ws) * len(wt)) if ws and wt else 0.0,
+         "temp": 1.0 if adjacent else 0.5 * math.exp(-_days(last["timestamp"], s["timestamp"]) / 30),
+         "sem": float((v @ T.last + v @ cen) / 2),
+         "drift": max(0.0, 0.15 - float(v @ T.head))}
+    p["g"] = sum(W[k] * p[k] for k in ("ent", "fac", "lex", "temp", "sem")) - W["drift"] * p["drift"]
+    if slot_hit:   # the same changeable state (where one lives, works...) is strong continuity
+        p["g"] += W["slot"]
+    return p
+
+
+class Builder:
+    """Appends snapshots to trajectories; collects claim rows and claim status changes."""
+
+    def __init__(self, m: int = M_DEFAULT, theta: float = THETA):
+        self.m, self.theta = m, theta
+        self.trajs: dict[str, Traj] = {}
+        self.claims: dict[str, dict] = {}        # new claim rows, by id
+        self.status: dict[str, dict] = {}        # claim id -> {status, by} for older claims
+        self.touched: set[str] = set()
+
+    def append(self, s: dict) -> tuple[str, dict]:
+        terms = snap_terms(s)
+        claims = json.loads(s["claims"]) if isinstance(s["claims"], str) else s["claims"]
+        slots = {c["slot"] for c in claims if c.get("slot")}
+        best, parts = None, {"g": -1.0}
+        for T in self.trajs.values():
+            if T.closed:
+                continue
+            p = compat(s, terms, T, bool(slots & set(T.slots)))
+            if p["g"] > parts["g"]:
+                best, parts = T, p
+        if best is not None and parts["g"] >= self.theta and len(best.snapshots) >= self.m:
+            best.closed = True
+            self.touched.add(best.id)
+            best = Traj(hid("trj", s["id"]), continues=best.id, slots=best.slots)
+            best.active = {k: v for k, v in self.trajs[best.continues].active.items()
+                           if v["id"] in set(best.slots.values())}
+            self.trajs[best.id] = best
+        elif best is None or parts["g"] < self.theta:
+            best = Traj(hid("trj", s["id"]))
+            self.trajs[best.id] = best
+        self._push(best, s, terms, claims)
+        return best.id, parts
+
+    def _push(self, T: Traj, s: dict, terms, claims: list[dict]) -> None:
+        v = s["vector"]
+        if T.head is None:
+            T.head, T.sum = v.copy(), np.zeros_like(v)
+        T.last, T.sum = v, T.sum + v
+        T.snapshots.append({k: s[k] for k in ("id", "session_id", "idx", "timestamp")})
+        T.recent = (T.recent + [terms])[-3:]
+        for c in claims:
+            self._edit(T, dict(c, snapshot_id=s["id"], trajectory_id=T.id,
+                               position=len(T.snapshots) - 1))
+        self.touched.add(T.id)
+
+    def _edit(self, T: Traj, c: dict) -> None:
+        toks = set(tx.tokens(c["text"]))
+        c.update(op="add", target="", status="active", by="")
+        target = None
+        if c.get("slot") and c["slot"] in T.slots and T.slots[c["slot"]] in T.active:
+            target = T.slots[c["slot"]]
+            c["op"] = "deprecate" if c.get("ends") else "revise"
+        else:
+            for cid, a in T.active.items():
+                if a["subject"] != c["subject"] or not toks:
+                    continue
+                j = tx.jaccard(toks, a["toks"])
+                if c.get("ends") and len(toks & a["toks"]) >= len(a["toks"]) / 3:
+                    target, c["op"] = cid, "deprecate"
+                    break
+                if j >= 0.7:
+                    target, c["op"] = cid, "revise"
+                    break
+        if target is not None:
+            c["target"] = target
+            T.active.pop(target, None)
+            change = {"status": "deprecated" if c["op"] == "deprecate" else "revised", "by": c["id"]}
+            if target in self.claims:
+                self.claims[target].update(change)
+            else:
+                self.status[target] = change
+        if c.get("slot"):
+            T.slots[c["slot"]] = c["id"]
+        if not (c["op"] == "deprecate" and not c.get("slot")):
+            T.active[c["id"]] = {"id": c["id"], "subject": c["subject"], "slot": c.get("slot"),
+                                 "toks": toks}
+        self.claims[c["id"]] = c
+
+    # -- persistence of open trajectory states (for incremental appends) ----------------------
+    @staticmethod
+    def dump_state(T: Traj) -> str:
+        return json.dumps({"continues": T.continues, "closed": T.closed, "slots": T.slots,
+                           "snapshots": [dict(x, timestamp=x["timestamp"].isoformat()
+                                              if x["timestamp"] else None) for x in T.snapshots],
+                           "recent": [[sorted(a), sorted(b), sorted(c)] for a, b, c in T.recent],
+                           "active": [dict(a, toks=sorted(a["toks"])) for a in T.active.values()],
+                           "head": T.head.tolist(), "last": T.last.tolist(), "sum": T.sum.tolist()})
+
+    def load_state(self, tid: str, state: str) -> None:
+        d = json.loads(state)
+        T = Traj(tid, d["continues"], d["slots"])
+        T.closed = d["closed"]
+        T.snapshots = [dict(x, timestamp=datetime.fromisoformat(x["timestamp"])
+                            if x["timestamp"] else None) for x in d["snapshots"]]
+        T.recent = [(set(a), set(b), set(c)) for a, b, c in d["recent"]]
+        T.active = {a["id"]: dict(a, toks=set(a["toks"])) for a in d["active"]}
+        T.head, T.last, T.sum = (np.asarray(d[k], dtype=np.float32) for k in ("head", "last", "sum"))
+        self.trajs[tid] = T
