@@ -32,6 +32,8 @@ NS = "scale"
 ROOT = Path(__file__).resolve().parent.parent
 
 
+NO_CURATION = [False]   # set by --no-curation
+
 def ingest(rt, space, stream, carry: list, target: int, embed: Timed) -> dict:
     """Grow the namespace to ``target`` rows, one remember call per session."""
     from ..tools.remember import Message, remember
@@ -190,7 +192,7 @@ def run(args) -> dict:
     t_start = time.perf_counter()
     out = {"date": time.strftime("%Y-%m-%d %H:%M"), "home": home, "cpus": os.cpu_count(),
            "loadavg_start": os.getloadavg(), "sizes": {}}
-    rt = Runtime(Settings(home=home).to_config())
+    rt = Runtime(Settings(home=home, curation=not NO_CURATION[0]).to_config())
     embed = Timed(rt.embed)
     rt.embed = embed
     t0 = time.perf_counter()
@@ -285,7 +287,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--cold-runs", type=int, default=5, help="0 skips the cold-start runs")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--no-curation", action="store_true",
+                    help="sources only (TRIMEM_CURATION=false): measure plain without the "
+                         "paper strategies' background curation")
     args = ap.parse_args(argv)
+    NO_CURATION[0] = args.no_curation
     out = run(args)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, default=str))

@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     cache_dir: Path | None = Field(None, description="where the built embedding model is cached")
     vector_index_min_rows: int = 10_000
     curation_delay_s: float = Field(0.0, description="curate a session once idle this long")
+    curation: bool = Field(True, description="false: keep raw sources only (plain recall); "
+                           "the paper strategies then have nothing curated to use")
     max_messages: int = 1_000
     max_message_chars: int = 100_000
     max_budget_tokens: int = 100_000
@@ -51,4 +53,5 @@ class Settings(BaseSettings):
                       llm=self.llm, llm_model=self.llm_model, llm_base_url=self.llm_base_url,
                       llm_api_key=self.llm_api_key, cache_dir=self.cache_dir,
                       vector_index_min_rows=self.vector_index_min_rows,
-                      curation_delay_s=self.curation_delay_s, limits=limits)
+                      curation_delay_s=self.curation_delay_s, curation=self.curation,
+                      limits=limits)

@@ -42,12 +42,18 @@ class SourcesMixin:
         if create and not self._fts_ready:
             with self.store.lock:   # one creator per process; another process may race us
                 if not tbl.list_indices():
-                    try:
-                        retrying(lambda: tbl.create_index("search_text", config=_fts(), replace=False),
-                                 "fts index")
-                    except (RuntimeError, ValueError) as exc:
-                        if "already exists" not in str(exc):
-                            raise
+                    from lancedb.index import BTree
+
+                    # BM25 over search_text; B-trees so that lookups by id / ref / session
+                    # (get_sources after every search, dedupe on every remember) do not scan
+                    for column, config in (("search_text", _fts()), ("id", BTree()),
+                                           ("ref", BTree()), ("session_id", BTree())):
+                        try:
+                            retrying(lambda: tbl.create_index(column, config=config, replace=False),
+                                     f"{column} index")
+                        except (RuntimeError, ValueError) as exc:
+                            if "already exists" not in str(exc):
+                                raise
                 self._fts_ready = True
         return tbl
 

@@ -133,7 +133,7 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
 
     from ..strategies import registry
 
-    curates = registry.curates()
+    curates = rt.config.curation and registry.curates()
     times = [r["timestamp"] for r in new_rows] or [stime or now]
     # Write order, for crash safety and honest errors: what only describes or derives from the
     # messages goes first (curated memories and the session row, both idempotent on retry); the

@@ -45,6 +45,7 @@ class Config:
     cache_dir: Path | None = None
     vector_index_min_rows: int = 10_000
     curation_delay_s: float = 0.0
+    curation: bool = True
     limits: Limits = Limits()
 
 

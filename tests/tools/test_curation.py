@@ -68,3 +68,15 @@ async def test_queued_sessions_resume_after_a_restart(counter, home, tmp_path_fa
     assert second.runtime.curation.wait_idle(30)
     assert space.get_session("s")["curation"] == "done"
     assert [r["n"] for r in space.rows("counts")] == [1]
+
+
+async def test_curation_can_be_switched_off(counter, home, tmp_path_factory):
+    from mcp import Client
+
+    cache = tmp_path_factory.getbasetemp() / "model-cache"
+    server = build_server(Settings(home=str(home), cache_dir=cache, curation=False))
+    async with Client(server) as c:
+        res = payload(await c.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
+    assert res["curation"] == "done"
+    space = server.runtime.space("default")
+    assert space.get_session("s")["curation"] == "done" and space.rows("counts") == []
