@@ -78,8 +78,10 @@ def wait_for_index(space, builds: Timed, n_before: int) -> dict:
     th = getattr(space, "_index_thread", None)
     if th is not None and th.is_alive():
         th.join()
+    if hasattr(space, "wait_upkeep"):  # background compaction, if the project has it
+        space.wait_upkeep(timeout=600)
     waited = time.perf_counter() - t0
-    auto = [round(t, 2) for t in builds.times[n_before:]]  # started by remember at this size
+    auto = [round(t, 2) for t in builds.bg[n_before:]]  # built in the background at this size
     tbl = space._sources()
     explicit = None
     if not space.has_vector_index(tbl):
@@ -207,7 +209,7 @@ def run(args) -> dict:
     stream = synth.sessions()
     for size in sorted(int(s) for s in args.sizes.split(",")):
         log(f"size {size}: ingesting")
-        n_builds = len(builds.times)
+        n_builds = len(builds.bg)
         res = {"ingest": ingest(rt, space, stream, carry, size, embed)}
         log(f"size {size}: waiting for the vector index")
         res["index"] = wait_for_index(space, builds, n_builds)

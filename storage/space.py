@@ -47,6 +47,7 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin):
         self._commits: dict[str, tuple[int, int]] = {}   # kind -> (commits, rows) since upkeep
         self._optimizing: set[str] = set()
         self._upkeep_lock = threading.Lock()
+        self._index_rows: dict[str, int] = {}   # kind -> rows when its vector index was built
         self._index_thread: threading.Thread | None = None
         self._registered = False
         self._fts_ready = False
@@ -129,13 +130,25 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin):
                              name="trimem-optimize", daemon=True).start()
         if kind in VECTOR_KINDS and n_rows:
             tbl = self.table(kind)
-            if tbl is not None and tbl.count_rows() >= self.store.vector_index_min_rows \
-                    and not self.has_vector_index(tbl):
+            n = tbl.count_rows() if tbl is not None else 0
+            if n >= self.store.vector_index_min_rows and self._index_due(tbl, kind, n):
                 if self._index_thread is None or not self._index_thread.is_alive():
                     self._index_thread = threading.Thread(
-                        target=self.build_vector_index, args=(kind,), name="trimem-vector-index",
-                        daemon=True)
+                        target=self.build_vector_index, args=(kind, True), daemon=True,
+                        name="trimem-vector-index")
                     self._index_thread.start()
+
+    def _index_due(self, tbl, kind: str, n: int) -> bool:
+        """No vector index yet, or the table has doubled since it was built: rows added after a
+        build are only appended to it as delta segments, and a 10k-row index stretched to 100k
+        rows made the vector lookup ~8x slower. Rebuilding at each doubling keeps the total
+        build work within twice one build of the final size."""
+        if not self.has_vector_index(tbl):
+            return True
+        built = self._index_rows.get(kind)
+        if built is None:   # first look in this process: take the index as it stands
+            built = self._index_rows[kind] = n
+        return n >= 2 * built
 
     def _optimize_in_background(self, kind: str) -> None:
         try:
@@ -164,16 +177,18 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin):
     def has_vector_index(tbl) -> bool:
         return any(ix.columns == ["vector"] for ix in tbl.list_indices())
 
-    def build_vector_index(self, kind: str = "sources") -> bool:
+    def build_vector_index(self, kind: str = "sources", rebuild: bool = False) -> bool:
         """HNSW (scalar-quantised, cosine) over the vectors; searches stay flat until it exists."""
         from lancedb.index import HnswSq
 
         tbl = self.table(kind)
-        if tbl is None or self.has_vector_index(tbl):
+        if tbl is None or (self.has_vector_index(tbl) and not rebuild):
             return False
         try:
-            retrying(lambda: tbl.create_index("vector", config=HnswSq(distance_type="cosine")),
-                     "vector index")
+            n = tbl.count_rows()
+            retrying(lambda: tbl.create_index("vector", config=HnswSq(distance_type="cosine"),
+                                              replace=True), "vector index")
+            self._index_rows[kind] = n
             log.info("built the vector index of %s", tbl.name)
             return True
         except Exception:  # an index is an optimisation: never fail a write for it
