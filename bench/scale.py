@@ -75,11 +75,8 @@ def ingest(rt, space, stream, carry: list, target: int, embed: Timed) -> dict:
 
 def wait_for_index(space, builds: Timed, n_before: int) -> dict:
     t0 = time.perf_counter()
-    th = getattr(space, "_index_thread", None)
-    if th is not None and th.is_alive():
-        th.join()
-    if hasattr(space, "wait_upkeep"):  # background compaction, if the project has it
-        space.wait_upkeep(timeout=600)
+    if not space.wait_upkeep(timeout=1800):   # compaction and index builds in the background
+        raise SystemExit("background upkeep did not finish within 30 minutes")
     waited = time.perf_counter() - t0
     auto = [round(t, 2) for t in builds.bg[n_before:]]  # built in the background at this size
     tbl = space._sources()

@@ -20,12 +20,17 @@ def cmd_serve(args) -> int:
     settings = Settings()
     _logging(settings.log_level)
     server = build_server(settings)
-    if args.http:
-        from .http import serve_http
+    try:
+        if args.http:
+            from .http import serve_http
 
-        serve_http(server, settings, args.host, args.port)
-    else:
-        server.run()
+            serve_http(server, settings, args.host, args.port)
+        else:
+            server.run()
+    finally:
+        # the host closed stdin (or sent a signal): finish background work cleanly, so the
+        # process never exits with a thread inside LanceDB's native code
+        server.runtime.close()
     return 0
 
 

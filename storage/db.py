@@ -7,6 +7,7 @@ reach one at all: each namespace has its own tables (see ``schema``).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import os
@@ -14,7 +15,8 @@ import random
 import re
 import threading
 import time
-from datetime import datetime, timezone
+import weakref
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
@@ -81,11 +83,49 @@ def retrying(fn: Callable[[], T], what: str, attempts: int = 12) -> T:
     raise AssertionError("unreachable")
 
 
+def ensure_index(tbl, column: str, config, attempts: int = 12) -> bool:
+    """Create an index on ``column`` unless one exists; True when this call built it.
+
+    Two processes opening a new table race to index it. The loser's commit conflicts, and
+    retrying on the same (stale) handle conflicts again, so each retry first moves the handle to
+    the newest version and stops if the winner's index is there.
+    """
+    for i in range(attempts):
+        if i:
+            tbl.checkout_latest()
+        if any(ix.columns == [column] for ix in tbl.list_indices()):
+            return False
+        try:
+            tbl.create_index(column, config=config, replace=False)
+            return True
+        except (OSError, RuntimeError, ValueError) as exc:
+            msg = str(exc).lower()
+            if "already exists" in msg:
+                return False
+            if not ("conflict" in msg or "retry" in msg or "concurrent" in msg) or i == attempts - 1:
+                raise
+            time.sleep(min(0.5, 0.01 * 2 ** i) * (0.5 + random.random()))
+    raise AssertionError("unreachable")
+
+
+_OPEN_STORES: "weakref.WeakSet[Store]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_stores() -> None:
+    """At interpreter exit, let background upkeep finish first: a daemon thread still inside
+    LanceDB's native code when Python finalizes aborts the process ("FATAL: exception not
+    rethrown", "PyGILState_Release ... must be current")."""
+    for store in list(_OPEN_STORES):
+        store.close(timeout=20)
+
+
 class Store:
     """Opens (creating if needed) the database at ``home`` and hands out namespace handles."""
 
     def __init__(self, home: str | Path, *, vector_index_min_rows: int = 10_000,
-                 optimize_every_rows: int = 2_000, optimize_every_commits: int = 64):
+                 optimize_every_rows: int = 2_000, optimize_every_commits: int = 64,
+                 optimize_idle_s: float = 3.0):
         self.uri = str(home)
         if "://" not in self.uri:
             try:
@@ -95,11 +135,15 @@ class Store:
         self.vector_index_min_rows = vector_index_min_rows
         self.optimize_every_rows = optimize_every_rows
         self.optimize_every_commits = optimize_every_commits
-        self.db = lancedb.connect(self.uri)
+        self.optimize_idle_s = optimize_idle_s
+        # Another process (a second host's server on the same home) may write too: reads look
+        # for newer versions at most once a second, so its writes show up without a restart.
+        self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(seconds=1))
         self.lock = threading.RLock()
         self._spaces: dict[str, object] = {}
         self._tables: dict[str, object] = {}
         self._migrate()
+        _OPEN_STORES.add(self)
 
     # -- tables ---------------------------------------------------------------------------
     def table_names(self) -> list[str]:
@@ -131,6 +175,14 @@ class Store:
         """Forget cached table handles (after another handle purged old versions' files)."""
         with self.lock:
             self._tables.clear()
+
+    def close(self, timeout: float = 30.0) -> bool:
+        """Let running compactions and index builds finish and start no new ones (call before
+        the process exits: a thread killed inside LanceDB's native code can crash the exit)."""
+        with self.lock:
+            spaces = list(self._spaces.values())
+        end = time.monotonic() + timeout
+        return all([sp.close_upkeep(max(0.0, end - time.monotonic())) for sp in spaces])
 
     def drop_table(self, name: str) -> None:
         with self.lock:

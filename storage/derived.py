@@ -14,7 +14,7 @@ from typing import Any, Iterable
 import numpy as np
 import pyarrow as pa
 
-from .db import retrying, sql_in, sql_str
+from .db import ensure_index, retrying, sql_in, sql_str
 
 
 def model_tag(model: str, dim: int) -> str:
@@ -59,6 +59,8 @@ class DerivedMixin:
         """Insert or replace ``rows`` (matched on ``key``) in one commit."""
         if not rows:
             return
+        # one row per key (the last wins): a merge with two source rows for one key is refused
+        rows = list({r[key]: r for r in rows}.values())
         for r in rows:
             r["namespace"] = self.namespace
             if "vector" in r:
@@ -124,11 +126,7 @@ class DerivedMixin:
             return []
         if not any(ix.columns == [column] for ix in tbl.list_indices()):
             with self.store.lock:
-                try:
-                    retrying(lambda: tbl.create_index(column, config=_fts(), replace=False), "fts")
-                except (RuntimeError, ValueError) as exc:
-                    if "already exists" not in str(exc):
-                        raise
+                ensure_index(tbl, column, _fts())
         q = tbl.search(MatchQuery(query, column), query_type="fts").select(
             sorted(set(columns) | {"namespace"}))
         w = _where(eq)

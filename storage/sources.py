@@ -7,7 +7,7 @@ from datetime import datetime
 
 import numpy as np
 
-from .db import retrying, sql_in, sql_str, sql_time
+from .db import ensure_index, retrying, sql_in, sql_str, sql_time
 
 SOURCE_COLUMNS = ["id", "namespace", "session_id", "seq", "ref", "speaker", "timestamp", "text",
                   "metadata", "embed_model", "created_at"]
@@ -48,12 +48,7 @@ class SourcesMixin:
                     # (get_sources after every search, dedupe on every remember) do not scan
                     for column, config in (("search_text", _fts()), ("id", BTree()),
                                            ("ref", BTree()), ("session_id", BTree())):
-                        try:
-                            retrying(lambda: tbl.create_index(column, config=config, replace=False),
-                                     f"{column} index")
-                        except (RuntimeError, ValueError) as exc:
-                            if "already exists" not in str(exc):
-                                raise
+                        ensure_index(tbl, column, config)
                 self._fts_ready = True
         return tbl
 

@@ -26,9 +26,12 @@ class CurationWorker:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self.failures: list[tuple[str, str, str]] = []
+        self._stopped = False
 
     def enqueue(self, namespace: str, session_id: str) -> None:
         with self._cond:
+            if self._stopped:   # the session stays `queued` on disk: the next process resumes it
+                return
             self._due[(namespace, session_id)] = time.monotonic() + self.delay_s
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="trimem-curation",
@@ -59,9 +62,26 @@ class CurationWorker:
                 self._cond.wait(timeout=0.05 if left is None else min(left, 0.05))
             return True
 
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Run nothing more (queued sessions stay queued on disk and are resumed by the next
+        process) and wait for the curation in progress; False if it is still running."""
+        end = time.monotonic() + timeout
+        with self._cond:
+            self._stopped = True
+            self._due.clear()
+            self._cond.notify_all()
+            while self._busy:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(timeout=min(left, 0.05))
+        return True
+
     def _next(self) -> tuple[str, str] | None:
         with self._cond:
             while True:
+                if self._stopped:
+                    return None
                 if not self._due:
                     self._cond.wait(timeout=1.0)
                     if not self._due:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,6 +137,16 @@ class Runtime:
             self.embed(["dimension probe"])
         sp.bind_model(emb.name, emb.dim, self.embed)
         return sp
+
+    def close(self, timeout: float = 30.0) -> bool:
+        """Before the process exits: stop curation, let storage upkeep finish."""
+        end = time.monotonic() + timeout
+        ok = self.curation.stop(timeout)
+        with self._lock:
+            store = self._store
+        if store is not None:
+            ok = store.close(max(0.0, end - time.monotonic())) and ok
+        return ok
 
     def env(self, namespace: str):
         from ..strategies.base import Env

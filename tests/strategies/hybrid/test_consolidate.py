@@ -52,6 +52,7 @@ async def test_consolidation_is_non_destructive_and_restorable(client, server, h
     rt = server.runtime
     assert rt.curation.wait_idle(60)
     space = rt.space("default")
+    assert space.wait_upkeep(60, flush=True)               # background compaction has settled
     n_active = len(space.memories_of_kind("fact"))
     before = listing(home)
     plan = payload(await client.call_tool("consolidate", {"dry_run": True, "min_cluster_size": 2}))

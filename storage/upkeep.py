@@ -1,0 +1,220 @@
+"""Table upkeep for a namespace: compaction, and the vector index, off the request path.
+
+Every commit adds a fragment and a version; a table of thousands of small fragments makes every
+read and merge slower, and rows added after an index was built are searched without it. So:
+
+* every ``optimize_every_commits`` commits or ``optimize_every_rows`` rows, a table is compacted
+  (and its new rows folded into its indexes) in a background thread, one run per table at a time;
+* ``optimize_idle_s`` after the last write, whatever is still uncompacted is compacted too, so the
+  tail of a burst of writes does not stay unindexed until the next burst (at 10k rows, 1,038
+  trailing unindexed rows made recall p50 61.6 ms instead of 22.5 ms);
+* once a vector table reaches ``vector_index_min_rows``, and again each time it doubles, its HNSW
+  index is (re)built in a child process (see :mod:`.index_build` for why not in a thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from datetime import timedelta
+
+from .db import retrying
+
+log = logging.getLogger(__name__)
+
+
+class UpkeepMixin:
+    """Methods of :class:`~trimem.storage.space.Space` that keep its tables fast."""
+
+    def _init_upkeep(self) -> None:
+        self._commits: dict[str, tuple[int, int]] = {}   # kind -> (commits, rows) since upkeep
+        self._optimizing: set[str] = set()
+        self._upkeep_lock = threading.Lock()
+        self._maint_lock = threading.Lock()      # one compaction (or purge) at a time
+        self._index_rows: dict[str, int] = {}    # kind -> rows its vector index covered when built
+        self._index_tried: dict[str, int] = {}   # kind -> rows at the last failed build
+        self._index_jobs: dict[str, threading.Thread] = {}
+        self._idle_thread: threading.Thread | None = None
+        self._last_write = 0.0
+        self._closed = False
+        self._wake = threading.Event()           # set on close: the idle thread exits at once
+
+    # -- after every write --------------------------------------------------------------------
+    def after_write(self, kind: str, n_rows: int = 0) -> None:
+        with self._upkeep_lock:
+            commits, rows = self._commits.get(kind, (0, 0))
+            commits, rows = commits + 1, rows + n_rows
+            due = ((commits >= self.store.optimize_every_commits
+                    or rows >= self.store.optimize_every_rows)
+                   and not self._busy(kind) and not self._closed)
+            self._commits[kind] = (0, 0) if due else (commits, rows)
+            if due:
+                self._optimizing.add(kind)
+            self._last_write = time.monotonic()
+            start_idle = self._idle_thread is None and not self._closed
+            if start_idle:
+                self._idle_thread = threading.Thread(target=self._idle_loop, daemon=True,
+                                                     name="trimem-idle-upkeep")
+        if due:
+            threading.Thread(target=self._optimize_now, args=(kind,), name="trimem-optimize",
+                             daemon=True).start()
+        if start_idle:
+            self._idle_thread.start()
+        if self._has_vectors(kind) and n_rows:
+            tbl = self.table(kind)
+            n = tbl.count_rows() if tbl is not None else 0
+            if n >= self.store.vector_index_min_rows and self._index_due(tbl, kind, n):
+                with self._upkeep_lock:
+                    job = self._index_jobs.get(kind)
+                    if (job is None or not job.is_alive()) and not self._closed:
+                        job = self._index_jobs[kind] = threading.Thread(
+                            target=self.build_vector_index, args=(kind, True), daemon=True,
+                            name="trimem-vector-index")
+                        job.start()
+
+    def _busy(self, kind: str) -> bool:
+        job = self._index_jobs.get(kind)
+        return kind in self._optimizing or (job is not None and job.is_alive())
+
+    def _index_due(self, tbl, kind: str, n: int) -> bool:
+        """No vector index yet, or the table has doubled since it was built: rows added after a
+        build are only appended to it as delta segments, and a 10k-row index stretched to 100k
+        rows made the vector lookup ~8x slower. Rebuilding at each doubling keeps the total
+        build work within twice one build of the final size."""
+        tried = self._index_tried.get(kind)
+        if tried is not None and n < 2 * tried:
+            return False   # the last build failed (logged); try again when the table doubles
+        if not self.has_vector_index(tbl):
+            return True
+        built = self._index_rows.get(kind)
+        if built is None:   # first look in this process: take the index as it stands
+            built = self._index_rows[kind] = n
+        return n >= 2 * built
+
+    def _idle_loop(self) -> None:
+        """Compact what is left uncompacted once writes pause for ``optimize_idle_s``."""
+        delay = self.store.optimize_idle_s
+        while True:
+            with self._upkeep_lock:
+                wait = self._last_write + delay - time.monotonic()
+                kinds = [] if wait > 0 or self._closed else [
+                    k for k, (c, _) in self._commits.items() if c and not self._busy(k)]
+                pending = any(c for c, _ in self._commits.values())
+                if self._closed or (wait <= 0 and not pending):
+                    self._idle_thread = None
+                    return
+                for k in kinds:
+                    self._commits[k] = (0, 0)
+                    self._optimizing.add(k)
+            for k in kinds:
+                self._optimize_now(k)
+            if not kinds:
+                self._wake.wait(max(wait, 0.2))
+                if not self._closed:
+                    self._wake.clear()   # a flush woke us: run what is pending on the next turn
+
+    def _optimize_now(self, kind: str) -> None:
+        try:
+            tbl = self.table(kind)
+            if tbl is not None:
+                with self._maint_lock:
+                    retrying(lambda: tbl.optimize(), f"optimize {kind}")
+        except Exception as exc:  # upkeep is an optimisation: log it, never fail a write
+            log.warning("optimizing %s of %r failed: %s", kind, self.namespace, exc)
+        finally:
+            with self._upkeep_lock:
+                self._optimizing.discard(kind)
+
+    def wait_upkeep(self, timeout: float = 60.0, flush: bool = False) -> bool:
+        """Wait for running compactions and index builds; False if still busy at ``timeout``.
+        ``flush`` also runs the pending idle compaction now and waits for it (tests, benchmarks
+        and anything that wants the files on disk to stop changing)."""
+        end = time.monotonic() + timeout
+        if flush:
+            with self._upkeep_lock:
+                self._last_write = float("-inf")
+            self._wake.set()
+        while True:
+            with self._upkeep_lock:
+                busy = bool(self._optimizing) or any(j.is_alive() for j in self._index_jobs.values())
+                busy = busy or (flush and self._idle_thread is not None)
+            if not busy:
+                return True
+            if time.monotonic() >= end:
+                log.warning("upkeep of %r still running after %.0f s", self.namespace, timeout)
+                return False
+            time.sleep(0.05)
+
+    def close_upkeep(self, timeout: float = 60.0) -> bool:
+        """Start nothing new and wait for what runs (before the process exits)."""
+        with self._upkeep_lock:
+            self._closed = True
+            idle = self._idle_thread
+        self._wake.set()
+        end = time.monotonic() + timeout
+        if idle is not None:
+            idle.join(timeout)
+        return self.wait_upkeep(max(0.0, end - time.monotonic()))
+
+    # -- the vector index ---------------------------------------------------------------------
+    @staticmethod
+    def has_vector_index(tbl) -> bool:
+        return any(ix.columns == ["vector"] for ix in tbl.list_indices())
+
+    def build_vector_index(self, kind: str = "sources", rebuild: bool = False) -> bool:
+        """(Re)build the HNSW index (scalar-quantised, cosine) of ``kind`` in a child process and
+        wait for it; searches stay flat (or on the old index) until it lands."""
+        tbl = self.table(kind)
+        if tbl is None or (self.has_vector_index(tbl) and not rebuild):
+            return False
+        n = tbl.count_rows()
+        cmd = [sys.executable, "-m", f"{__package__}.index_build", self.store.uri, tbl.name]
+        started = time.monotonic()
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        except (OSError, subprocess.SubprocessError) as exc:
+            done = subprocess.CompletedProcess(cmd, -1, "", str(exc))
+        if done.returncode != 0:   # an index is an optimisation: never fail a write for it
+            self._index_tried[kind] = n
+            log.warning("building the vector index of %s failed: %s", tbl.name,
+                        (done.stderr or "").strip()[-2000:])
+            return False
+        self._index_rows[kind] = int(done.stdout.split()[-1]) if done.stdout.split() else n
+        self._index_tried.pop(kind, None)
+        tbl.checkout_latest()   # use it now, not at the next read-consistency check
+        log.info("built the vector index of %s (%d rows) in %.1f s", tbl.name,
+                 self._index_rows[kind], time.monotonic() - started)
+        return True
+
+    # -- compaction on demand -------------------------------------------------------------------
+    def optimize(self, purge: bool = False) -> list[str]:
+        """Compact every table and fold unindexed rows in. ``purge`` also deletes old versions
+        at once (what makes ``forget`` a hard delete on disk)."""
+        done = []
+        if purge:
+            self.wait_upkeep()   # a background compaction or build must not race the purge
+        prefix = f"ns_{self.key}__"
+        for name in self.store.table_names():
+            if not name.startswith(prefix):
+                continue
+            tbl = self.store.open_table(name)
+            # Purge: compact (deleted rows are dropped from rewritten files), then delete every
+            # file only older versions use. Files no version names yet (a concurrent writer's,
+            # not committed) are left alone: delete_unverified stays False.
+            kw = {"cleanup_older_than": timedelta(0)} if purge else {}
+            with self._maint_lock, warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # purging is the point of forget
+                retrying(lambda: tbl.optimize(**kw), "optimize")
+            done.append(name[len(prefix):])
+        return done
+
+    def optimize_table(self, suffix: str) -> None:
+        """Optimize one table, named as in :meth:`stats` (e.g. ``audit``)."""
+        tbl = self.store.open_table(f"ns_{self.key}__{suffix}")
+        if tbl is not None:
+            with self._maint_lock:
+                retrying(lambda: tbl.optimize(), "optimize")

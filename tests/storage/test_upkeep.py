@@ -1,0 +1,122 @@
+"""Upkeep on a real LanceDB folder: idle compaction, the vector index built in a child process
+(and rebuilt when the table doubles), racing index creators, a clean close."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+from lancedb.index import BTree
+
+from trimem.storage import open_store
+from trimem.storage.db import ensure_index
+
+DIM = 16
+
+
+def vec(i: int) -> np.ndarray:
+    v = np.random.default_rng(i).standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def rows(start: int, n: int, session: str = "s") -> list[dict]:
+    now = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    return [{"id": f"src_{i}", "session_id": session, "seq": i, "ref": f"r{i}", "speaker": "A",
+             "timestamp": now, "text": f"note {i} about topic{i % 7}", "metadata": None,
+             "created_at": now, "vector": vec(i)} for i in range(start, start + n)]
+
+
+def space(path, **kw):
+    sp = open_store(path, **kw).space("n")
+    sp.bind_model("m", DIM, lambda texts: np.stack([vec(len(t)) for t in texts]))
+    return sp
+
+
+def unindexed(sp, column: str) -> int:
+    tbl = sp._sources()
+    ix = next(i for i in tbl.list_indices() if i.columns == [column])
+    return tbl.index_stats(ix.name).num_unindexed_rows
+
+
+def test_vector_index_is_built_in_a_child_process_and_rebuilt_when_the_table_doubles(tmp_path):
+    sp = space(tmp_path, vector_index_min_rows=300, optimize_every_commits=10_000,
+               optimize_every_rows=10_000_000)
+    sp.add_sources(rows(0, 299))
+    assert sp.wait_upkeep(60)
+    assert not sp.has_vector_index(sp._sources())        # below the threshold: flat search
+    sp.add_sources(rows(299, 1))
+    assert sp.wait_upkeep(120)
+    tbl = sp._sources()
+    assert sp.has_vector_index(tbl) and sp._index_rows["sources"] == 300
+    sp.add_sources(rows(300, 200))                      # 500 < 2 x 300: no rebuild
+    assert sp.wait_upkeep(120) and sp._index_rows["sources"] == 300
+    sp.add_sources(rows(500, 100))                      # 600: doubled
+    assert sp.wait_upkeep(120) and sp._index_rows["sources"] == 600
+    # the parent's handle uses the child's index, and it finds the right rows
+    hits = sp.vector_sources(vec(123), 5)
+    assert hits[0][0] == "src_123" and hits[0][1] == pytest.approx(1.0, abs=0.05)
+    # a fresh process-level handle sees the same index
+    assert space(tmp_path).has_vector_index(space(tmp_path)._sources())
+
+
+def test_a_failed_index_build_is_logged_and_does_not_fail_the_write(tmp_path, monkeypatch, caplog):
+    sp = space(tmp_path, vector_index_min_rows=50)
+    monkeypatch.setattr("trimem.storage.upkeep.sys.executable", str(tmp_path / "no-python"))
+    sp.add_sources(rows(0, 60))                         # the write succeeds
+    assert sp.wait_upkeep(60)
+    assert sp.count_sources() == 60 and "vector index" in caplog.text
+    assert not sp.has_vector_index(sp._sources())
+    sp.add_sources(rows(60, 10))                        # no retry before the table doubles
+    assert not sp._index_jobs["sources"].is_alive() and sp._index_tried["sources"] == 60
+
+
+def test_trailing_writes_are_compacted_once_writes_pause(tmp_path):
+    sp = space(tmp_path, optimize_every_commits=10_000, optimize_every_rows=10_000_000,
+               optimize_idle_s=0.5)
+    sp.add_sources(rows(0, 10))                          # creates the indexes (all rows indexed)
+    for k in range(5):
+        sp.add_sources(rows(10 + 10 * k, 10))
+    assert unindexed(sp, "search_text") > 0
+    deadline = time.monotonic() + 30
+    while unindexed(sp, "search_text") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert unindexed(sp, "search_text") == 0
+    assert [h for h, _ in sp.fts_sources("topic3", 100)]   # still searchable after compaction
+
+
+def test_two_handles_racing_to_index_one_table_both_succeed(tmp_path):
+    a, b = open_store(tmp_path), open_store(tmp_path)
+    import pyarrow as pa
+
+    schema = pa.schema([("id", pa.string())])
+    ta = a.open_table("t", schema)
+    ta.add([{"id": "x"}])
+    tb = b.open_table("t")
+    assert tb is not None
+    assert ensure_index(ta, "id", BTree()) is True
+    assert ensure_index(tb, "id", BTree()) is False       # stale handle: sees the winner's index
+    tb.checkout_latest()
+    assert [ix.columns for ix in tb.list_indices()] == [["id"]]
+
+
+def test_upsert_keeps_the_last_of_duplicate_keys(tmp_path):
+    import pyarrow as pa
+
+    sp = space(tmp_path)
+    schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("v", pa.int64())])
+    sp.upsert("edges", schema, [{"id": "e", "v": 1}, {"id": "f", "v": 2}, {"id": "e", "v": 3}])
+    assert sorted((r["id"], r["v"]) for r in sp.rows("edges")) == [("e", 3), ("f", 2)]
+
+
+def test_close_waits_for_upkeep_and_starts_no_more(tmp_path):
+    store = open_store(tmp_path, optimize_every_commits=2, optimize_idle_s=0.2)
+    sp = store.space("n")
+    sp.bind_model("m", DIM, lambda texts: np.stack([vec(len(t)) for t in texts]))
+    for k in range(4):
+        sp.add_sources(rows(10 * k, 10))
+    assert store.close(60)
+    assert not sp._optimizing and sp._idle_thread is None
+    sp.add_sources(rows(100, 10))                        # writes still work; no upkeep starts
+    assert sp._idle_thread is None and not sp._optimizing
