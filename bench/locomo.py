@@ -172,6 +172,10 @@ def summarise(rows: list[dict]) -> dict:
     out = agg(rows)
     out["by_category"] = {CATS[c]: agg([r for r in rows if r["cat"] == c])
                           for c in sorted(CATS) if any(r["cat"] == c for r in rows)}
+    # the same questions split by the kind auto's features give them (list/count questions
+    # are not a LoCoMo category; this is where they show)
+    kinds = sorted({r["kind"] for r in rows if "kind" in r})
+    out["by_kind"] = {k: agg([r for r in rows if r.get("kind") == k]) for k in kinds}
     out["p50_ms"] = round(lat[len(lat) // 2], 1)
     out["p95_ms"] = round(lat[int(len(lat) * 0.95)], 1)
     out["over_budget"] = sum(r["over"] for r in rows)
@@ -182,6 +186,7 @@ def summarise(rows: list[dict]) -> dict:
 def run(args) -> dict:
     from ..server.settings import Settings
     from ..tools.recall import recall
+    from ..strategies.auto.features import features
     from ..tools.runtime import Runtime
 
     home = args.home or tempfile.mkdtemp(prefix="trimem-locomo-")
@@ -200,7 +205,10 @@ def run(args) -> dict:
     for ns, raw in load(Path(args.data), args.convs):
         conv = raw.get("conversation", raw)
         t0 = time.perf_counter()
-        n_turns += ingest(rt, ns, raw, args.curated)
+        if args.reuse and rt.space(ns).count_sources():
+            print(f"  {ns}: reusing the stored conversation", file=sys.stderr)
+        else:
+            n_turns += ingest(rt, ns, raw, args.curated)
         rt.curation.wait_idle()          # curation runs in the background; questions wait for it
         t_ingest += time.perf_counter() - t0
         if args.consolidate:
@@ -214,13 +222,14 @@ def run(args) -> dict:
             if not gold:
                 continue
             n_q += 1
+            kind = features(qa["question"])["kind"]
             for s in strategies:
                 for b in budgets:
                     t1 = time.perf_counter()
                     out = recall(rt, qa["question"], s, ns, b, options=options)
                     ms = 1000 * (time.perf_counter() - t1)
                     r = score(out, gold, texts, str(qa.get("answer", "")), b)
-                    results[(s, b)].append(r | {"cat": qa["category"], "ms": ms})
+                    results[(s, b)].append(r | {"cat": qa["category"], "ms": ms, "kind": kind})
         print(f"  {ns}: done", file=sys.stderr)
     return {"date": datetime.now().strftime("%Y-%m-%d"), "questions": n_q, "options": options,
             "evidence_dropped": dropped, "turns": n_turns,
@@ -240,6 +249,14 @@ def table(out: dict) -> str:
                           if c in r["by_category"] else "-" for c in CATS.values())
         lines.append(f"| {key} | {r['R']:.3f} | {r['H']:.3f} | {r['A']:.3f} | {cats} | "
                      f"{r['p50_ms']} | {r['p95_ms']} |")
+    kinds = sorted({k for r in out["results"].values() for k in r.get("by_kind", {})})
+    if kinds:
+        lines += ["", "| strategy@budget | " + " | ".join(
+            f"{k} R/H (n={next(iter(out['results'].values()))['by_kind'][k]['n']})" for k in kinds)
+            + " |", "|---" * (1 + len(kinds)) + "|"]
+        for key, r in out["results"].items():
+            lines.append(f"| {key} | " + " | ".join(
+                f"{r['by_kind'][k]['R']:.3f}/{r['by_kind'][k]['H']:.3f}" for k in kinds) + " |")
     cons = out.get("consolidation") or {}
     if cons:
         b = sum(c["active_before"] for c in cons.values())

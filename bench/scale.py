@@ -75,7 +75,9 @@ def ingest(rt, space, stream, carry: list, target: int, embed: Timed) -> dict:
 
 def wait_for_index(space, builds: Timed, n_before: int) -> dict:
     t0 = time.perf_counter()
-    if not space.wait_upkeep(timeout=1800):   # compaction and index builds in the background
+    # compaction and index builds run in the background; the idle compaction of the last
+    # writes is flushed too, so recall is timed on a settled store, not beside a compaction
+    if not space.wait_upkeep(timeout=1800, flush=True):
         raise SystemExit("background upkeep did not finish within 30 minutes")
     waited = time.perf_counter() - t0
     auto = [round(t, 2) for t in builds.bg[n_before:]]  # built in the background at this size
@@ -128,6 +130,34 @@ def measure_recall(rt, space, questions: list[str], warmup: int) -> dict:
             "mean_sources": round(statistics.mean(n_src), 1), "floor": floor,
             "inside_recall": {"get_sources_p50": pct(fetch.times, 50),
                               "log_recall_p50": pct(logr.times, 50)}}
+
+
+def recall_during_rebuild(rt, space, questions: list[str]) -> dict:
+    """Recall latency while the vector index is rebuilt from scratch (what happens in the
+    background each time the table doubles): the build must not stall the server."""
+    import threading
+
+    from ..tools.recall import recall
+
+    done = threading.Event()
+    t0 = time.perf_counter()
+
+    def build():
+        try:
+            space.build_vector_index("sources", True)
+        finally:
+            done.set()
+
+    threading.Thread(target=build, daemon=True).start()
+    lat, i = [], 0
+    while not done.is_set():
+        q = questions[i % len(questions)]
+        i += 1
+        t1 = time.perf_counter()
+        recall(rt, q, "plain", NS, 2000)
+        lat.append(time.perf_counter() - t1)
+    return {"build_s": round(time.perf_counter() - t0, 1), "recalls": len(lat),
+            "p50": pct(lat, 50), "p95": pct(lat, 95), "max": pct(lat, 100)}
 
 
 def server_params(home: str):
@@ -213,6 +243,8 @@ def run(args) -> dict:
         log(f"size {size}: recall x{args.queries} (+{args.warmup} warm-up)")
         qs = synth.pick_questions(args.queries + args.warmup, seed=size)
         res["recall"] = measure_recall(rt, space, qs, args.warmup)
+        log(f"size {size}: recall while the vector index is rebuilt")
+        res["during_rebuild"] = recall_during_rebuild(rt, space, qs)
         res["rss_peak_mb"], res["rss_now_mb"] = rss_mb()
         res["tables"] = {k: {"rows": n, "fragments": fragments(space, k)}
                          for k, n in space.stats().items()}
@@ -261,8 +293,15 @@ def table(out: dict) -> str:
                    f"{fl['fts_p50']} + {fl['vector_p50']} = {fl['sum_p50']} | "
                    f"{round(rc['p50'] - fl['sum_p50'], 2)} | {ins['get_sources_p50']} / "
                    f"{ins['log_recall_p50']} | {r['loadavg'][0]:.2f} |")
+    reb = ["| size | index rebuild s | recalls meanwhile | recall p50 / p95 / max ms |",
+           "|---" * 4 + "|"]
+    for size, r in out["sizes"].items():
+        d = r.get("during_rebuild")
+        if d:
+            reb.append(f"| {int(size):,} | {d['build_s']} | {d['recalls']} | {d['p50']} / "
+                       f"{d['p95']} / {d['max']} |")
     lines = [f"{out['date']} · {out['cpus']} CPUs · load avg at start {la} · model load "
-             f"{out['model_load_s']} s · total {out['total_s']} s", "", *ing, "", *rec]
+             f"{out['model_load_s']} s · total {out['total_s']} s", "", *ing, "", *rec, "", *reb]
     cs = out.get("cold_start")
     if cs:
         lines += ["", "| cold start: spawn `trimem serve` (stdio) → | median s | runs s |",

@@ -14,7 +14,7 @@ from .base import Strategy
 # name -> "module:attribute" of the strategy object
 _BUILTIN = {
     "plain": "trimem.strategies.plain.strategy:PlainStrategy",
-    "auto": "trimem.strategies.auto:AutoStrategy",
+    "auto": "trimem.strategies.auto.strategy:AutoStrategy",
     "hybrid": "trimem.strategies.hybrid.strategy:HybridStrategy",
     "workspace": "trimem.strategies.workspace.strategy:WorkspaceStrategy",
     "wiki": "trimem.strategies.wiki.strategy:WikiStrategy",

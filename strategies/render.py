@@ -46,12 +46,13 @@ class Packed:
 
 
 def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int = 0,
-                 max_items: int | None = None) -> Packed:
+                 max_items: int | None = None, by_rank: bool = False) -> Packed:
     """Greedily accept ``candidates`` (best first) while the rendered context fits the budget.
 
     A candidate too long for what is left is skipped, not the end: a shorter one after it may
     still fit. ``extra_chars`` reserves room for text a strategy renders around the sources.
-    Each row needs ``id, session_id, seq, speaker, timestamp, text``.
+    Each row needs ``id, session_id, seq, speaker, timestamp, text``. ``by_rank`` orders the
+    session groups by their best candidate instead of by time (see :func:`render`).
     """
     limit = budget_tokens * 4 - extra_chars
     used = len(OPEN) + len(CLOSE)
@@ -78,17 +79,19 @@ def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int
         headers.setdefault(sid, 1)
         chosen.append(c)
         seen.add(c["id"])
-    context, verbatim = render(chosen)
+    context, verbatim = render(chosen, by_rank)
     while chosen and len(context) > limit:  # only if headers differed from the estimate
         left_out.append((chosen.pop(), "over budget"))
-        context, verbatim = render(chosen)
+        context, verbatim = render(chosen, by_rank)
     if not chosen:
         context = ""
     return Packed(context, chosen, left_out, verbatim, len(context), limit)
 
 
-def render(rows: list[dict]) -> tuple[str, set[str]]:
-    """Rows grouped by session (sessions by time, turns by position) inside the frame."""
+def render(rows: list[dict], by_rank: bool = False) -> tuple[str, set[str]]:
+    """Rows grouped by session (turns by position) inside the frame. Sessions come in time
+    order, or with ``by_rank`` in the order of their best row (``rows`` best first), so the most
+    useful evidence opens the block: answering models read the start of a context best."""
     groups: dict[str, list[dict]] = {}
     for r in rows:
         groups.setdefault(r["session_id"], []).append(r)
@@ -98,7 +101,7 @@ def render(rows: list[dict]) -> tuple[str, set[str]]:
         return (0, min(ts)) if ts else (1, sid)
 
     parts, verbatim = [OPEN], set()
-    for sid in sorted(groups, key=first_time):
+    for sid in (list(groups) if by_rank else sorted(groups, key=first_time)):
         turns = sorted(groups[sid], key=lambda r: (r.get("seq") or 0))
         parts.append(session_header(turns[0].get("timestamp"), sid))
         for r in turns:

@@ -17,6 +17,10 @@ from . import retrieve as R
 class HybridStrategy:
     name = "hybrid"
 
+    def has_memory(self, env: Env) -> bool:
+        """Whether the namespace holds any active episode or fact (``auto`` asks)."""
+        return any(env.space.count_memories(kind) for kind in ("episode", "fact"))
+
     # -- recall ------------------------------------------------------------------------------
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
         o = R.opts(request)

@@ -31,6 +31,10 @@ class WikiStrategy:
     name = "wiki"
     m, t, k, n_turns = 15, 15, 15, 200
 
+    def has_memory(self, env: Env) -> bool:
+        """Whether curation has built any trajectory in this namespace yet (``auto`` asks)."""
+        return env.space.count_rows(store.TRAJ) > 0
+
     # -- curation -------------------------------------------------------------------------
     def curate(self, env: Env, session_id: str) -> None:
         from ...providers.llm_none import is_none

@@ -76,6 +76,10 @@ def settings(options: dict) -> dict:
 class WorkspaceStrategy:
     name = "workspace"
 
+    def has_memory(self, env: Env) -> bool:
+        """Whether curation has built any thread in this namespace yet (``auto`` asks)."""
+        return env.space.count_rows(graph.THREADS) > 0
+
     # -- curation hooks ---------------------------------------------------------------------
     def curate(self, env: Env, session_id: str) -> None:
         out = graph.curate_session(env, session_id)

@@ -1,0 +1,116 @@
+"""``auto``: the default strategy — fuse the other strategies' rankings, weighted per query kind.
+
+1. The query's kind (temporal / hypothetical / list / multi / single) comes from observable
+   features (``features.py``); each kind has fusion weights fitted on the dev conversations
+   (``fitted.py``, written by ``bench/fit_auto.py``).
+2. Every strategy whose memory exists in the namespace (``has_memory``: hybrid's episodes and
+   facts, workspace's threads, wiki's trajectories; ``plain`` always) and whose weight for this
+   kind is above zero ranks source turns for ``EXPAND`` x the budget.
+3. The rankings are fused by weighted reciprocal rank fusion (``fusion.py``), deduplicated by
+   source, and packed greedily into the caller's budget; session groups are ordered by their best
+   turn, so the most useful evidence comes first.
+
+With nothing curated yet (a new namespace, or curation still running) only ``plain`` has anything
+to rank, and ``auto`` answers with it directly. ``route_reason`` says which strategies voted and
+with what weights; the trace keeps every chosen turn's rank in each of them (``explain``).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from ..base import Env, Item, Recollection, RecallRequest
+from ..plain.strategy import source_ref
+from ..render import pack_sources
+from . import fitted
+from .features import features
+from .fusion import fuse
+
+VOTERS = ("plain", "hybrid", "workspace", "wiki")
+
+
+class AutoStrategy:
+    name = "auto"
+
+    def recall(self, env: Env, request: RecallRequest) -> Recollection:
+        from ..registry import get, names
+
+        opt = request.options
+        f = features(request.query)
+        kind = str(opt.get("kind", f["kind"]))
+        weights = dict(fitted.WEIGHTS.get(kind) or fitted.WEIGHTS["single"])
+        for s in VOTERS:   # bench/experiments: --opt w_wiki=2
+            if f"w_{s}" in opt:
+                weights[s] = float(opt[f"w_{s}"])
+        k = float(opt.get("k", fitted.K))
+        expand = float(opt.get("expand", fitted.EXPAND))
+        available = [s for s in VOTERS if s in names()]
+        ready = [s for s in available
+                 if s == "plain" or (callable(getattr(get(s), "has_memory", None))
+                                     and get(s).has_memory(env))]
+        voters = [s for s in ready if weights.get(s, 0.0) > 0] or ["plain"]
+        if voters == ["plain"]:
+            out = get("plain").recall(env, request)
+            why = ("no curated memory in this namespace yet (curation has not run or is still "
+                   "running), so raw-turn search answers" if ready == ["plain"] else
+                   f"for {kind} questions the fitted weights give the other strategies no vote")
+            out.route_reason = f"auto → plain: {why}"
+            out.trace["route"] = {"kind": kind, "features": _show(f), "voters": ["plain"],
+                                  "ready": ready}
+            return out
+
+        sub = RecallRequest(query=request.query, budget_tokens=max(1, int(request.budget_tokens * expand)),
+                            since=request.since, until=request.until)
+        runs = dict(zip(voters, _pool().map(lambda s: get(s).recall(env, sub), voters)))
+        rankings = {s: [i.id for i in out.items if i.kind == "source"] for s, out in runs.items()}
+        fused = fuse(rankings, {s: weights[s] for s in voters}, k)
+        info = {sid: (score, ranks) for sid, score, ranks in fused}
+        rows = env.space.get_sources([sid for sid, _, _ in fused])
+        packed = pack_sources(rows, request.budget_tokens, by_rank=True)
+        items = [Item(id=r["id"], kind="source", text=r["text"], role="evidence",
+                      score=round(info[r["id"]][0], 6), timestamp=r.get("timestamp"),
+                      source_ids=[r["id"]]) for r in packed.chosen]
+        sources = [source_ref(r) for r in packed.chosen if r["id"] in packed.verbatim_ids]
+        w_txt = ", ".join(f"{s} {weights[s]:g}" for s in voters)
+        trace = {
+            "method": f"weighted reciprocal rank fusion (k={k:g}) of {', '.join(voters)}, each "
+                      f"ranking for {expand:g}x the budget; greedy fill; sessions by best turn",
+            "route": {"kind": kind, "features": _show(f), "weights": {s: weights[s] for s in voters},
+                      "ready": ready, "fit": fitted.FIT.get("summary", "")},
+            "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
+                               "abstain": out.abstain} for s, out in runs.items()},
+            "chosen": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "ranks": info[r["id"]][1],
+                        "why": "highest fused score that fit"} for r in packed.chosen],
+            "left_out": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "why": why}
+                         for r, why in packed.left_out[:50]],
+            "budget": {"tokens": request.budget_tokens, "chars_allowed": packed.chars_budget,
+                       "chars_used": packed.chars_used},
+        }
+        reason = (f"auto → fusion of {', '.join(voters)} (weights {w_txt}) because the question "
+                  f"reads as {kind}" + _cues(f))
+        return Recollection(context=packed.context, items=items, sources=sources,
+                            abstain=not packed.chosen, route_reason=reason, trace=trace)
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The voters run side by side: most of their time is LanceDB searches and numpy, which
+    release the GIL (recall was already safe to run from several threads at once)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=len(VOTERS), thread_name_prefix="trimem-auto")
+        return _POOL
+
+
+def _show(f: dict) -> dict:
+    return {k: f[k] for k in ("temporal", "hypothetical", "list", "multi", "names", "words")}
+
+
+def _cues(f: dict) -> str:
+    cues = [k for k in ("temporal", "hypothetical", "list", "multi") if f[k]]
+    return f" (cues: {', '.join(cues)})" if cues else ""

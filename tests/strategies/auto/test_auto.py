@@ -1,0 +1,99 @@
+"""``auto``: query kinds, weighted rank fusion, and the fused recall end to end over MCP."""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+
+from helpers import payload
+from trimem.server.app import build_server
+from trimem.server.settings import Settings
+from trimem.strategies.auto.features import features
+from trimem.strategies.auto.fusion import fuse
+
+pytestmark = pytest.mark.anyio
+
+SESSIONS = [
+    ("s1", "2023-03-04T10:00:00", [
+        ("Ana", "I adopted a puppy last week, his name is Biscuit."),
+        ("Ben", "Lovely! Is he a beagle?"),
+        ("Ana", "Yes, a beagle. He loves long walks by the river."),
+        ("Ben", "I started pottery classes in Porto on Tuesdays."),
+    ]),
+    ("s2", "2023-05-20T18:30:00", [
+        ("Ben", "We visited Lisbon and then Seville for my birthday."),
+        ("Ana", "Biscuit chewed my running shoes again."),
+        ("Ben", "My pottery teacher says my bowls are getting better."),
+        ("Ana", "I signed up for the city marathon in October."),
+    ]),
+    ("s3", "2023-08-02T09:15:00", [
+        ("Ana", "Training for the marathon is going well, 30 km yesterday."),
+        ("Ben", "I sold my first pottery bowl at the Porto market!"),
+        ("Ana", "Biscuit is two now; we celebrated with a dog cake."),
+        ("Ben", "Next month I fly to Madrid for a conference."),
+    ]),
+]
+
+
+async def remember_all(c) -> None:
+    for sid, when, lines in SESSIONS:
+        msgs = [{"content": t, "speaker": who, "ref": f"{sid}:{i}"} for i, (who, t) in enumerate(lines)]
+        payload(await c.call_tool("remember", {"messages": msgs, "session_id": sid,
+                                               "session_time": when}))
+
+
+@pytest.mark.parametrize("query,kind", [
+    ("When did Ana adopt Biscuit?", "temporal"),
+    ("What did Ben do on 20 May, 2023?", "temporal"),
+    ("Would Ben enjoy a ceramics fair?", "hypothetical"),
+    ("Which cities has Ben visited?", "list"),
+    ("How many bowls did Ben sell?", "list"),
+    ("What does Ana think about Ben's pottery?", "multi"),
+    ("What is the name of the puppy?", "single"),
+])
+def test_query_kinds(query, kind):
+    assert features(query)["kind"] == kind
+
+
+def test_fusion_rewards_agreement_respects_weights_and_dedupes():
+    ranks = {"a": ["x", "y", "z", "x"], "b": ["z", "q"], "c": ["q"]}
+    out = fuse(ranks, {"a": 1.0, "b": 1.0, "c": 0.0}, k=1.0)
+    ids = [i for i, _, _ in out]
+    assert ids[0] == "z"                         # second in a, first in b: agreement wins
+    assert len(ids) == len(set(ids)) == 4        # one entry per source
+    q = next(r for i, _, r in out if i == "q")
+    assert q == {"b": 2}                         # a zero-weight strategy does not vote
+    heavy = [i for i, _, _ in fuse(ranks, {"a": 3.0, "b": 1.0}, k=1.0)]
+    assert heavy[0] == "x"                       # a heavier strategy's top turn leads
+
+
+async def test_without_curated_memory_auto_answers_with_plain(home, tmp_path_factory):
+    server = build_server(Settings(home=str(home), curation=False,
+                                   cache_dir=tmp_path_factory.getbasetemp() / "model-cache"))
+    async with Client(server) as c:
+        await remember_all(c)
+        out = payload(await c.call_tool("recall", {"query": "What is the puppy called?"}))
+    assert out["route_reason"].startswith("auto → plain: no curated memory")
+    assert "s1:0" in {s["ref"] for s in out["sources"]}
+
+
+async def test_auto_fuses_the_curated_strategies_and_explains_the_route(client, server):
+    await remember_all(client)
+    assert server.runtime.curation.wait_idle(120)
+    out = payload(await client.call_tool("recall", {"query": "Which cities has Ben visited?",
+                                                    "budget_tokens": 300}))
+    reason = out["route_reason"]
+    assert reason.startswith("auto → fusion of ") and "reads as list" in reason
+    assert out["tokens"] <= 300
+    ids = [s["id"] for s in out["sources"]]
+    assert len(ids) == len(set(ids)) and all(s["text"] in out["context"] for s in out["sources"])
+    assert {"s2:0", "s3:3"} & {s["ref"] for s in out["sources"]}
+    # the session of the best turn opens the context (most useful evidence first)
+    first = out["sources"][0]["timestamp"][:10]
+    assert out["context"].split("\n")[1].startswith(f"[{first}")
+    rec = payload(await client.call_tool("explain", {"id": out["recall_id"]}))["record"]
+    route = rec["route"]
+    assert route["kind"] == "list" and len(route["weights"]) >= 2
+    assert set(rec["strategies"]) == set(route["weights"])
+    assert [c["id"] for c in rec["chosen"]] == [i["id"] for i in out["items"]]
+    assert all(c["ranks"] and set(c["ranks"]) <= set(route["weights"]) for c in rec["chosen"])
