@@ -30,8 +30,8 @@ from pathlib import Path
 from .locomo import CATS, ingest, load, norm_evidence, norm_ws, sessions, turn_text
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
-GRID = (0.0, 0.5, 1.0, 2.0, 3.0)
-KS = (5.0, 15.0, 30.0, 60.0)
+GRID = (0.0, 0.5, 1.0, 2.0)
+KS = (10.0, 30.0, 60.0)
 OUT = Path(__file__).resolve().parent.parent / "strategies" / "auto" / "fitted.py"
 
 
@@ -40,6 +40,7 @@ def harvest(rt, data: str, convs: str, budget: int, expand: float, cache: Path) 
     if cache.exists():
         return json.loads(cache.read_text())
     from ..strategies.auto.features import features
+    from ..strategies.auto.strategy import ranked_sources
     from ..strategies.base import RecallRequest
     from ..strategies.registry import get
 
@@ -61,8 +62,7 @@ def harvest(rt, data: str, convs: str, budget: int, expand: float, cache: Path) 
             if not gold:
                 continue
             req.query = qa["question"]
-            ranks = {s: [i.id for i in get(s).recall(env, req).items if i.kind == "source"]
-                     for s in VOTERS}
+            ranks = {s: ranked_sources(get(s).recall(env, req)) for s in VOTERS}
             out.append({"ns": ns, "q": qa["question"], "cat": qa["category"],
                         "kind": features(qa["question"])["kind"],
                         "gold": [by_ref[g] for g in gold], "ranks": ranks})

@@ -4,7 +4,7 @@
 
 One namespace grows to each size through ``tools.remember.remember`` (one call per ~20-turn
 synthetic session, see ``bench/synth.py``). At each size: wait for the automatic vector index (or
-build it), then time ``tools.recall.recall`` (strategy "plain", budget 2000) over distinct questions
+build it), then time ``tools.recall.recall`` (--strategy, default "plain", budget 2000) over distinct questions
 about the stored content after a warm-up; separately time the floor (one query embedding, one BM25
 top-100, one vector top-100); record RSS. Last, spawn ``trimem serve`` over stdio as mcp.json says
 and time spawn -> first tools/list answer (populated and empty store) and spawn -> first recall.
@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 NO_CURATION = [False]   # set by --no-curation
+STRATEGY = ["plain"]    # set by --strategy
 
 def ingest(rt, space, stream, carry: list, target: int, embed: Timed) -> dict:
     """Grow the namespace to ``target`` rows, one remember call per session."""
@@ -100,14 +101,14 @@ def measure_recall(rt, space, questions: list[str], warmup: int) -> dict:
     from ..tools.recall import recall
 
     for q in questions[:warmup]:
-        recall(rt, q, "plain", NS, 2000)
+        recall(rt, q, STRATEGY[0], NS, 2000)
     fetch, logr = Timed(space.get_sources), Timed(space.log_recall)
     space.get_sources, space.log_recall = fetch, logr
     lat, empty, n_src = [], 0, []
     try:
         for q in questions[warmup:]:
             t0 = time.perf_counter()
-            out = recall(rt, q, "plain", NS, 2000)
+            out = recall(rt, q, STRATEGY[0], NS, 2000)
             lat.append(time.perf_counter() - t0)
             empty += out.abstain
             n_src.append(len(out.sources))
@@ -154,7 +155,7 @@ def recall_during_rebuild(rt, space, questions: list[str]) -> dict:
         q = questions[i % len(questions)]
         i += 1
         t1 = time.perf_counter()
-        recall(rt, q, "plain", NS, 2000)
+        recall(rt, q, STRATEGY[0], NS, 2000)
         lat.append(time.perf_counter() - t1)
     return {"build_s": round(time.perf_counter() - t0, 1), "recalls": len(lat),
             "p50": pct(lat, 50), "p95": pct(lat, 95), "max": pct(lat, 100)}
@@ -220,6 +221,7 @@ def run(args) -> dict:
     home = args.home or tempfile.mkdtemp(prefix="trimem-scale-")
     t_start = time.perf_counter()
     out = {"date": time.strftime("%Y-%m-%d %H:%M"), "home": home, "cpus": os.cpu_count(),
+           "strategy": STRATEGY[0],
            "loadavg_start": os.getloadavg(), "sizes": {}}
     rt = Runtime(Settings(home=home, curation=not NO_CURATION[0]).to_config())
     embed = Timed(rt.embed)
@@ -301,7 +303,8 @@ def table(out: dict) -> str:
             reb.append(f"| {int(size):,} | {d['build_s']} | {d['recalls']} | {d['p50']} / "
                        f"{d['p95']} / {d['max']} |")
     lines = [f"{out['date']} · {out['cpus']} CPUs · load avg at start {la} · model load "
-             f"{out['model_load_s']} s · total {out['total_s']} s", "", *ing, "", *rec, "", *reb]
+             f"{out['model_load_s']} s · total {out['total_s']} s · recall strategy "
+             f"{out.get('strategy', 'plain')}", "", *ing, "", *rec, "", *reb]
     cs = out.get("cold_start")
     if cs:
         lines += ["", "| cold start: spawn `trimem serve` (stdio) → | median s | runs s |",
@@ -328,8 +331,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-curation", action="store_true",
                     help="sources only (TRIMEM_CURATION=false): measure plain without the "
                          "paper strategies' background curation")
+    ap.add_argument("--strategy", default="plain", help="the strategy recall is timed with")
     args = ap.parse_args(argv)
     NO_CURATION[0] = args.no_curation
+    STRATEGY[0] = args.strategy
     out = run(args)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, default=str))

@@ -63,7 +63,7 @@ class AutoStrategy:
         sub = RecallRequest(query=request.query, budget_tokens=max(1, int(request.budget_tokens * expand)),
                             since=request.since, until=request.until)
         runs = dict(zip(voters, _pool().map(lambda s: get(s).recall(env, sub), voters)))
-        rankings = {s: [i.id for i in out.items if i.kind == "source"] for s, out in runs.items()}
+        rankings = {s: ranked_sources(out) for s, out in runs.items()}
         fused = fuse(rankings, {s: weights[s] for s in voters}, k)
         info = {sid: (score, ranks) for sid, score, ranks in fused}
         rows = env.space.get_sources([sid for sid, _, _ in fused])
@@ -91,6 +91,13 @@ class AutoStrategy:
                   f"reads as {kind}" + _cues(f))
         return Recollection(context=packed.context, items=items, sources=sources,
                             abstain=not packed.chosen, route_reason=reason, trace=trace)
+
+
+def ranked_sources(out: Recollection) -> list[str]:
+    """A strategy's source turns, best first: its quoted items in the order it accepted them
+    (``source`` items of plain / hybrid / wiki, ``unit`` items of workspace; notes, pages and
+    episodes are not source turns)."""
+    return [i.id for i in out.items if i.kind in ("source", "unit")]
 
 
 _POOL: ThreadPoolExecutor | None = None
