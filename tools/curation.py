@@ -109,15 +109,25 @@ class CurationWorker:
                 return  # idle: the thread ends; enqueue starts a new one
             try:
                 self.curate_now(*key)
-                if self.periodic.enabled and not self._waiting(key[0]):
-                    self.periodic.run_if_due(key[0])
             except Exception as exc:  # e.g. the store became read-only or full: keep serving
-                log.exception("curation (or periodic consolidation) of %s/%s failed", *key)
+                log.exception("curation of %s/%s failed", *key)
                 self.failures.append((*key, str(exc)))
+            else:
+                self._consolidate_if_due(key[0])
             finally:
                 with self._cond:
                     self._busy -= 1
                     self._cond.notify_all()
+
+    def _consolidate_if_due(self, namespace: str) -> None:
+        """Periodic consolidation (when enabled), once no session of ``namespace`` is waiting."""
+        if not self.periodic.enabled or self._waiting(namespace):
+            return
+        try:
+            self.periodic.run_if_due(namespace)
+        except Exception as exc:  # the count is kept: the next curated session tries again
+            log.exception("periodic consolidation of namespace %r failed", namespace)
+            self.failures.append((namespace, "", f"periodic consolidation: {exc}"))
 
     def _waiting(self, namespace: str) -> bool:
         """Whether more sessions of ``namespace`` are queued (or the worker is stopping)."""
