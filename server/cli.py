@@ -73,6 +73,65 @@ def cmd_consolidate(args) -> int:
     return 0
 
 
+class CommandError(Exception):
+    """A one-line message for the user; the command exits with status 1."""
+
+
+def cmd_restore(args) -> int:
+    """Make a merged or superseded hybrid memory active again; print what changed as JSON."""
+    import json
+
+    from ..tools.runtime import Runtime
+    from .settings import Settings
+
+    settings = Settings()
+    _logging(settings.log_level)
+    rt = Runtime(settings.to_config())
+    rt.curation.stop(0)   # a one-shot command: queued sessions stay queued for the server
+    try:
+        out = restore_memory(rt, args.namespace, args.memory_id)
+    except CommandError as exc:
+        print(f"trimem restore: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        rt.close()
+    print(json.dumps(out, indent=2, default=str))
+    return 0
+
+
+def restore_memory(rt, namespace: str, memory_id: str) -> dict:
+    """Check that ``memory_id`` names a restorable memory of ``namespace``, then restore it
+    through the hybrid strategy (under the namespace lock, like curation and forget)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from ..strategies import registry
+    from ..strategies.hybrid.store import KINDS
+
+    try:
+        if namespace not in rt.store.namespaces():
+            raise CommandError(f"no namespace {namespace!r} in {rt.config.home} "
+                               "(`trimem namespaces` lists them)")
+        env = rt.env(namespace)
+    except ToolError as exc:   # the store cannot be opened, or the embedder is misconfigured
+        raise CommandError(str(exc)) from exc
+    found = env.space.get_memories([memory_id])
+    if not found:
+        what = "a raw message, not a memory" if env.space.get_sources([memory_id]) else "unknown"
+        raise CommandError(f"{memory_id!r} is {what} in namespace {namespace!r}; give the id of "
+                           "an episode or fact that consolidation merged or superseded "
+                           "(`explain` on the survivor lists them)")
+    mem = found[0]
+    if mem["kind"] not in KINDS:
+        raise CommandError(f"{memory_id!r} is a {mem['kind']}; only hybrid episodes and facts "
+                           "can be restored")
+    if mem["status"] not in ("merged", "superseded"):
+        raise CommandError(f"{memory_id!r} is {mem['status']}: only a merged or superseded "
+                           "memory can be restored")
+    with rt.namespace_lock(namespace):
+        out = registry.get("hybrid").restore(env, memory_id)
+    return {"namespace": namespace, "kind": mem["kind"], "text": mem["text"], **out}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="trimem", description="Local-first long-term memory for "
                                  "LLM agents, over MCP. Settings: TRIMEM_* environment variables.")
@@ -90,9 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--namespace", default="default")
     c.add_argument("--dry-run", action="store_true")
     c.add_argument("--min-cluster-size", type=int, default=10)
+    r = sub.add_parser("restore", help="make a memory that consolidation merged or superseded "
+                       "active again (prints what changed as JSON)")
+    r.add_argument("memory_id", help="the id of the merged or superseded episode or fact")
+    r.add_argument("--namespace", default="default")
     args = ap.parse_args(argv)
     handler = {"serve": cmd_serve, "demo": cmd_demo, "namespaces": cmd_namespaces,
-               "consolidate": cmd_consolidate}[args.cmd]
+               "consolidate": cmd_consolidate, "restore": cmd_restore}[args.cmd]
     return handler(args)
 
 

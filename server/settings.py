@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     curation_delay_s: float = Field(0.0, description="curate a session once idle this long")
     curation: bool = Field(True, description="false: keep raw sources only (plain recall); "
                            "the paper strategies then have nothing curated to use")
+    consolidate_every_sessions: int = Field(
+        0, ge=0, description="consolidate a namespace after this many newly curated sessions "
+        "(the paper suggests 10-20); 0 = only when asked (the consolidate tool or command)")
     max_messages: int = 1_000
     max_message_chars: int = 100_000
     max_budget_tokens: int = 100_000
@@ -54,4 +57,4 @@ class Settings(BaseSettings):
                       llm_api_key=self.llm_api_key, cache_dir=self.cache_dir,
                       vector_index_min_rows=self.vector_index_min_rows,
                       curation_delay_s=self.curation_delay_s, curation=self.curation,
-                      limits=limits)
+                      consolidate_every_sessions=self.consolidate_every_sessions, limits=limits)

@@ -4,6 +4,10 @@ Every strategy with a ``consolidate`` hook clusters / merges / supersedes its ow
 (never destroying: superseded rows keep their lineage); then storage upkeep folds new rows into
 the full-text and vector indexes, builds the vector index once a table is large enough and
 compacts fragments. ``dry_run`` only plans: nothing on disk changes.
+
+:func:`run_consolidation` is the one implementation: the tool and the ``trimem consolidate``
+command run it in a worker thread (:func:`consolidate`), and the curation worker runs it every
+N sessions when ``TRIMEM_CONSOLIDATE_EVERY_SESSIONS`` is set (``tools/periodic.py``).
 """
 
 from __future__ import annotations
@@ -52,13 +56,17 @@ def plan(space) -> list[dict[str, Any]]:
     return ops
 
 
-async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = False,
-                      min_cluster_size: int = 10, progress=None) -> ConsolidateResult:
-    """Each consolidating strategy first (in a worker thread, progress relayed to the client),
-    then storage upkeep. Counts are of memory rows (sources and derived memories), not logs."""
-    import anyio.from_thread
-    import anyio.to_thread
+def run_consolidation(rt: Runtime, namespace: str = "default", dry_run: bool = False,
+                      min_cluster_size: int = 10, progress=None,
+                      trigger: str = "request") -> ConsolidateResult:
+    """The whole consolidation of one namespace, synchronously, under its namespace lock.
 
+    Each consolidating strategy first, then storage upkeep. ``progress(done, total, message)``
+    is a plain callable (or None). ``trigger`` says who asked ("request": the tool or the CLI;
+    periodic runs name their setting) and is recorded in the audit entry. Holding the namespace
+    lock keeps curation and ``forget`` of this namespace out while memories are merged. Counts
+    are of memory rows (sources and derived memories), not logs.
+    """
     from ..strategies import registry
 
     ns = v.namespace(namespace, rt.limits)
@@ -66,44 +74,38 @@ async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = F
         from mcp.server.mcpserver.exceptions import ToolError
 
         raise ToolError("min_cluster_size must be a whole number ≥ 2")
-    t0 = time.perf_counter()
-    env = await anyio.to_thread.run_sync(rt.env, ns)
-    space = env.space
-    before = await anyio.to_thread.run_sync(memory_counts, space)
-    ops: list[dict[str, Any]] = []
-    clusters = 0
-    active, extra_after = [0, 0], {}
-
-    def relay(done, total, message):
-        if progress is not None:
-            anyio.from_thread.run(progress, done, total, message)
-
-    for strat in await anyio.to_thread.run_sync(registry.with_hook, "consolidate"):
-        out = await anyio.to_thread.run_sync(
-            lambda: strat.consolidate(env, dry_run, min_cluster_size, relay))
-        clusters += int(out.get("clusters", 0))
-        ops += [dict(op, strategy=strat.name) for op in out.get("operations", [])]
-        if "active_before" in out:   # non-destructive: compression is of the *active* memories
-            active[0] += int(out["active_before"])
-            active[1] += int(out["active_after"])
-            before[f"{strat.name}.active"] = int(out["active_before"])
-            extra_after[f"{strat.name}.active"] = int(out["active_after"])
-    upkeep = await anyio.to_thread.run_sync(plan, space)
-    ops += upkeep
-    if not dry_run:
-        for k, op in enumerate(upkeep):
-            if progress is not None:
-                await progress(k, len(upkeep), f"{op['op']} {op['table']}")
-            if op["op"] == "build_vector_index":
-                op["done"] = await anyio.to_thread.run_sync(space.build_vector_index, "sources")
-            else:
-                await anyio.to_thread.run_sync(space.optimize_table, op["table"])
-                op["done"] = True
-        await anyio.to_thread.run_sync(space.audit, "consolidate", [],
-                                       {"operations": ops, "min_cluster_size": min_cluster_size})
-        if progress is not None:
-            await progress(len(upkeep), len(upkeep), "done")
-    after = dict(before) if dry_run else await anyio.to_thread.run_sync(memory_counts, space)
+    report = progress if progress is not None else (lambda done, total, message: None)
+    with rt.namespace_lock(ns):
+        t0 = time.perf_counter()
+        env = rt.env(ns)
+        space = env.space
+        before = memory_counts(space)
+        ops: list[dict[str, Any]] = []
+        clusters = 0
+        active, extra_after = [0, 0], {}
+        for strat in registry.with_hook("consolidate"):
+            out = strat.consolidate(env, dry_run, min_cluster_size, report)
+            clusters += int(out.get("clusters", 0))
+            ops += [dict(op, strategy=strat.name) for op in out.get("operations", [])]
+            if "active_before" in out:   # non-destructive: compression is of the *active* memories
+                active[0] += int(out["active_before"])
+                active[1] += int(out["active_after"])
+                before[f"{strat.name}.active"] = int(out["active_before"])
+                extra_after[f"{strat.name}.active"] = int(out["active_after"])
+        upkeep = plan(space)
+        ops += upkeep
+        if not dry_run:
+            for k, op in enumerate(upkeep):
+                report(k, len(upkeep), f"{op['op']} {op['table']}")
+                if op["op"] == "build_vector_index":
+                    op["done"] = space.build_vector_index("sources")
+                else:
+                    space.optimize_table(op["table"])
+                    op["done"] = True
+            space.audit("consolidate", [], {"operations": ops, "min_cluster_size": min_cluster_size,
+                                            "trigger": trigger})
+            report(len(upkeep), len(upkeep), "done")
+        after = dict(before) if dry_run else memory_counts(space)
     after.update(extra_after)
     if active[0]:
         ratio = active[1] / active[0]
@@ -113,6 +115,21 @@ async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = F
                              compression_ratio=round(ratio, 4),
                              clusters=clusters, operations=ops,
                              duration_s=round(time.perf_counter() - t0, 3))
+
+
+async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = False,
+                      min_cluster_size: int = 10, progress=None) -> ConsolidateResult:
+    """:func:`run_consolidation` in a worker thread; ``progress`` is an async callable
+    ``(done, total, message)`` (the MCP context's ``report_progress``), relayed from the thread."""
+    import anyio.from_thread
+    import anyio.to_thread
+
+    def relay(done, total, message):
+        anyio.from_thread.run(progress, done, total, message)
+
+    return await anyio.to_thread.run_sync(
+        lambda: run_consolidation(rt, namespace, dry_run, min_cluster_size,
+                                  relay if progress is not None else None))
 
 
 def register(server, rt: Runtime) -> None:

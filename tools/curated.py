@@ -77,9 +77,11 @@ def curated_texts(plan: CuratedPlan) -> list[str]:
 
 
 def store_curated(space, plan: CuratedPlan, session_id: str, by_ref: dict[str, str],
-                  vectors) -> list[str]:
+                  vectors, session_time) -> list[str]:
     """Store the plan. ``by_ref`` (from :func:`resolve_refs`) and ``vectors`` were computed
-    before anything was written, so a bad ref or a failed embedding rejects the whole call."""
+    before anything was written, so a bad ref or a failed embedding rejects the whole call.
+    A memory given without a timestamp takes ``session_time`` (when the session took place),
+    not the time it was stored: temporal questions are about the conversation's time."""
     from .remember import stable_id
 
     items = plan.episodes + plan.facts
@@ -92,7 +94,7 @@ def store_curated(space, plan: CuratedPlan, session_id: str, by_ref: dict[str, s
             "id": stable_id("epi" if m["kind"] == "episode" else "fct", space.namespace, session_id,
                             m["text"], *m["refs"]),
             "kind": m["kind"],
-            "origin": "host", "session_id": session_id, "timestamp": m["timestamp"] or now,
+            "origin": "host", "session_id": session_id, "timestamp": m["timestamp"] or session_time or now,
             "text": m["text"], "body": m["body"], "refs": m["refs"],
             "source_ids": [by_ref[r] for r in m["refs"]], "status": "active",
             "lineage": {"history": [{"at": now.isoformat(), "op": "created", "by": "host"}]},

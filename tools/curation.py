@@ -6,6 +6,10 @@ rebuilds that session's derived data) off the request path, so neither ``remembe
 ever waits for curation or an LLM. A session is curated once it has been idle for
 ``delay_s`` (appends within that window are folded into one run). Sessions still ``queued`` when
 the process stopped (or crashed) are picked up again when the store is next opened.
+
+With ``consolidate_every`` = N > 0 (off by default), the worker also consolidates a namespace
+once N of its sessions were curated since its last consolidation, after it has curated every
+session of that namespace it had waiting (see ``periodic.py``).
 """
 
 from __future__ import annotations
@@ -18,9 +22,12 @@ log = logging.getLogger(__name__)
 
 
 class CurationWorker:
-    def __init__(self, runtime, delay_s: float = 0.0):
+    def __init__(self, runtime, delay_s: float = 0.0, consolidate_every: int = 0):
+        from .periodic import PeriodicConsolidation
+
         self.rt = runtime
         self.delay_s = delay_s
+        self.periodic = PeriodicConsolidation(runtime, consolidate_every)
         self._due: dict[tuple[str, str], float] = {}
         self._busy = 0
         self._cond = threading.Condition()
@@ -105,22 +112,41 @@ class CurationWorker:
             except Exception as exc:  # e.g. the store became read-only or full: keep serving
                 log.exception("curation of %s/%s failed", *key)
                 self.failures.append((*key, str(exc)))
+            else:
+                self._consolidate_if_due(key[0])
             finally:
                 with self._cond:
                     self._busy -= 1
                     self._cond.notify_all()
 
+    def _consolidate_if_due(self, namespace: str) -> None:
+        """Periodic consolidation (when enabled), once no session of ``namespace`` is waiting."""
+        if not self.periodic.enabled or self._waiting(namespace):
+            return
+        try:
+            self.periodic.run_if_due(namespace)
+        except Exception as exc:  # the count is kept: the next curated session tries again
+            log.exception("periodic consolidation of namespace %r failed", namespace)
+            self.failures.append((namespace, "", f"periodic consolidation: {exc}"))
+
+    def _waiting(self, namespace: str) -> bool:
+        """Whether more sessions of ``namespace`` are queued (or the worker is stopping)."""
+        with self._cond:
+            return self._stopped or any(ns == namespace for ns, _ in self._due)
+
     def curate_now(self, namespace: str, session_id: str) -> None:
         with self.rt.namespace_lock(namespace):
-            self._curate(namespace, session_id)
+            if self._curate(namespace, session_id) == "done" and self.periodic.enabled:
+                self.periodic.session_curated(namespace, session_id)
 
-    def _curate(self, namespace: str, session_id: str) -> None:
+    def _curate(self, namespace: str, session_id: str) -> str | None:
+        """Run every curating strategy on one session: "done", "failed", or None (forgotten)."""
         from ..strategies import registry
 
         env = self.rt.env(namespace)
         sess = env.space.get_session(session_id)
         if sess is None:   # forgotten meanwhile
-            return
+            return None
         state = "done"
         for strat in registry.with_hook("curate"):
             try:
@@ -132,3 +158,4 @@ class CurationWorker:
         sess = env.space.get_session(session_id)
         if sess is not None:
             env.space.put_session(dict(sess, curation=state))
+        return state

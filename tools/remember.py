@@ -140,9 +140,13 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     # sources commit is the acknowledgement point; the audit entry after it is best effort.
     # So an error always means "the messages were not stored", and a crash before the sources
     # commit leaves a session that resumes curation from whatever it holds.
-    memory_ids = store_curated(space, plan, sid, by_ref, cur_vecs) if plan is not None else []
+    session_time = (session or {}).get("session_time") or stime or min(times)
+    # curated memories given without a timestamp happened when the session did: this call's
+    # session_time, else the session's stored time (for a new session: its earliest message)
+    memory_ids = (store_curated(space, plan, sid, by_ref, cur_vecs, stime or session_time)
+                  if plan is not None else [])
     space.put_session({
-        "session_id": sid, "session_time": (session or {}).get("session_time") or stime or min(times),
+        "session_id": sid, "session_time": session_time,
         "first_ts": min([t for t in [(session or {}).get("first_ts")] if t] + times),
         "last_ts": max([t for t in [(session or {}).get("last_ts")] if t] + times),
         "n_messages": offset + len(new_rows), "curation": "queued" if curates else "done",

@@ -47,6 +47,7 @@ class Config:
     vector_index_min_rows: int = 10_000
     curation_delay_s: float = 0.0
     curation: bool = True
+    consolidate_every_sessions: int = 0
     limits: Limits = Limits()
 
 
@@ -61,7 +62,8 @@ class Runtime:
         self._ns_locks: dict[str, threading.RLock] = {}
         from .curation import CurationWorker
 
-        self.curation = CurationWorker(self, delay_s=config.curation_delay_s)
+        self.curation = CurationWorker(self, delay_s=config.curation_delay_s,
+                                       consolidate_every=config.consolidate_every_sessions)
 
     @property
     def store(self):

@@ -142,7 +142,11 @@ def apply(space, ops: list[dict]) -> None:
 
 
 def restore(env, memory_id: str) -> dict:
-    """Make a merged or superseded memory active again and detach it from its survivor."""
+    """Make a merged or superseded memory active again and detach it from its survivor.
+
+    Returns ``{id, status, changed, was, released_from}`` (``was``: "merged" or "superseded";
+    ``released_from``: the survivor, which no longer lists it); an active memory is left as it
+    is (``changed`` false). Users reach it through ``trimem restore MEMORY_ID``."""
     space = env.space
     got = space.rows("memories", eq={"id": memory_id})
     if not got:
@@ -163,11 +167,12 @@ def restore(env, memory_id: str) -> dict:
         changed.append(other)
     lin.setdefault("history", []).append({"at": now, "op": "restored", "was": row["status"],
                                           "from": other_id})
-    row["status"] = "active"
+    was, row["status"] = row["status"], "active"
     space.add_memories(changed)
     space.audit("restore", [memory_id] + ([other_id] if other_id else []),
-                {"strategy": "hybrid", "from": other_id})
-    return {"id": memory_id, "status": "active", "changed": True, "released_from": other_id}
+                {"strategy": "hybrid", "from": other_id, "was": was})
+    return {"id": memory_id, "status": "active", "changed": True, "was": was,
+            "released_from": other_id}
 
 
 def explain_memory(env, memory_id: str) -> dict | None:
