@@ -9,12 +9,15 @@ Every row must carry ``id`` (the upsert key) and ``namespace`` (filled in here).
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
 
 from .db import ensure_index, retrying, sql_in, sql_str
+
+log = logging.getLogger(__name__)
 
 
 def model_tag(model: str, dim: int) -> str:
@@ -125,8 +128,15 @@ class DerivedMixin:
         if tbl is None or not query.strip():
             return []
         if not any(ix.columns == [column] for ix in tbl.list_indices()):
-            with self.store.lock:
-                ensure_index(tbl, column, _fts())
+            try:
+                with self.store.lock:
+                    ensure_index(tbl, column, _fts())
+            except (OSError, RuntimeError, ValueError) as exc:
+                # a read path must not fail on a write it only does to speed itself up (a full
+                # or read-only disk): without the index there is no BM25 here, dense still works
+                log.warning("cannot build the full-text index of %s (%s); searching without it",
+                            tbl.name, exc)
+                return []
         q = tbl.search(MatchQuery(query, column), query_type="fts").select(
             sorted(set(columns) | {"namespace"}))
         w = _where(eq)

@@ -17,6 +17,7 @@ with what weights; the trace keeps every chosen turn's rank in each of them (``e
 
 from __future__ import annotations
 
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -28,6 +29,7 @@ from .features import features
 from .fusion import fuse
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
+log = logging.getLogger(__name__)
 
 
 class AutoStrategy:
@@ -62,7 +64,10 @@ class AutoStrategy:
 
         sub = RecallRequest(query=request.query, budget_tokens=max(1, int(request.budget_tokens * expand)),
                             since=request.since, until=request.until)
-        runs = dict(zip(voters, _pool().map(lambda s: get(s).recall(env, sub), voters)))
+        runs, failed = _run_voters(env, sub, voters)
+        if not runs:   # every voter failed: the plain path reports its own error, if any
+            return get("plain").recall(env, request)
+        voters = list(runs)
         rankings = {s: ranked_sources(out) for s, out in runs.items()}
         fused = fuse(rankings, {s: weights[s] for s in voters}, k)
         info = {sid: (score, ranks) for sid, score, ranks in fused}
@@ -80,6 +85,7 @@ class AutoStrategy:
                       "ready": ready, "fit": fitted.FIT.get("summary", "")},
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
                                "abstain": out.abstain} for s, out in runs.items()},
+            "failed": failed,
             "chosen": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "ranks": info[r["id"]][1],
                         "why": "highest fused score that fit"} for r in packed.chosen],
             "left_out": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "why": why}
@@ -89,6 +95,8 @@ class AutoStrategy:
         }
         reason = (f"auto → fusion of {', '.join(voters)} (weights {w_txt}) because the question "
                   f"reads as {kind}" + _cues(f))
+        if failed:
+            reason += f"; left out after an error: {', '.join(failed)}"
         return Recollection(context=packed.context, items=items, sources=sources,
                             abstain=not packed.chosen, route_reason=reason, trace=trace)
 
@@ -98,6 +106,22 @@ def ranked_sources(out: Recollection) -> list[str]:
     (``source`` items of plain / hybrid / wiki, ``unit`` items of workspace; notes, pages and
     episodes are not source turns)."""
     return [i.id for i in out.items if i.kind in ("source", "unit")]
+
+
+def _run_voters(env: Env, sub: RecallRequest, voters: list[str]):
+    """Each voter's recall, side by side; a voter that fails is logged and left out (the others
+    still answer), with its error kept for the trace."""
+    from ..registry import get
+
+    futures = {s: _pool().submit(get(s).recall, env, sub) for s in voters}
+    runs, failed = {}, {}
+    for s, fut in futures.items():
+        try:
+            runs[s] = fut.result()
+        except Exception as exc:  # noqa: BLE001 - one strategy must not sink the recall
+            log.warning("auto: %s failed and was left out: %s", s, exc)
+            failed[s] = f"{type(exc).__name__}: {exc}"[:300]
+    return runs, failed
 
 
 _POOL: ThreadPoolExecutor | None = None
