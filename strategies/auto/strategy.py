@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from ..base import Env, Item, Recollection, RecallRequest
 from ..plain.strategy import source_ref
@@ -64,7 +65,10 @@ class AutoStrategy:
 
         sub = RecallRequest(query=request.query, budget_tokens=max(1, int(request.budget_tokens * expand)),
                             since=request.since, until=request.until)
-        runs, failed = _run_voters(env, sub, voters)
+        qv = env.embed_query(request.query)   # once, not once per voter
+        shared = replace(env, embed_query=lambda text: qv if text == request.query
+                         else env.embed_query(text))
+        runs, failed = _run_voters(shared, sub, voters)
         if not runs:   # every voter failed: the plain path reports its own error, if any
             return get("plain").recall(env, request)
         voters = list(runs)
