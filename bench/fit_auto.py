@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import pprint
 import statistics
 import sys
 import time
@@ -155,18 +156,23 @@ def report(sc: Scorer, qs: list[dict], fitted: dict) -> dict:
 
 
 def write(fitted: dict, dev: dict, budget: int, expand: float, n: int) -> None:
+    """Add (or replace) this budget's fit in ``fitted.py``; fits for other budgets stay."""
+    from ..strategies.auto import fitted as current
+
+    fits = {int(b): v for b, v in getattr(current, "FITS", {}).items()}
     weights = {kind: v["weights"] for kind, v in fitted["kinds"].items()}
     a = dev["auto"]
     summary = (f"fitted {datetime.now():%Y-%m-%d} on {n} LoCoMo dev questions at {budget} tokens: "
                f"R {a['R']:.3f} / H {a['H']:.3f} (in-sample)")
+    fits[budget] = {"k": fitted["k"], "weights": weights, "summary": summary, "dev": dev,
+                    "questions_per_kind": {k: v["n"] for k, v in fitted["kinds"].items()}}
     OUT.write_text(
-        '"""Fusion parameters for ``auto``, written by ``python -m trimem.bench.fit_auto`` '
-        '(do not edit by hand).\n\n'
-        f'{summary}.\n"""\n\n'
+        '"""Fusion parameters for ``auto``, one fit per budget, written by\n'
+        '``python -m trimem.bench.fit_auto --budget B`` (do not edit by hand). ``auto`` uses the fit\n'
+        "whose budget is nearest (on a log scale) to the caller's.\n\n"
+        + "\n".join(fits[b]["summary"] + "." for b in sorted(fits)) + '\n"""\n\n'
         f"EXPAND = {expand!r}   # each strategy ranks for EXPAND x the caller's budget\n"
-        f"K = {fitted['k']!r}   # reciprocal rank fusion constant\n"
-        f"WEIGHTS = {json.dumps(weights, indent=4)}\n"
-        f"FIT = {json.dumps({'summary': summary, 'dev': dev, 'questions_per_kind': {k: v['n'] for k, v in fitted['kinds'].items()}}, indent=4)}\n")
+        f"FITS = {pprint.pformat(dict(sorted(fits.items())), width=100, sort_dicts=False)}\n")
 
 
 def main(argv: list[str] | None = None) -> None:

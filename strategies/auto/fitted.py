@@ -1,151 +1,95 @@
-"""Fusion parameters for ``auto``, written by ``python -m trimem.bench.fit_auto`` (do not edit by hand).
+"""Fusion parameters for ``auto``, one fit per budget, written by
+``python -m trimem.bench.fit_auto --budget B`` (do not edit by hand). ``auto`` uses the fit
+whose budget is nearest (on a log scale) to the caller's.
 
+fitted 2026-11-30 on 760 LoCoMo dev questions at 1000 tokens: R 0.814 / H 0.759 (in-sample).
 fitted 2026-11-30 on 760 LoCoMo dev questions at 2000 tokens: R 0.876 / H 0.825 (in-sample).
 """
 
 EXPAND = 2.0   # each strategy ranks for EXPAND x the caller's budget
-K = 10.0   # reciprocal rank fusion constant
-WEIGHTS = {
-    "temporal": {
-        "plain": 1.0,
-        "hybrid": 0.5,
-        "workspace": 2.0,
-        "wiki": 2.0
-    },
-    "hypothetical": {
-        "plain": 1.0,
-        "hybrid": 0.5,
-        "workspace": 1.0,
-        "wiki": 2.0
-    },
-    "list": {
-        "plain": 1.5,
-        "hybrid": 0.5,
-        "workspace": 1.0,
-        "wiki": 2.0
-    },
-    "multi": {
-        "plain": 1.0,
-        "hybrid": 0.5,
-        "workspace": 1.0,
-        "wiki": 2.0
-    },
-    "single": {
-        "plain": 1.0,
-        "hybrid": 0.5,
-        "workspace": 1.0,
-        "wiki": 2.0
-    }
-}
-FIT = {
-    "summary": "fitted 2026-11-30 on 760 LoCoMo dev questions at 2000 tokens: R 0.876 / H 0.825 (in-sample)",
-    "dev": {
-        "auto": {
-            "R": 0.8756,
-            "H": 0.825,
-            "multi-hop": [
-                0.7184,
-                0.493
-            ],
-            "temporal": [
-                0.9567,
-                0.9487
-            ],
-            "open-domain": [
-                0.6136,
-                0.5455
-            ],
-            "single-hop": [
-                0.9262,
-                0.9211
-            ]
-        },
-        "plain": {
-            "R": 0.8171,
-            "H": 0.7592,
-            "multi-hop": [
-                0.6625,
-                0.4155
-            ],
-            "temporal": [
-                0.898,
-                0.8846
-            ],
-            "open-domain": [
-                0.5568,
-                0.4545
-            ],
-            "single-hop": [
-                0.8668,
-                0.8612
-            ]
-        },
-        "hybrid": {
-            "R": 0.8526,
-            "H": 0.8013,
-            "multi-hop": [
-                0.7189,
-                0.5
-            ],
-            "temporal": [
-                0.9503,
-                0.9423
-            ],
-            "open-domain": [
-                0.6136,
-                0.5227
-            ],
-            "single-hop": [
-                0.8868,
-                0.8804
-            ]
-        },
-        "workspace": {
-            "R": 0.8413,
-            "H": 0.7842,
-            "multi-hop": [
-                0.666,
-                0.4225
-            ],
-            "temporal": [
-                0.9247,
-                0.9167
-            ],
-            "open-domain": [
-                0.5511,
-                0.4318
-            ],
-            "single-hop": [
-                0.9003,
-                0.8947
-            ]
-        },
-        "wiki": {
-            "R": 0.8677,
-            "H": 0.8197,
-            "multi-hop": [
-                0.7054,
-                0.4859
-            ],
-            "temporal": [
-                0.9455,
-                0.9423
-            ],
-            "open-domain": [
-                0.6155,
-                0.5455
-            ],
-            "single-hop": [
-                0.9203,
-                0.9163
-            ]
-        }
-    },
-    "questions_per_kind": {
-        "temporal": 244,
-        "hypothetical": 27,
-        "list": 108,
-        "multi": 74,
-        "single": 307
-    }
-}
+FITS = {1000: {'k': 10.0,
+        'weights': {'temporal': {'plain': 0.0, 'hybrid': 2.0, 'workspace': 0.0, 'wiki': 2.0},
+                    'hypothetical': {'plain': 1.0, 'hybrid': 2.0, 'workspace': 0.0, 'wiki': 2.0},
+                    'list': {'plain': 0.25, 'hybrid': 2.0, 'workspace': 0.0, 'wiki': 2.0},
+                    'multi': {'plain': 0.0, 'hybrid': 0.5, 'workspace': 0.0, 'wiki': 2.0},
+                    'single': {'plain': 0.0, 'hybrid': 0.0, 'workspace': 0.0, 'wiki': 2.0}},
+        'summary': 'fitted 2026-11-30 on 760 LoCoMo dev questions at 1000 tokens: R 0.814 / H '
+                   '0.759 (in-sample)',
+        'dev': {'auto': {'R': 0.8136,
+                         'H': 0.7592,
+                         'multi-hop': [0.6098, 0.3662],
+                         'temporal': [0.9103, 0.8974],
+                         'open-domain': [0.5322, 0.4545],
+                         'single-hop': [0.8764, 0.8732]},
+                'plain': {'R': 0.7051,
+                          'H': 0.6487,
+                          'multi-hop': [0.5105, 0.2817],
+                          'temporal': [0.8413, 0.8269],
+                          'open-domain': [0.3939, 0.2727],
+                          'single-hop': [0.7532, 0.7464]},
+                'hybrid': {'R': 0.7779,
+                           'H': 0.7197,
+                           'multi-hop': [0.6001, 0.3592],
+                           'temporal': [0.8798, 0.8654],
+                           'open-domain': [0.5663, 0.4773],
+                           'single-hop': [0.8226, 0.8134]},
+                'workspace': {'R': 0.7192,
+                              'H': 0.6618,
+                              'multi-hop': [0.5105, 0.2817],
+                              'temporal': [0.8349, 0.8205],
+                              'open-domain': [0.375, 0.2273],
+                              'single-hop': [0.7831, 0.7775]},
+                'wiki': {'R': 0.8041,
+                         'H': 0.7487,
+                         'multi-hop': [0.5735, 0.3099],
+                         'temporal': [0.8958, 0.891],
+                         'open-domain': [0.5587, 0.5],
+                         'single-hop': [0.874, 0.8708]}},
+        'questions_per_kind': {'temporal': 244,
+                               'hypothetical': 27,
+                               'list': 108,
+                               'multi': 74,
+                               'single': 307}},
+ 2000: {'k': 10.0,
+        'weights': {'temporal': {'plain': 1.0, 'hybrid': 0.5, 'workspace': 2.0, 'wiki': 2.0},
+                    'hypothetical': {'plain': 1.0, 'hybrid': 0.5, 'workspace': 1.0, 'wiki': 2.0},
+                    'list': {'plain': 1.5, 'hybrid': 0.5, 'workspace': 1.0, 'wiki': 2.0},
+                    'multi': {'plain': 1.0, 'hybrid': 0.5, 'workspace': 1.0, 'wiki': 2.0},
+                    'single': {'plain': 1.0, 'hybrid': 0.5, 'workspace': 1.0, 'wiki': 2.0}},
+        'summary': 'fitted 2026-11-30 on 760 LoCoMo dev questions at 2000 tokens: R 0.876 / H '
+                   '0.825 (in-sample)',
+        'dev': {'auto': {'R': 0.8756,
+                         'H': 0.825,
+                         'multi-hop': [0.7184, 0.493],
+                         'temporal': [0.9567, 0.9487],
+                         'open-domain': [0.6136, 0.5455],
+                         'single-hop': [0.9262, 0.9211]},
+                'plain': {'R': 0.8171,
+                          'H': 0.7592,
+                          'multi-hop': [0.6625, 0.4155],
+                          'temporal': [0.898, 0.8846],
+                          'open-domain': [0.5568, 0.4545],
+                          'single-hop': [0.8668, 0.8612]},
+                'hybrid': {'R': 0.8526,
+                           'H': 0.8013,
+                           'multi-hop': [0.7189, 0.5],
+                           'temporal': [0.9503, 0.9423],
+                           'open-domain': [0.6136, 0.5227],
+                           'single-hop': [0.8868, 0.8804]},
+                'workspace': {'R': 0.8413,
+                              'H': 0.7842,
+                              'multi-hop': [0.666, 0.4225],
+                              'temporal': [0.9247, 0.9167],
+                              'open-domain': [0.5511, 0.4318],
+                              'single-hop': [0.9003, 0.8947]},
+                'wiki': {'R': 0.8677,
+                         'H': 0.8197,
+                         'multi-hop': [0.7054, 0.4859],
+                         'temporal': [0.9455, 0.9423],
+                         'open-domain': [0.6155, 0.5455],
+                         'single-hop': [0.9203, 0.9163]}},
+        'questions_per_kind': {'temporal': 244,
+                               'hypothetical': 27,
+                               'list': 108,
+                               'multi': 74,
+                               'single': 307}}}

@@ -2,7 +2,7 @@
 
 1. The query's kind (temporal / hypothetical / list / multi / single) comes from observable
    features (``features.py``); each kind has fusion weights fitted on the dev conversations
-   (``fitted.py``, written by ``bench/fit_auto.py``).
+   (``fitted.py``, one fit per budget, written by ``bench/fit_auto.py``).
 2. Every strategy whose memory exists in the namespace (``has_memory``: hybrid's episodes and
    facts, workspace's threads, wiki's trajectories; ``plain`` always) and whose weight for this
    kind is above zero ranks source turns for ``EXPAND`` x the budget.
@@ -18,6 +18,7 @@ with what weights; the trace keeps every chosen turn's rank in each of them (``e
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -42,11 +43,12 @@ class AutoStrategy:
         opt = request.options
         f = features(request.query)
         kind = str(opt.get("kind", f["kind"]))
-        weights = dict(fitted.WEIGHTS.get(kind) or fitted.WEIGHTS["single"])
+        fit = fitted_for(request.budget_tokens)
+        weights = dict(fit["weights"].get(kind) or fit["weights"]["single"])
         for s in VOTERS:   # bench/experiments: --opt w_wiki=2
             if f"w_{s}" in opt:
                 weights[s] = float(opt[f"w_{s}"])
-        k = float(opt.get("k", fitted.K))
+        k = float(opt.get("k", fit["k"]))
         expand = float(opt.get("expand", fitted.EXPAND))
         available = [s for s in VOTERS if s in names()]
         ready = [s for s in available
@@ -86,7 +88,7 @@ class AutoStrategy:
             "method": f"weighted reciprocal rank fusion (k={k:g}) of {', '.join(voters)}, each "
                       f"ranking for {expand:g}x the budget; greedy fill; sessions by best turn",
             "route": {"kind": kind, "features": _show(f), "weights": {s: weights[s] for s in voters},
-                      "ready": ready, "fit": fitted.FIT.get("summary", "")},
+                      "ready": ready, "fit": fit["summary"]},
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
                                "abstain": out.abstain} for s, out in runs.items()},
             "failed": failed,
@@ -103,6 +105,12 @@ class AutoStrategy:
             reason += f"; left out after an error: {', '.join(failed)}"
         return Recollection(context=packed.context, items=items, sources=sources,
                             abstain=not packed.chosen, route_reason=reason, trace=trace)
+
+
+def fitted_for(budget: int) -> dict:
+    """The fit whose budget is nearest the caller's on a log scale (1,500 tokens is as far from
+    1,000 as from 2,250): coverage grows with the logarithm of the budget, not linearly."""
+    return fitted.FITS[min(fitted.FITS, key=lambda b: abs(math.log(b / max(budget, 1))))]
 
 
 def ranked_sources(out: Recollection) -> list[str]:

@@ -97,3 +97,16 @@ async def test_auto_fuses_the_curated_strategies_and_explains_the_route(client, 
     assert set(rec["strategies"]) == set(route["weights"])
     assert [c["id"] for c in rec["chosen"]] == [i["id"] for i in out["items"]]
     assert all(c["ranks"] and set(c["ranks"]) <= set(route["weights"]) for c in rec["chosen"])
+
+
+def test_every_fit_covers_every_kind_and_the_nearest_budget_is_used():
+    from trimem.strategies.auto import fitted
+    from trimem.strategies.auto.features import KINDS
+    from trimem.strategies.auto.strategy import VOTERS, fitted_for
+
+    for budget, fit in fitted.FITS.items():
+        assert set(fit["weights"]) == set(KINDS) and fit["k"] > 0
+        assert all(set(w) <= set(VOTERS) and any(w.values()) for w in fit["weights"].values())
+        assert fitted_for(budget) is fit
+    lo, hi = min(fitted.FITS), max(fitted.FITS)
+    assert fitted_for(1) is fitted.FITS[lo] and fitted_for(10**6) is fitted.FITS[hi]
