@@ -28,31 +28,27 @@ Edit operations, applied claim by claim when s is appended (claims are never del
                status=revised (superseded_by = the new claim).
     add:       otherwise.
 
-The builder is deterministic: replaying the same snapshots in the same order (session time,
-session id, exchange index) gives the same trajectories, so ``curate`` is idempotent.
+g is evaluated for every open trajectory at once by ``tindex.TrajIndex`` (same formula).
+The builder is deterministic: appending the same snapshots in the same order gives the same
+trajectories. Curation appends each new session's snapshots to the stored trajectories in the
+order they arrive (``curate.py``); a replay (forget, consolidate) re-appends every snapshot in
+time order (session time, session id, exchange index).
 """
 
 from __future__ import annotations
 
+import base64
 import json
-import math
 from datetime import datetime
 
 import numpy as np
 
 from . import text as tx
 from .claims import hid
+from .tindex import W, TrajIndex  # noqa: F401  (W: the weights of g, re-exported)
 
 THETA = 0.42
 M_DEFAULT = 15
-W = {"ent": 0.25, "fac": 0.15, "lex": 0.20, "temp": 0.15, "sem": 0.25, "drift": 0.50,
-     "slot": 0.20}
-
-
-def _days(a: datetime | None, b: datetime | None) -> float:
-    if a is None or b is None:
-        return 30.0
-    return abs((b - a).total_seconds()) / 86400.0
 
 
 def snap_terms(s: dict) -> tuple[set, set, set]:
@@ -71,67 +67,55 @@ class Traj:
         self.active: dict[str, dict] = {}       # claim id -> {subject, slot, toks}
         self.head = self.last = self.sum = None
 
-    def terms(self) -> tuple[set, set, set]:
-        e, f, w = set(), set(), set()
-        for a, b, c in self.recent:
-            e |= a
-            f |= b
-            w |= c
-        return e, f, w
-
-
-def compat(s: dict, terms, T: Traj, slot_hit: bool) -> dict:
-    """The score parts of g(s, T) and g itself."""
-    es, fs, ws = terms
-    et, ft, wt = T.terms()
-    last = T.snapshots[-1]
-    adjacent = last["session_id"] == s["session_id"] and last["idx"] == s["idx"] - 1
-    v = s["vector"]
-    cen = T.sum / (np.linalg.norm(T.sum) or 1.0)
-    p = {"ent": len(es & et) / len(es) if es else 0.0,
-         "fac": 1.0 if slot_hit else tx.jaccard(fs, ft),
-         "lex": len(ws & wt) / math.sqrt(len(ws) * len(wt)) if ws and wt else 0.0,
-         "temp": 1.0 if adjacent else 0.5 * math.exp(-_days(last["timestamp"], s["timestamp"]) / 30),
-         "sem": float((v @ T.last + v @ cen) / 2),
-         "drift": max(0.0, 0.15 - float(v @ T.head))}
-    p["g"] = sum(W[k] * p[k] for k in ("ent", "fac", "lex", "temp", "sem")) - W["drift"] * p["drift"]
-    if slot_hit:   # the same changeable state (where one lives, works...) is strong continuity
-        p["g"] += W["slot"]
-    return p
-
 
 class Builder:
-    """Appends snapshots to trajectories; collects claim rows and claim status changes."""
+    """Appends snapshots to trajectories; collects claim rows and claim status changes.
 
-    def __init__(self, m: int = M_DEFAULT, theta: float = THETA):
+    ``index`` (a ``TrajIndex``) scores g against every open trajectory; ``self.trajs`` holds the
+    edit state of the trajectories this builder has touched (all of them in a replay). ``load``
+    (ids -> {id: state}) fetches the stored edit state of an open trajectory the first time a
+    snapshot joins it, so appending never reads the trajectories it does not touch."""
+
+    def __init__(self, m: int = M_DEFAULT, theta: float = THETA, index: TrajIndex | None = None,
+                 load=None):
         self.m, self.theta = m, theta
+        self.index = index if index is not None else TrajIndex()
+        self.load = load
         self.trajs: dict[str, Traj] = {}
         self.claims: dict[str, dict] = {}        # new claim rows, by id
         self.status: dict[str, dict] = {}        # claim id -> {status, by} for older claims
         self.touched: set[str] = set()
 
+    def traj(self, tid: str) -> Traj:
+        if tid not in self.trajs:
+            self.trajs[tid] = traj_from_state(tid, self.load([tid])[tid])
+        return self.trajs[tid]
+
+    def _new(self, T: Traj) -> Traj:
+        self.trajs[T.id] = T
+        self.index.add(T.id, T)
+        return T
+
     def append(self, s: dict) -> tuple[str, dict]:
         terms = snap_terms(s)
         claims = json.loads(s["claims"]) if isinstance(s["claims"], str) else s["claims"]
         slots = {c["slot"] for c in claims if c.get("slot")}
-        best, parts = None, {"g": -1.0}
-        for T in self.trajs.values():
-            if T.closed:
-                continue
-            p = compat(s, terms, T, bool(slots & set(T.slots)))
-            if p["g"] > parts["g"]:
-                best, parts = T, p
-        if best is not None and parts["g"] >= self.theta and len(best.snapshots) >= self.m:
-            best.closed = True
-            self.touched.add(best.id)
-            best = Traj(hid("trj", s["id"]), continues=best.id, slots=best.slots)
-            best.active = {k: v for k, v in self.trajs[best.continues].active.items()
+        tid, parts = self.index.best(s, terms, slots)
+        if tid is not None and parts["g"] >= self.theta and self.index.length[self.index.pos[tid]] >= self.m:
+            old = self.traj(tid)
+            old.closed = True
+            self.index.close(tid)
+            self.touched.add(tid)
+            best = Traj(hid("trj", s["id"]), continues=tid, slots=old.slots)
+            best.active = {k: v for k, v in old.active.items()
                            if v["id"] in set(best.slots.values())}
-            self.trajs[best.id] = best
-        elif best is None or parts["g"] < self.theta:
-            best = Traj(hid("trj", s["id"]))
-            self.trajs[best.id] = best
+            self._new(best)
+        elif tid is None or parts["g"] < self.theta:
+            best = self._new(Traj(hid("trj", s["id"])))
+        else:
+            best = self.traj(tid)
         self._push(best, s, terms, claims)
+        self.index.push(best.id, s, terms, best.slots)
         return best.id, parts
 
     def _push(self, T: Traj, s: dict, terms, claims: list[dict]) -> None:
@@ -179,23 +163,43 @@ class Builder:
                                  "toks": toks}
         self.claims[c["id"]] = c
 
-    # -- persistence of open trajectory states (for incremental appends) ----------------------
+    # -- persistence of trajectory states (for incremental appends) -------------------------
     @staticmethod
     def dump_state(T: Traj) -> str:
-        return json.dumps({"continues": T.continues, "closed": T.closed, "slots": T.slots,
-                           "snapshots": [dict(x, timestamp=x["timestamp"].isoformat()
-                                              if x["timestamp"] else None) for x in T.snapshots],
-                           "recent": [[sorted(a), sorted(b), sorted(c)] for a, b, c in T.recent],
-                           "active": [dict(a, toks=sorted(a["toks"])) for a in T.active.values()],
-                           "head": T.head.tolist(), "last": T.last.tolist(), "sum": T.sum.tolist()})
+        return dump_state(T)
 
     def load_state(self, tid: str, state: str) -> None:
-        d = json.loads(state)
-        T = Traj(tid, d["continues"], d["slots"])
-        T.closed = d["closed"]
-        T.snapshots = [dict(x, timestamp=datetime.fromisoformat(x["timestamp"])
-                            if x["timestamp"] else None) for x in d["snapshots"]]
-        T.recent = [(set(a), set(b), set(c)) for a, b, c in d["recent"]]
-        T.active = {a["id"]: dict(a, toks=set(a["toks"])) for a in d["active"]}
-        T.head, T.last, T.sum = (np.asarray(d[k], dtype=np.float32) for k in ("head", "last", "sum"))
-        self.trajs[tid] = T
+        """Make a stored trajectory known to this builder (its edit state and its g terms)."""
+        T = self.trajs[tid] = traj_from_state(tid, state)
+        self.index.add(tid, T)
+
+
+def _b64(v: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(v, dtype=np.float32).tobytes()).decode()
+
+
+def _unb64(x) -> np.ndarray:
+    if isinstance(x, str):
+        return np.frombuffer(base64.b64decode(x), dtype=np.float32).copy()
+    return np.asarray(x, dtype=np.float32)      # states written before vectors were packed
+
+
+def dump_state(T: Traj) -> str:
+    return json.dumps({"continues": T.continues, "closed": T.closed, "slots": T.slots,
+                       "snapshots": [dict(x, timestamp=x["timestamp"].isoformat()
+                                          if x["timestamp"] else None) for x in T.snapshots],
+                       "recent": [[sorted(a), sorted(b), sorted(c)] for a, b, c in T.recent],
+                       "active": [dict(a, toks=sorted(a["toks"])) for a in T.active.values()],
+                       "head": _b64(T.head), "last": _b64(T.last), "sum": _b64(T.sum)})
+
+
+def traj_from_state(tid: str, state: str) -> Traj:
+    d = json.loads(state)
+    T = Traj(tid, d["continues"], d["slots"])
+    T.closed = d["closed"]
+    T.snapshots = [dict(x, timestamp=datetime.fromisoformat(x["timestamp"])
+                        if x["timestamp"] else None) for x in d["snapshots"]]
+    T.recent = [(set(a), set(b), set(c)) for a, b, c in d["recent"]]
+    T.active = {a["id"]: dict(a, toks=set(a["toks"])) for a in d["active"]}
+    T.head, T.last, T.sum = (_unb64(d[k]) for k in ("head", "last", "sum"))
+    return T
