@@ -26,8 +26,9 @@ def model_tag(model: str, dim: int) -> str:
     return tag(model, dim)
 
 
-def _where(eq: dict[str, Any] | None, extra: str | None = None) -> str | None:
-    parts = []
+def _where(eq: dict[str, Any] | None, extra: str | None = None,
+           contains: dict[str, str] | None = None) -> str | None:
+    parts = [f"array_has({col}, {sql_str(str(val))})" for col, val in (contains or {}).items()]
     for col, val in (eq or {}).items():
         if isinstance(val, (list, tuple, set)):
             parts.append(sql_in(col, [str(v) for v in val]))
@@ -74,13 +75,15 @@ class DerivedMixin:
         self.after_write(kind, len(rows))
 
     def rows(self, kind: str, eq: dict[str, Any] | None = None, where: str | None = None,
-             columns: list[str] | None = None, limit: int | None = None) -> list[dict]:
-        """Rows matching equality filters ``eq`` (values escaped) and a trusted ``where``."""
+             columns: list[str] | None = None, limit: int | None = None,
+             contains: dict[str, str] | None = None) -> list[dict]:
+        """Rows matching equality filters ``eq`` and ``contains`` (list column -> a value it
+        must hold), values escaped, and a trusted ``where``."""
         tbl = self.derived_table(kind)
         if tbl is None:
             return []
         q = tbl.search()
-        w = _where(eq, where)
+        w = _where(eq, where, contains)
         if w:
             q = q.where(w)
         if columns:

@@ -6,6 +6,8 @@ context", "links to raw source messages"):
 - **Exchange**: the session's first speaker opens an exchange; it runs until that speaker speaks
   again after someone else has replied (A,B | A,B,B | A). A session with one speaker gives one
   exchange per message. Every message of the session belongs to exactly one snapshot.
+  Snapshots are immutable: messages appended to a session later form new exchanges of their own
+  (a reply appended to an earlier exchange starts a new snapshot rather than rewriting it).
 - **Claims** (no LLM): each sentence of a message with at least two content words is a claim; a
   shared-photo caption (``[shares a photo: ...]``) is its own claim. A claim keeps its speaker,
   its *subject* (the speaker when the sentence is in the first person, else a named entity
@@ -49,14 +51,19 @@ END = re.compile(r"\b(no longer|not anymore|any ?more|quit|stopped|broke up|sold
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|me|mine|we|our|us)\b", re.IGNORECASE)
 
 
+_FIRST = object()
+
+
 def hid(prefix: str, *parts: str) -> str:
     return prefix + "_" + hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
-def exchanges(rows: list[dict]) -> list[list[dict]]:
-    """Group a session's messages (ordered by seq) into exchanges (see the module docstring)."""
+def exchanges(rows: list[dict], opener=_FIRST) -> list[list[dict]]:
+    """Group a session's messages (ordered by seq) into exchanges (see the module docstring).
+    ``opener``: the speaker who opens exchanges (default: the first speaker of ``rows``)."""
     out: list[list[dict]] = []
-    opener = rows[0].get("speaker") if rows else None
+    if opener is _FIRST:
+        opener = rows[0].get("speaker") if rows else None
     for r in rows:
         cur = out[-1] if out else None
         replied = cur is not None and any(x.get("speaker") != opener for x in cur)
@@ -151,10 +158,12 @@ def llm_claims(llm, rows: list[dict], when) -> list[dict] | None:
 
 
 def build_snapshots(session_id: str, rows: list[dict], session_time, vectors: dict,
-                    llm=None) -> list[dict]:
-    """One snapshot per exchange of the session (``rows`` ordered by seq)."""
+                    llm=None, opener=_FIRST, idx0: int = 0) -> list[dict]:
+    """One snapshot per exchange of ``rows`` (ordered by seq): the whole session, or the messages
+    appended to it since its last curation (then ``opener`` is the session's first speaker and
+    ``idx0`` the number of its earlier exchanges)."""
     snaps = []
-    for idx, ex in enumerate(exchanges(rows)):
+    for idx, ex in enumerate(exchanges(rows, opener), start=idx0):
         when = session_time or ex[0].get("timestamp")
         claims = llm_claims(llm, ex, when) if llm is not None else None
         if claims is None:

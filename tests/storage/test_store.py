@@ -90,3 +90,15 @@ def test_unwritable_home_is_a_clear_error(tmp_path):
     blocker.write_text("not a folder")
     with pytest.raises(StorageError, match="cannot create the data folder"):
         open_store(blocker / "home")
+
+
+def test_derived_rows_filter_on_a_list_column_escapes_the_value(tmp_path):
+    import pyarrow as pa
+
+    sp = open_store(tmp_path).space("n")
+    schema = pa.schema([("id", pa.string()), ("namespace", pa.string()),
+                        ("tags", pa.list_(pa.string()))])
+    sp.upsert("tagged", schema, [{"id": "a", "tags": ["x", "it's"]}, {"id": "b", "tags": ["y"]}])
+    assert [r["id"] for r in sp.rows("tagged", contains={"tags": "it's"})] == ["a"]
+    assert [r["id"] for r in sp.rows("tagged", contains={"tags": "y"}, eq={"id": "b"})] == ["b"]
+    assert sp.rows("tagged", contains={"tags": "x') OR true OR ('"}) == []
