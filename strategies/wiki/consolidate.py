@@ -7,8 +7,9 @@ Nothing is deleted: snapshots and claims (revised and deprecated ones too) all s
 
 from __future__ import annotations
 
+from .curate import replay
 from .pages import rebuild
-from .store import CLAIM, PAGE, TRAJ, ensure, replay
+from .store import CLAIM, PAGE, TRAJ, ensure
 
 
 def consolidate(space, dry_run: bool, progress, m: int) -> dict:

@@ -21,6 +21,7 @@ from ..base import Env, Item, Recollection, RecallRequest
 from ..plain.strategy import search_sources, source_ref
 from ..render import pack_sources
 from . import evidence as ev, route, scoring, store
+from .curate import IndexCache, curate_session, forget_sources
 from .explain import explain_id
 from .pages import rebuild
 
@@ -36,14 +37,18 @@ class WikiStrategy:
         return env.space.count_rows(store.TRAJ) > 0
 
     # -- curation -------------------------------------------------------------------------
+    def __init__(self):
+        self._index = IndexCache()    # each namespace's open trajectories, between curations
+
     def curate(self, env: Env, session_id: str) -> None:
+        """Incremental: only this session's new messages are snapshotted and appended, and only
+        the pages they touch are updated (``curate.py``)."""
         from ...providers.llm_none import is_none
 
         llm = None if is_none(env.llm) else env.llm
         for attempt in range(3):
             try:   # forget purges old table versions while a re-curation may be reading them
-                info = store.curate_session(env.space, session_id, llm, self.m)
-                info.update(rebuild(env.space))
+                info = curate_session(env.space, session_id, llm, self.m, self._index)
                 break
             except RuntimeError as exc:
                 if "Not found" not in str(exc) or attempt == 2:
@@ -53,7 +58,7 @@ class WikiStrategy:
         log.info("wiki curated %s: %s", session_id, info)
 
     def forget(self, env: Env, source_ids: set[str]) -> int:
-        n = store.forget_sources(env.space, set(source_ids), self.m)
+        n = forget_sources(env.space, set(source_ids), self.m)
         if n:
             rebuild(env.space)
         return n

@@ -1,0 +1,185 @@
+"""Wiki curation: a session's new snapshots, appended to the trajectories, pages updated in step.
+
+``curate_session`` is incremental (its cost does not grow with the sessions already curated):
+
+1. Snapshots are made only for the session's messages no snapshot covers yet: all of them the
+   first time, the appended ones after a later ``remember`` with the same session id. Existing
+   snapshots are immutable and never rebuilt.
+2. Those snapshots are appended to the stored trajectories in time order (TrajWiki's
+   append-only growth): g against every open trajectory (``tindex.TrajIndex``, kept in memory
+   between curations and validated by the wiki's sync token), then edit ops on the winner, whose
+   stored state is read. Nothing else is read or rewritten: not the other sessions' snapshots,
+   not the trajectories the new snapshots do not join, not the claims they do not revise.
+3. Pages: ``wikiupdate.update`` (only the groups those trajectories and claims belong to).
+
+Our choice where this differs from replaying the namespace in time order (what curation did
+before): a session that arrives late (older than sessions already curated) is appended after
+them, not re-threaded into the past; and messages appended to a session form new snapshots
+instead of re-cutting its exchanges. Past assignments are never re-decided by curation.
+``consolidate`` (and ``forget``) still replay every snapshot in time order (``replay``).
+
+Writes go snapshots -> claims -> trajectories -> pages -> groups. A crash between them is repaired
+by the next curation of the session (still ``queued``): snapshots no trajectory holds are appended
+then, and pages whose count of snapshots differs from the trajectories' are rebuilt.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from .claims import build_snapshots
+from .store import (CLAIM, CLAIM_SCHEMA, SNAP, SNAP_SCHEMA, TRAJ, TRAJ_SCHEMA, claim_row, ensure,
+                    load_snapshots, order_key, traj_row)
+from .tindex import TrajIndex
+from .trajectories import Builder
+from .wikiupdate import TRAJ_COLS, rebuild_all, sync_state, update
+
+
+class IndexCache:
+    """Per namespace (``Space``): the open trajectories' ``TrajIndex`` and the edit states of the
+    ``KEEP`` most recently extended ones, with the sync token of the wiki state they reflect.
+    Taken out while a curation runs; put back only when it succeeded."""
+
+    KEEP = 512
+
+    def __init__(self):
+        self._d: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def take(self, space, token: str | None) -> tuple[TrajIndex | None, dict]:
+        with self._lock:
+            hit = self._d.pop(space, None)
+        if hit is None or not token or hit[0] != token:
+            return None, {}
+        return hit[1], hit[2]
+
+    def put(self, space, token: str | None, index: TrajIndex, trajs: dict, touched=()) -> None:
+        if not token:
+            return
+        keep = {t: T for t, T in trajs.items() if t not in touched}
+        keep.update((t, trajs[t]) for t in sorted(touched) if t in trajs)
+        keep = {t: T for t, T in list(keep.items())[-self.KEEP:] if not T.closed}
+        with self._lock:
+            self._d[space] = (token, index, keep)
+
+
+def new_snapshots(space, session_id: str, llm=None) -> list[dict]:
+    """Snapshots for the session's messages no snapshot covers yet (stored here), plus any of
+    its snapshots that no trajectory holds (a crash between the two writes)."""
+    rows = space.sources_by_session(session_id)
+    have = space.rows(SNAP, eq={"session_id": session_id}, columns=["id", "idx", "source_ids"])
+    covered = {i for s in have for i in s["source_ids"]}
+    new = [r for r in rows if r["id"] not in covered]
+    out = []
+    if new:
+        sess = space.get_session(session_id) or {}
+        when = sess.get("session_time") or rows[0]["timestamp"]
+        out = build_snapshots(session_id, new, when, space.source_vectors([r["id"] for r in new]),
+                              llm, opener=rows[0].get("speaker"),
+                              idx0=max((s["idx"] for s in have), default=-1) + 1)
+        space.upsert(SNAP, SNAP_SCHEMA, [dict(s) for s in out])
+    if have:
+        placed = {i for t in space.rows(TRAJ, contains={"sessions": session_id},
+                                        columns=["id", "snapshot_ids"]) for i in t["snapshot_ids"]}
+        lost = [s["id"] for s in have if s["id"] not in placed]
+        out += load_snapshots(space, lost) if lost else []
+    return out
+
+
+def load_index(space) -> tuple[TrajIndex, dict, int]:
+    """Every open trajectory from its stored state, and the number of snapshots placed."""
+    b = Builder()
+    for r in space.rows(TRAJ, eq={"status": "open"}, columns=["id", "state"]):
+        b.load_state(r["id"], r["state"])
+    placed = sum(r["n"] for r in space.rows(TRAJ, columns=["id", "n"]))
+    return b.index, b.trajs, placed
+
+
+def curate_session(space, session_id: str, llm=None, m: int = 15,
+                   cache: IndexCache | None = None) -> dict:
+    ensure(space)
+    cache = cache or IndexCache()
+    snaps = new_snapshots(space, session_id, llm)
+    sync = sync_state(space) or {}
+    index, trajs = cache.take(space, sync.get("token"))
+    in_step = True
+    if index is None:
+        index, trajs, placed = load_index(space)
+        in_step = placed == sync.get("assigned", 0)
+    if not snaps:
+        token = sync.get("token") if in_step else rebuild_all(space)["token"]
+        cache.put(space, token, index, trajs)
+        return {"mode": "append", "snapshots": 0, "pages": "kept" if in_step else "rebuilt"}
+
+    def stored(ids):
+        return {r["id"]: r["state"] for r in space.rows(TRAJ, eq={"id": ids},
+                                                        columns=["id", "state"])}
+
+    b = Builder(m, index=index, load=stored)
+    b.trajs.update(trajs)
+    for s in sorted(snaps, key=order_key):
+        b.append(s)
+    w = write(space, b, full=False)
+    if in_step:
+        token = update(space, w["rows"], w["prev"], w["changed"], set(b.claims), len(snaps))
+    else:
+        token = rebuild_all(space)["token"]
+    cache.put(space, token, index, b.trajs, b.touched)
+    return {"mode": "append", "snapshots": len(snaps), "touched": len(b.touched),
+            "pages": "updated" if in_step else "rebuilt"}
+
+
+def replay(space, m: int) -> dict:
+    """Rebuild every trajectory by appending all snapshots in time order (forget, consolidate)."""
+    snaps = sorted(load_snapshots(space), key=order_key)
+    b = Builder(m)
+    for s in snaps:
+        b.append(s)
+    write(space, b, full=True)
+    return {"mode": "replay", "snapshots": len(snaps), "trajectories": len(b.trajs)}
+
+
+def write(space, b: Builder, full: bool) -> dict:
+    touched = [b.trajs[t] for t in sorted(b.touched)]
+    snap_ids = sorted({x["id"] for T in touched for x in T.snapshots})
+    by_id = {s["id"]: s for s in space.rows(SNAP, eq={"id": snap_ids},
+                                            columns=[c for c in SNAP_SCHEMA.names if c != "vector"])}
+    rows = [traj_row(T, [by_id[x["id"]] for x in T.snapshots if x["id"] in by_id])
+            for T in touched]
+    claims = [claim_row(c) for c in b.claims.values()]
+    changed = []
+    if b.status:
+        old = {r["id"]: r for r in space.rows(CLAIM, eq={"id": sorted(b.status)})}
+        for cid, ch in b.status.items():
+            if cid in old:
+                changed.append({k: v for k, v in dict(old[cid], **ch).items() if k != "namespace"})
+    prev = {} if full else {r["id"]: r for r in space.rows(TRAJ, eq={"id": [T.id for T in touched]},
+                                                           columns=TRAJ_COLS)}
+    if full:
+        keep = {T.id for T in b.trajs.values()}
+        stale = [r["id"] for r in space.rows(TRAJ, columns=["id"]) if r["id"] not in keep]
+        if stale:
+            space.delete_rows(TRAJ, {"id": stale})
+        stale = [r["id"] for r in space.rows(CLAIM, columns=["id"]) if r["id"] not in b.claims]
+        if stale:
+            space.delete_rows(CLAIM, {"id": stale})
+    space.upsert(CLAIM, CLAIM_SCHEMA, claims + changed)
+    space.upsert(TRAJ, TRAJ_SCHEMA, rows)
+    return {"rows": rows, "prev": prev, "changed": changed}
+
+
+def forget_sources(space, source_ids: set[str], m: int = 15) -> int:
+    """Delete the snapshots and claims citing ``source_ids``; replay the rest; pages follow."""
+    ensure(space)
+    snaps = [s for s in space.rows(SNAP, columns=["id", "source_ids"])
+             if source_ids & set(s["source_ids"])]
+    gone = {s["id"] for s in snaps}
+    claims = [c["id"] for c in space.rows(CLAIM, columns=["id", "source_id", "snapshot_id"])
+              if c["source_id"] in source_ids or c["snapshot_id"] in gone]
+    if not snaps and not claims:
+        return 0
+    space.delete_rows(SNAP, {"id": sorted(gone)})
+    space.delete_rows(CLAIM, {"id": claims})
+    replay(space, m)
+    return len(snaps) + len(claims)

@@ -1,0 +1,166 @@
+"""What each Memory Wiki page is built from, kept so a page can be updated without re-reading.
+
+A *group* (kind, key) holds: the trajectories it links, the running sum of their centroids and
+their time span, and its claims reduced to what the page shows: the counts of current and
+historical claims, the ``BUF`` newest current claims (the page shows ``MAX_LINES``), the 20 oldest
+historical ones (with what replaced them), names, facets, and for inventories their sessions.
+Groups exist before their page does (an entity named once, an inventory seen in one snapshot), so
+crossing a page's threshold later needs no look-back. Rows of ``wiki_groups``: id ``kind|key``, a
+JSON state, and the page vector (which also makes the table model-tagged, so it is dropped with
+the other derived tables when the embedder changes). ``pages.py`` says which groups a trajectory
+and a claim belong to and when a group is a page.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from . import dates as dt
+from .store import VEC
+
+GROUP = "wiki_groups"
+S = pa.string()
+GROUP_SCHEMA = pa.schema([("id", S), ("namespace", S), ("kind", S), ("key", S),
+                          ("live", pa.bool_()), ("state", S), ("vector", VEC)])
+BUF, MAX_LINES, MAX_HIST, MAX_NAMES = 80, 40, 20, 50
+SETS = ("trajs", "facets", "sessions", "variants", "spk", "head_trajs", "snaps")
+
+
+def gid(kind: str, key: str) -> str:
+    return f"{kind}|{key}"
+
+
+def claim_line(c: dict) -> str:
+    when = ""
+    ds = json.loads(c["dates"]) if c.get("dates") else []
+    if ds:
+        when = f" (≈{dt.label(ds[0])})"
+    elif c.get("timestamp"):
+        when = f" ({c['timestamp'][:10]})"
+    return f"- {c['subject']}: {c['text']}{when} [{c['ref'] or c['source_id']}]"
+
+
+def hist_line(c: dict, new: dict | None) -> str:
+    return f"{claim_line(c)} — {c['status']}" + (f" by: {new['text']} [{new['ref']}]" if new else "")
+
+
+class Group:
+    def __init__(self, kind: str, key: str, state: str | None = None):
+        self.kind, self.key = kind, key
+        d = json.loads(state) if state else {}
+        for k in SETS:
+            setattr(self, k, set(d.get(k, ())))
+        self.v = (np.frombuffer(base64.b64decode(d["v"]), dtype=np.float64).copy()
+                  if d.get("v") else np.zeros(384))
+        self.first, self.last = d.get("first"), d.get("last")
+        self.n_act, self.n_hist = d.get("n_act", 0), d.get("n_hist", 0)
+        self.act, self.hist = d.get("act", []), d.get("hist", [])
+        self.names: list[str] = d.get("names", [])
+        self.name_claims = d.get("name_claims", 0)
+        self.date, self.pid = d.get("date", ""), d.get("pid", "")
+        self.sync = d.get("sync")      # the index group only: {token, assigned}
+
+    def dump(self) -> str:
+        d = {k: sorted(getattr(self, k)) for k in SETS if getattr(self, k)}
+        d.update(v=base64.b64encode(self.v.tobytes()).decode(), first=self.first, last=self.last,
+                 n_act=self.n_act, n_hist=self.n_hist, act=self.act, hist=self.hist,
+                 names=self.names, name_claims=self.name_claims, date=self.date, pid=self.pid)
+        if self.sync is not None:
+            d["sync"] = self.sync
+        return json.dumps(d, ensure_ascii=False)
+
+    # -- trajectories -----------------------------------------------------------------------
+    def link(self, t: dict, prev: np.ndarray | None) -> bool:
+        """Link trajectory row ``t`` (or move its centroid from ``prev``); True if new here."""
+        v = np.asarray(t["vector"], dtype=np.float64)
+        new = t["id"] not in self.trajs
+        self.v += v if new or prev is None else v - np.asarray(prev, dtype=np.float64)
+        self.trajs.add(t["id"])
+        for col, pick in (("first_time", min), ("last_time", max)):
+            x = t.get(col)
+            if x is not None:
+                cur = self.first if col == "first_time" else self.last
+                x = x.isoformat()
+                x = pick(cur, x) if cur else x
+                if col == "first_time":
+                    self.first = x
+                else:
+                    self.last = x
+        return new
+
+    # -- claims -----------------------------------------------------------------------------
+    def add_claim(self, c: dict, by: dict | None) -> None:
+        if c["status"] == "active":
+            self._add_active([c["timestamp"] or "", c["id"], claim_line(c)])
+        else:
+            self._add_hist(c, by)
+        if c["names"]:
+            self.names = sorted(set(self.names) | set(c["names"]))[:MAX_NAMES]
+        self.facets |= set(c["facets"])
+        if self.kind == "inventory":
+            self.sessions.add(c["session_id"])
+            if len(self.snaps) < 2:
+                self.snaps.add(c["snapshot_id"])
+
+    def move_claim(self, c: dict, by: dict | None) -> None:
+        """An active claim of this group was revised or deprecated (``c``: its new row)."""
+        self.n_act -= 1
+        self.act = [x for x in self.act if x[1] != c["id"]]
+        self._add_hist(c, by)
+
+    def _add_active(self, item: list) -> None:
+        holds_all = len(self.act) >= self.n_act
+        self.n_act += 1
+        buf = _newest_first(self.act + [item])
+        if not holds_all and buf[-1] is item:
+            buf.pop()       # below every buffered claim while unbuffered ones exist: not top-BUF
+        self.act = buf[:BUF]
+
+    def _add_hist(self, c: dict, by: dict | None) -> None:
+        self.n_hist += 1
+        item = [c["timestamp"] or "", c["id"], hist_line(c, by)]
+        self.hist = sorted(self.hist + [item], key=lambda x: (x[0], x[1]))[:MAX_HIST]
+
+    def needs_refill(self) -> bool:
+        return len(self.act) < min(MAX_LINES, self.n_act)
+
+    def refill(self, active_claims: list[dict]) -> None:
+        self.act = _newest_first([[c["timestamp"] or "", c["id"], claim_line(c)]
+                                  for c in active_claims])[:BUF]
+
+    # -- the page ---------------------------------------------------------------------------
+    def content(self, title: str) -> str:
+        lines = [f"# {title}", f"{self.n_act} current claims, {self.n_hist} historical."] + \
+            [x[2] for x in self.act[:MAX_LINES]]
+        if self.n_hist:
+            lines.append("## history")
+            lines += [x[2] for x in self.hist]
+        body = "\n".join(lines)
+        if self.kind == "inventory":
+            body += f"\ncount: {self.n_act + self.n_hist} mentions in {len(self.sessions)} sessions"
+        return body
+
+    def vector(self) -> np.ndarray:
+        return (self.v / (np.linalg.norm(self.v) or 1.0)).astype(np.float32)
+
+    def row(self, live: bool) -> dict:
+        return {"id": gid(self.kind, self.key), "kind": self.kind, "key": self.key, "live": live,
+                "state": self.dump(), "vector": self.vector()}
+
+
+def _newest_first(items: list[list]) -> list[list]:
+    """Claims by time, newest first; ties by claim id."""
+    return sorted(sorted(items, key=lambda x: x[1]), key=lambda x: x[0], reverse=True)
+
+
+def load(space, keys) -> dict[tuple[str, str], Group]:
+    """The stored groups for ``keys`` ((kind, key) pairs); missing ones start empty."""
+    keys = set(keys)
+    got = {(r["kind"], r["key"]): Group(r["kind"], r["key"], r["state"])
+           for r in space.rows(GROUP, eq={"id": sorted(gid(*k) for k in keys)},
+                               columns=["id", "kind", "key", "state"])} if keys else {}
+    return {k: got.get(k) or Group(*k) for k in keys}
