@@ -33,7 +33,7 @@ from .store import (CLAIM, CLAIM_SCHEMA, SNAP, SNAP_SCHEMA, TRAJ, TRAJ_SCHEMA, c
                     load_snapshots, order_key, traj_row)
 from .tindex import TrajIndex
 from .trajectories import Builder
-from .wikiupdate import TRAJ_COLS, rebuild_all, sync_state, update
+from .wikiupdate import rebuild_all, sync_state, update
 
 
 class IndexCache:
@@ -118,11 +118,10 @@ def curate_session(space, session_id: str, llm=None, m: int = 15,
 
     b = Builder(m, index=index, load=stored)
     b.trajs.update(trajs)
-    for s in sorted(snaps, key=order_key):
-        b.append(s)
+    placed = [(s, b.append(s)[0]) for s in sorted(snaps, key=order_key)]
     w = write(space, b, full=False)
     if in_step:
-        token = update(space, w["rows"], w["prev"], w["changed"], set(b.claims), len(snaps))
+        token = update(space, placed, w["fresh"], w["changed"])
     else:
         token = rebuild_all(space)["token"]
     cache.put(space, token, index, b.trajs, b.touched)
@@ -154,8 +153,6 @@ def write(space, b: Builder, full: bool) -> dict:
         for cid, ch in b.status.items():
             if cid in old:
                 changed.append({k: v for k, v in dict(old[cid], **ch).items() if k != "namespace"})
-    prev = {} if full else {r["id"]: r for r in space.rows(TRAJ, eq={"id": [T.id for T in touched]},
-                                                           columns=TRAJ_COLS)}
     if full:
         keep = {T.id for T in b.trajs.values()}
         stale = [r["id"] for r in space.rows(TRAJ, columns=["id"]) if r["id"] not in keep]
@@ -166,7 +163,7 @@ def write(space, b: Builder, full: bool) -> dict:
             space.delete_rows(CLAIM, {"id": stale})
     space.upsert(CLAIM, CLAIM_SCHEMA, claims + changed)
     space.upsert(TRAJ, TRAJ_SCHEMA, rows)
-    return {"rows": rows, "prev": prev, "changed": changed}
+    return {"fresh": claims, "changed": changed}
 
 
 def forget_sources(space, source_ids: set[str], m: int = 15) -> int:

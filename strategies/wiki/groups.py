@@ -1,7 +1,7 @@
 """What each Memory Wiki page is built from, kept so a page can be updated without re-reading.
 
-A *group* (kind, key) holds: the trajectories it links, the running sum of their centroids and
-their time span, and its claims reduced to what the page shows: the counts of current and
+A *group* (kind, key) holds: the trajectories it links, the running sum of the vectors of the
+snapshots it is about and their time span, and its claims reduced to what the page shows: the counts of current and
 historical claims, the ``BUF`` newest current claims (the page shows ``MAX_LINES``), the 20 oldest
 historical ones (with what replaced them), names, facets, and for inventories their sessions.
 Groups exist before their page does (an entity named once, an inventory seen in one snapshot), so
@@ -63,6 +63,7 @@ class Group:
         self.name_claims = d.get("name_claims", 0)
         self.date, self.pid = d.get("date", ""), d.get("pid", "")
         self.sync = d.get("sync")      # the index group only: {token, assigned}
+        self.pages: dict[str, list] = d.get("pages", {})    # the index group only: directory
 
     def dump(self) -> str:
         d = {k: sorted(getattr(self, k)) for k in SETS if getattr(self, k)}
@@ -70,27 +71,23 @@ class Group:
                  n_act=self.n_act, n_hist=self.n_hist, act=self.act, hist=self.hist,
                  names=self.names, name_claims=self.name_claims, date=self.date, pid=self.pid)
         if self.sync is not None:
-            d["sync"] = self.sync
+            d.update(sync=self.sync, pages=self.pages)
         return json.dumps(d, ensure_ascii=False)
 
-    # -- trajectories -----------------------------------------------------------------------
-    def link(self, t: dict, prev: np.ndarray | None) -> bool:
-        """Link trajectory row ``t`` (or move its centroid from ``prev``); True if new here."""
-        v = np.asarray(t["vector"], dtype=np.float64)
-        new = t["id"] not in self.trajs
-        self.v += v if new or prev is None else v - np.asarray(prev, dtype=np.float64)
-        self.trajs.add(t["id"])
-        for col, pick in (("first_time", min), ("last_time", max)):
-            x = t.get(col)
-            if x is not None:
-                cur = self.first if col == "first_time" else self.last
-                x = x.isoformat()
-                x = pick(cur, x) if cur else x
-                if col == "first_time":
-                    self.first = x
-                else:
-                    self.last = x
+    # -- trajectories and snapshots --------------------------------------------------------
+    def link(self, tid: str) -> bool:
+        """Link trajectory ``tid``; True if it is new here."""
+        new = tid not in self.trajs
+        self.trajs.add(tid)
         return new
+
+    def add_snapshot(self, s: dict) -> None:
+        """Snapshot ``s`` is about this group: its vector joins the sum, its time the span."""
+        self.v += np.asarray(s["vector"], dtype=np.float64)
+        if s.get("timestamp") is not None:
+            t = s["timestamp"].isoformat()
+            self.first = min(self.first, t) if self.first else t
+            self.last = max(self.last, t) if self.last else t
 
     # -- claims -----------------------------------------------------------------------------
     def add_claim(self, c: dict, by: dict | None) -> None:

@@ -18,18 +18,24 @@ C^active and historical C^hist, with their source anchors A):
   a session topic page, so none is reachable only through the index.
 - A page linking more than ``HUB_SHARE`` of all trajectories (e.g. a speaker's page in a two-person
   chat) is a *hub*: readable and routable, but its links do not enter the candidate universe.
-- Page vector: the L2-normalised sum of its trajectories' centroids. Page ``text`` (title +
-  content) is what BM25 routing searches.
+- Page vector: the L2-normalised sum of the vectors of the snapshots the page is about (an
+  entity's: those spoken by it, naming it or with it as a noun head; a facet's: those with the
+  facet; a session's: its snapshots; an inventory's: those with one of its claims); its time
+  span is theirs. (A sum over the linked trajectories' centroids would move every page of a
+  trajectory each time it grows; this way a new snapshot changes only the pages it is about.)
+  Page ``text`` (title + content) is what BM25 routing searches.
 With an LLM the content could be rewritten as prose; we keep the claim lists verbatim either way
 (the paper warns that summaries shift salience), so page text is always grounded in claims.
 
-Maintenance (``wikiupdate.py``): after each curation only the groups (``groups.py``) of the
-trajectories the new snapshots joined, of the new claims and of the claims they revised are
-updated, plus the index; ``rebuild`` recomputes everything (forget, consolidate, or when the pages
+Maintenance (``wikiupdate.py``): after each curation only the groups (``groups.py``) the new
+snapshots are about, those of the new claims and of the older claims they revised are updated,
+plus the index; ``rebuild`` recomputes everything (forget, consolidate, or when the pages
 are found out of step with the trajectories). Both run the same group operations, so they agree.
 """
 
 from __future__ import annotations
+
+import json
 
 import pyarrow as pa
 
@@ -56,17 +62,18 @@ def is_hub(n_links: int, n_all: int) -> bool:
 
 
 # -- which groups a trajectory and a claim belong to --------------------------------------------
-def traj_keys(t: dict, claims: list[dict]) -> dict[tuple[str, str], list[tuple[str, str]]]:
-    """The groups trajectory row ``t`` is linked to, each with its (role, spelling) mentions."""
+def snap_keys(s: dict) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """The groups snapshot row ``s`` is about, each with its (role, spelling) mentions; the
+    trajectory holding ``s`` is linked to them all (a trajectory's keys are its snapshots')."""
     out: dict[tuple[str, str], list] = {}
     for role, col in (("spk", "speakers"), ("name", "names"), ("head", "heads")):
-        for x in t[col]:
+        for x in s[col]:
             if x:
                 out.setdefault(("entity", x.lower()), []).append((role, x))
-    for f in t["facets"]:
+    for f in s["facets"]:
         out.setdefault(("topic", f), [])
-    for sid in t["sessions"]:
-        out.setdefault(("topic", f"session {sid}"), [])
+    out.setdefault(("topic", f"session {s['session_id']}"), [])
+    claims = json.loads(s["claims"]) if isinstance(s["claims"], str) else s["claims"]
     for c in claims:
         for f in c["facets"]:
             if f in tx.INVENTORY_FACETS:

@@ -1,11 +1,11 @@
 """Keeping the Memory Wiki in step with the trajectories: after each curation, or from scratch.
 
-``update`` (after a curation) reads and rewrites only the groups of the trajectories the new
-snapshots joined (their links, centroid sums and time spans moved), of the new claims and of the
-older claims those revised, then the pages of those groups that are pages, hub flags that the
-growing trajectory count turned, and the index. ``rebuild_all`` (forget, consolidate, or pages
-found out of step) folds every trajectory and claim into empty groups with the same operations,
-so both give the same pages. The index group carries ``sync`` = {token, assigned}: a new token per
+``update`` (after a curation) reads and rewrites only the groups the new snapshots are about
+(their trajectories are linked to them), of the new claims and of the older claims those
+revised, then the pages of those groups that are pages, hub flags that the growing trajectory
+count turned, and the index. ``rebuild_all`` (forget, consolidate, or pages found out of step)
+folds every snapshot and claim into empty groups with the same operations, so both give the
+same pages. The index group carries ``sync`` = {token, assigned}: a new token per
 write (it validates the trajectory index ``curate.py`` keeps in memory) and how many snapshots
 the pages account for (compared with the trajectories' total when the index is loaded).
 """
@@ -17,12 +17,9 @@ from collections import defaultdict
 
 from .groups import GROUP, GROUP_SCHEMA, Group, gid, load
 from .pages import (INDEX, PAGE, PAGE_SCHEMA, accepts, claim_keys, index_row, is_hub, is_live, mention,
-                    note_claim, page_id, page_row, traj_keys)
-from .store import CLAIM, TRAJ, ensure
+                    note_claim, page_id, page_row, snap_keys)
+from .store import CLAIM, TRAJ, ensure, load_snapshots
 
-PAGE_COLS = ["id", "type", "key", "title", "n_links", "hub"]
-TRAJ_COLS = ["id", "names", "heads", "facets", "speakers", "sessions", "first_time",
-             "last_time", "vector", "n"]
 
 
 def sync_state(space) -> dict | None:
@@ -42,33 +39,29 @@ def _replacements(space, claims: list[dict]) -> dict[str, dict]:
     return by
 
 
-def update(space, rows: list[dict], prev: dict[str, dict], changed: list[dict],
-           fresh_ids: set[str], n_snaps: int) -> str:
-    """Fold one curation into the wiki. ``rows``: the touched trajectories as written, ``prev``:
-    their rows before (by id; absent when new), ``changed``: older claims the curation revised or
-    deprecated (as written), ``fresh_ids``: the claims it created."""
-    claims = _claims(space.rows(CLAIM, eq={"trajectory_id": [t["id"] for t in rows]}))
-    by_t = defaultdict(list)
-    for c in claims:
-        by_t[c["trajectory_id"]].append(c)
-    fresh = sorted((c for c in claims if c["id"] in fresh_ids), key=lambda c: c["id"])
-    tk = {t["id"]: traj_keys(t, by_t[t["id"]]) for t in rows}
-    keys = {INDEX} | {k for ks in tk.values() for k in ks}
+def update(space, placed: list[tuple[dict, str]], fresh: list[dict], changed: list[dict]) -> str:
+    """Fold one curation into the wiki. ``placed``: the new snapshots with the trajectory each
+    joined, ``fresh``: the claims it created, ``changed``: older claims it revised or deprecated
+    (rows as written)."""
+    sk = [(s, tid, snap_keys(s)) for s, tid in placed]
+    keys = {INDEX} | {k for _, _, ks in sk for k in ks}
     keys |= {k for c in fresh + changed for k in claim_keys(c)}
     groups = load(space, keys)
-    by = _replacements(space, claims + changed)
-    added = defaultdict(set)
-    for t in rows:
-        p = prev.get(t["id"])
-        for key, roles in tk[t["id"]].items():
+    joined = defaultdict(set)          # trajectory -> entities it is new to
+    for s, tid, ks in sk:
+        for key, roles in ks.items():
             g = groups[key]
-            if g.link(t, p["vector"] if p else None) and key[0] == "entity":
-                for c in by_t[t["id"]]:      # older claims of a trajectory new to this entity
-                    if c["id"] not in fresh_ids and key in claim_keys(c):
-                        g.add_claim(c, by.get(c["by"]))
-                        added[key].add(c["id"])
-            mention(g, roles, t["id"])
-    for c in fresh:
+            if g.link(tid) and key[0] == "entity":
+                joined[tid].add(key)
+            g.add_snapshot(s)
+            mention(g, roles, tid)
+    by = _replacements(space, fresh + changed)
+    added = defaultdict(set)
+    for c in _older(space, joined, {c["id"] for c in fresh}):
+        for key in claim_keys(c) & joined[c["trajectory_id"]]:
+            groups[key].add_claim(c, by.get(c["by"]))
+            added[key].add(c["id"])
+    for c in sorted(fresh, key=lambda c: c["id"]):
         note_claim(groups, c)
         for key in claim_keys(c):
             if accepts(groups[key], c):
@@ -79,15 +72,28 @@ def update(space, rows: list[dict], prev: dict[str, dict], changed: list[dict],
             if accepts(groups[key], c) and c["id"] not in added[key]:
                 groups[key].move_claim(c, by.get(c["by"]))
     idx = groups[INDEX]
-    idx.sync = {"token": uuid.uuid4().hex, "assigned": (idx.sync or {}).get("assigned", 0) + n_snaps}
+    idx.sync = {"token": uuid.uuid4().hex,
+                "assigned": (idx.sync or {}).get("assigned", 0) + len(placed)}
     _write(space, groups, full=False)
     return idx.sync["token"]
 
 
+def _older(space, joined: dict[str, set], fresh_ids: set[str]) -> list[dict]:
+    """Earlier claims of trajectories new to an entity that name it only as their subject (an
+    LLM's subject; the heuristic subject is a speaker or a name, so the trajectory had the key)."""
+    if not joined:
+        return []
+    hit = [c["id"] for c in space.rows(CLAIM, eq={"trajectory_id": sorted(joined)},
+                                       columns=["id", "subject", "trajectory_id"])
+           if c["id"] not in fresh_ids and ("entity", c["subject"].lower()) in
+           joined[c["trajectory_id"]]]
+    return _claims(space.rows(CLAIM, eq={"id": hit})) if hit else []
+
+
 def rebuild_all(space) -> dict:
-    """Recompute every group and page from all trajectories and claims; drop stale ones."""
+    """Recompute every group and page from all snapshots, trajectories and claims."""
     ensure(space)
-    trajs = space.rows(TRAJ, columns=TRAJ_COLS)
+    trajs = space.rows(TRAJ, columns=["id", "snapshot_ids", "n"])
     claims = _claims(space.rows(CLAIM))
     if not trajs:
         for kind in (PAGE, GROUP):
@@ -95,16 +101,17 @@ def rebuild_all(space) -> dict:
             if old:
                 space.delete_rows(kind, {"id": old})
         return {"pages": 0, "token": None}
-    by_t = defaultdict(list)
-    for c in claims:
-        by_t[c["trajectory_id"]].append(c)
+    owner = {i: t["id"] for t in trajs for i in t["snapshot_ids"]}
     by = {c["id"]: c for c in claims}
     groups: dict[tuple[str, str], Group] = {}
-    for t in trajs:
-        for key, roles in traj_keys(t, by_t[t["id"]]).items():
+    for s in sorted(load_snapshots(space), key=lambda s: s["id"]):
+        if s["id"] not in owner:
+            continue
+        for key, roles in snap_keys(s).items():
             g = groups.setdefault(key, Group(*key))
-            g.link(t, None)
-            mention(g, roles, t["id"])
+            g.link(owner[s["id"]])
+            g.add_snapshot(s)
+            mention(g, roles, owner[s["id"]])
     for c in sorted(claims, key=lambda c: c["id"]):
         note_claim(groups, c)
         for key in claim_keys(c):
@@ -140,14 +147,16 @@ def _write(space, groups: dict, full: bool) -> int:
         if g.needs_refill():
             _refill(space, g)
     rows = [page_row(g, n_all) for g in live]
-    mine = {r["id"] for r in rows}
-    pages = [] if full else [r for r in space.rows(PAGE, columns=PAGE_COLS)
-                             if r["id"] not in mine and r["type"] != "index"]
-    flip = [r["id"] for r in pages if r["hub"] != is_hub(r["n_links"], n_all)]
+    pages = {} if full else dict(idx.pages)     # the directory: id -> [type, key, title, links, hub]
+    pages.update((r["id"], [r["type"], r["key"], r["title"], r["n_links"], r["hub"]]) for r in rows)
+    flip = [i for i, x in pages.items() if x[4] != is_hub(x[3], n_all)]
     if flip:    # pages no curation touched whose hub flag the trajectory count turned
         for r in space.rows(PAGE, eq={"id": flip}):
             rows.append(dict(r, hub=is_hub(r["n_links"], n_all)))
-    index = index_row(rows + [r for r in pages if r["id"] not in set(flip)], idx)
+            pages[r["id"]][4] = rows[-1]["hub"]
+    idx.pages = pages
+    index = index_row([{"id": i, "type": x[0], "key": x[1], "title": x[2], "n_links": x[3]}
+                       for i, x in pages.items()], idx)
     if full:
         keep = {r["id"] for r in rows} | {index["id"]}
         stale = [r["id"] for r in space.rows(PAGE, columns=["id"]) if r["id"] not in keep]
