@@ -129,9 +129,15 @@ class TrajIndex:
 
     def best(self, s: dict, terms, slots: set) -> tuple[str | None, dict]:
         """The open trajectory maximising g(s, T), with g's parts; (None, {g: -1}) if none."""
-        n = self.n
-        if not n or not self.alive[:n].any():
+        if not self.n or not self.alive[:self.n].any():
             return None, {"g": -1.0}
+        parts = self.scores(s, terms, slots)
+        p = int(np.argmax(parts["g"]))
+        return self.ids[p], {k: float(x[p]) for k, x in parts.items()}
+
+    def scores(self, s: dict, terms, slots: set) -> dict[str, np.ndarray]:
+        """g(s, T) and its parts for every trajectory (position order; -inf if closed)."""
+        n = self.n
         es, fs, ws = terms
         v = np.asarray(s["vector"], dtype=np.float32)
         slot = np.zeros(n, bool)
@@ -158,8 +164,5 @@ class TrajIndex:
         drift = np.maximum(0.0, 0.15 - self.head[:n] @ v)
         g = (W["ent"] * ent + W["fac"] * fac + W["lex"] * lex + W["temp"] * temp +
              W["sem"] * sem - W["drift"] * drift + W["slot"] * slot)
-        g = np.where(self.alive[:n], g, -np.inf)
-        p = int(np.argmax(g))
-        parts = {"ent": ent[p], "fac": fac[p], "lex": lex[p], "temp": temp[p], "sem": sem[p],
-                 "drift": drift[p], "g": g[p]}
-        return self.ids[p], {k: float(x) for k, x in parts.items()}
+        return {"ent": ent, "fac": fac, "lex": lex, "temp": temp, "sem": sem, "drift": drift,
+                "g": np.where(self.alive[:n], g, -np.inf)}

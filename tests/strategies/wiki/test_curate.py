@@ -83,21 +83,43 @@ def test_new_session_and_append_rewrite_only_what_they_touch(rt):
     assert sorted(placed) == sorted(again)          # every snapshot in exactly one trajectory
 
 
+def page_view(space) -> dict:
+    return {r["id"]: (r["title"], r["text"], r["trajectory_ids"], r["names"], r["facets"],
+                      r["hub"], r["n_links"], str(r["first_time"]), str(r["last_time"]),
+                      [round(x, 4) for x in r["vector"]]) for r in space.rows(pages.PAGE)}
+
+
 def test_incremental_pages_equal_a_full_rebuild(rt):
     wiki = WikiStrategy()
     for sid, when, turns in SESSIONS:
         say(rt, wiki, sid, when, turns)
     say(rt, wiki, "s3", None, MORE_S3, start=2)
     space = rt.space("default")
-
-    def snapshot():
-        return {r["id"]: (r["title"], r["text"], r["trajectory_ids"], r["names"], r["facets"],
-                          r["hub"], str(r["first_time"]), str(r["last_time"]),
-                          [round(x, 4) for x in r["vector"]]) for r in space.rows(pages.PAGE)}
-
-    incremental = snapshot()
+    incremental = page_view(space)
     pages.rebuild(space)
-    assert snapshot() == incremental
+    assert page_view(space) == incremental
+
+
+@pytest.mark.slow
+def test_many_sessions_and_appends_still_equal_a_full_rebuild(rt):
+    """Enough synthetic sessions for hub pages, hub flags that flip as trajectories multiply,
+    full trajectories continued by new ones, revisions; each session arrives in two calls."""
+    from trimem.bench.synth import Synth
+
+    wiki = WikiStrategy()
+    wiki.m = 4                  # short trajectories, so full ones get continued
+    for k, (sid, when, msgs) in zip(range(12), Synth(seed=3).sessions()):
+        for part in (msgs[:9], msgs[9:]):
+            remember(rt, [Message(**m) for m in part], session_id=sid, session_time=when,
+                     namespace="default")
+            wiki.curate(rt.env("default"), sid)
+    space = rt.space("default")
+    trajs = space.rows(store.TRAJ)
+    assert len(trajs) >= 10 and any(t["continues"] for t in trajs)
+    incremental = page_view(space)
+    assert any(v[5] for v in incremental.values() if v[0] != "index")      # some hub pages
+    pages.rebuild(space)
+    assert page_view(space) == incremental
 
 
 def test_a_curation_after_a_lost_write_repairs_itself(rt):

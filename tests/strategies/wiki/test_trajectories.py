@@ -4,6 +4,7 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
+import pytest
 
 from trimem.strategies.wiki import claims, trajectories as trj
 
@@ -56,3 +57,43 @@ def test_state_round_trip_gives_the_same_result():
     assert a.append(dict(s2))[0] == b.append(dict(s2))[0]
     assert json.loads(trj.Builder.dump_state(a.trajs[next(iter(a.trajs))]))["slots"] == \
         json.loads(trj.Builder.dump_state(b.trajs[next(iter(b.trajs))]))["slots"]
+
+
+def g_reference(s, T) -> float:
+    """g(s, T) for one trajectory, written out from the formula in trajectories.py."""
+    import math
+
+    es, fs, ws = trj.snap_terms(s)
+    et, ft, wt = (set().union(*(r[k] for r in T.recent)) for k in range(3))
+    slot = bool({c["slot"] for c in json.loads(s["claims"]) if c["slot"]} & set(T.slots))
+    last = T.snapshots[-1]
+    adjacent = last["session_id"] == s["session_id"] and last["idx"] == s["idx"] - 1
+    days = abs((s["timestamp"] - last["timestamp"]).total_seconds()) / 86400
+    v = s["vector"]
+    p = {"ent": len(es & et) / len(es) if es else 0.0,
+         "fac": 1.0 if slot else (len(fs & ft) / len(fs | ft) if fs and ft else 0.0),
+         "lex": len(ws & wt) / math.sqrt(len(ws) * len(wt)) if ws and wt else 0.0,
+         "temp": 1.0 if adjacent else 0.5 * math.exp(-days / 30),
+         "sem": float((v @ T.last + v @ (T.sum / np.linalg.norm(T.sum))) / 2),
+         "drift": max(0.0, 0.15 - float(v @ T.head))}
+    return sum(trj.W[k] * p[k] for k in ("ent", "fac", "lex", "temp", "sem")) \
+        - trj.W["drift"] * p["drift"] + trj.W["slot"] * slot
+
+
+def test_vectorised_g_equals_the_formula_for_every_trajectory():
+    rng = np.random.default_rng(0)
+    texts = ["I moved to Berlin for my job at Lumen.", "We went hiking on the mountain trail.",
+             "My dog Rex loves the park near the lake.", "I bake sourdough bread every Sunday.",
+             "Rex chewed my hiking boots again!", "The Berlin office moved to a new building.",
+             "I started pottery classes with Ben.", "Ben broke his new pottery wheel."]
+    b = trj.Builder(m=3)
+    for k, t in enumerate(texts):
+        b.append(snap(k, t, rng.normal(size=384), f"s{k % 3}", k // 3, days=5 * k))
+    s = snap(99, "Rex and Ben went hiking near Berlin, I moved again.", rng.normal(size=384),
+             "s2", 3, days=50)
+    got = b.index.scores(s, trj.snap_terms(s), {c["slot"] for c in json.loads(s["claims"])
+                                                 if c["slot"]})["g"]
+    for tid, p in b.index.pos.items():
+        T = b.trajs[tid]
+        want = -np.inf if T.closed else g_reference(s, T)
+        assert got[p] == pytest.approx(want, abs=1e-5), tid
