@@ -142,8 +142,8 @@ def replay(space, m: int) -> dict:
 def write(space, b: Builder, full: bool) -> dict:
     touched = [b.trajs[t] for t in sorted(b.touched)]
     snap_ids = sorted({x["id"] for T in touched for x in T.snapshots})
-    by_id = {s["id"]: s for s in space.rows(SNAP, eq={"id": snap_ids},
-                                            columns=[c for c in SNAP_SCHEMA.names if c != "vector"])}
+    cols = [c for c in SNAP_SCHEMA.names if c != "vector"]
+    by_id = {s["id"]: s for s in space.rows(SNAP, eq={"id": snap_ids}, columns=cols)}
     rows = [traj_row(T, [by_id[x["id"]] for x in T.snapshots if x["id"] in by_id])
             for T in touched]
     claims = [claim_row(c) for c in b.claims.values()]

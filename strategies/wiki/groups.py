@@ -1,14 +1,14 @@
 """What each Memory Wiki page is built from, kept so a page can be updated without re-reading.
 
 A *group* (kind, key) holds: the trajectories it links, the running sum of the vectors of the
-snapshots it is about and their time span, and its claims reduced to what the page shows: the counts of current and
-historical claims, the ``BUF`` newest current claims (the page shows ``MAX_LINES``), the 20 oldest
-historical ones (with what replaced them), names, facets, and for inventories their sessions.
-Groups exist before their page does (an entity named once, an inventory seen in one snapshot), so
-crossing a page's threshold later needs no look-back. Rows of ``wiki_groups``: id ``kind|key``, a
-JSON state, and the page vector (which also makes the table model-tagged, so it is dropped with
-the other derived tables when the embedder changes). ``pages.py`` says which groups a trajectory
-and a claim belong to and when a group is a page.
+snapshots it is about and their time span, and its claims reduced to what the page shows: the
+counts of current and historical claims, the ``BUF`` newest current claims (the page shows
+``MAX_LINES``), the 20 oldest historical ones (with what replaced them), names, facets, and for
+inventories their sessions. Groups exist before their page does (an entity named once, an
+inventory seen in one snapshot), so crossing a page's threshold later needs no look-back. Rows
+of ``wiki_groups``: id ``kind|key``, a JSON state, and the page vector (which also makes the
+table model-tagged, so it is dropped with the other derived tables when the embedder changes).
+``pages.py`` says which groups a snapshot and a claim belong to and when a group is a page.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def claim_line(c: dict) -> str:
 
 
 def hist_line(c: dict, new: dict | None) -> str:
-    return f"{claim_line(c)} — {c['status']}" + (f" by: {new['text']} [{new['ref']}]" if new else "")
+    by = f" by: {new['text']} [{new['ref']}]" if new else ""
+    return f"{claim_line(c)} — {c['status']}{by}"
 
 
 class Group:

@@ -145,7 +145,8 @@ def page_row(g: Group, n_all: int) -> dict:
     t = title(g)
     return {"id": g.pid, "type": g.kind, "key": g.key, "title": t, "text": g.content(t),
             "trajectory_ids": sorted(g.trajs), "names": list(g.names), "facets": sorted(g.facets),
-            "subject": g.key.rsplit("|", 1)[0] if g.kind == "inventory" else "", "n_links": len(g.trajs), "hub": is_hub(len(g.trajs), n_all),
+            "subject": g.key.rsplit("|", 1)[0] if g.kind == "inventory" else "",
+            "n_links": len(g.trajs), "hub": is_hub(len(g.trajs), n_all),
             "first_time": datetime.fromisoformat(g.first) if g.first else None,
             "last_time": datetime.fromisoformat(g.last) if g.last else None,
             "vector": g.vector()}

@@ -101,7 +101,8 @@ class Builder:
         claims = json.loads(s["claims"]) if isinstance(s["claims"], str) else s["claims"]
         slots = {c["slot"] for c in claims if c.get("slot")}
         tid, parts = self.index.best(s, terms, slots)
-        if tid is not None and parts["g"] >= self.theta and self.index.length[self.index.pos[tid]] >= self.m:
+        full = tid is not None and self.index.length[self.index.pos[tid]] >= self.m
+        if full and parts["g"] >= self.theta:
             old = self.traj(tid)
             old.closed = True
             self.index.close(tid)

@@ -16,10 +16,9 @@ import uuid
 from collections import defaultdict
 
 from .groups import GROUP, GROUP_SCHEMA, Group, gid, load
-from .pages import (INDEX, PAGE, PAGE_SCHEMA, accepts, claim_keys, index_row, is_hub, is_live, mention,
-                    note_claim, page_id, page_row, snap_keys)
+from .pages import (INDEX, PAGE, PAGE_SCHEMA, accepts, claim_keys, index_row, is_hub, is_live,
+                    mention, note_claim, page_id, page_row, snap_keys)
 from .store import CLAIM, TRAJ, ensure, load_snapshots
-
 
 
 def sync_state(space) -> dict | None:
@@ -147,7 +146,7 @@ def _write(space, groups: dict, full: bool) -> int:
         if g.needs_refill():
             _refill(space, g)
     rows = [page_row(g, n_all) for g in live]
-    pages = {} if full else dict(idx.pages)     # the directory: id -> [type, key, title, links, hub]
+    pages = {} if full else dict(idx.pages)   # directory: id -> [type, key, title, links, hub]
     pages.update((r["id"], [r["type"], r["key"], r["title"], r["n_links"], r["hub"]]) for r in rows)
     flip = [i for i, x in pages.items() if x[4] != is_hub(x[3], n_all)]
     if flip:    # pages no curation touched whose hub flag the trajectory count turned

@@ -15,7 +15,7 @@ SESSIONS = [
                                     ("Ben", "Berlin sounds great! How is the new job at Lumen?"),
                                     ("Ana", "My dog Rex loves the big parks in Berlin.")]),
     ("s2", "2023-02-11T10:00:00Z", [("Ana", "Rex chewed my new running shoes again."),
-                                    ("Ben", "Ha, Rex is a menace. Did you run the Berlin marathon?")]),
+                                    ("Ben", "Ha, Rex is a menace. Did you run in Berlin?")]),
     ("s3", "2023-03-12T10:00:00Z", [("Cara", "I started a pottery class at the Kiln Studio."),
                                     ("Dev", "Pottery at Kiln Studio? Show me your first bowl!")]),
 ]
