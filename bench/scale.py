@@ -74,6 +74,22 @@ def ingest(rt, space, stream, carry: list, target: int, embed: Timed) -> dict:
             "msgs_per_s_incl_curation": round((have - n0) / (wall + drain), 1)}
 
 
+def skip(stream, carry: list, target: int, have: int) -> int:
+    """Advance the synthetic stream from ``have`` to ``target`` rows exactly as ``ingest`` would,
+    without storing (--reuse: the questions are drawn from the facts generated so far)."""
+    while have < target:
+        sid, when, msgs = carry.pop() if carry else next(stream)
+        take = msgs[:target - have]
+        if len(take) < len(msgs):
+            carry.append((sid, when, msgs[len(take):]))
+        have += len(take)
+    return target
+
+
+def stored_before(out: dict) -> int:
+    return max((int(k) for k in out["sizes"]), default=0)
+
+
 def wait_for_index(space, builds: Timed, n_before: int) -> dict:
     t0 = time.perf_counter()
     # compaction and index builds run in the background; the idle compaction of the last
@@ -230,8 +246,9 @@ def run(args) -> dict:
     space = rt.space(NS)  # opens the store and loads the embedding model (dimension, binding)
     rt.embed(["warm-up"])
     out["model_load_s"] = round(time.perf_counter() - t0, 2)
-    if space.count_sources():
-        raise SystemExit(f"namespace {NS!r} in {home} is not empty: use a new --home")
+    stored = space.count_sources()
+    if stored and not args.reuse:
+        raise SystemExit(f"namespace {NS!r} in {home} is not empty: use a new --home (or --reuse)")
     builds = Timed(space.build_vector_index)
     space.build_vector_index = builds
     synth, carry = Synth(seed=args.seed), []
@@ -239,7 +256,10 @@ def run(args) -> dict:
     for size in sorted(int(s) for s in args.sizes.split(",")):
         log(f"size {size}: ingesting")
         n_builds = len(builds.bg)
-        res = {"ingest": ingest(rt, space, stream, carry, size, embed)}
+        if stored >= size:   # --reuse: the same synthetic stream, already stored; only re-time
+            res = {"ingest": {"reused": skip(stream, carry, size, stored_before(out))}}
+        else:
+            res = {"ingest": ingest(rt, space, stream, carry, size, embed)}
         log(f"size {size}: waiting for the vector index")
         res["index"] = wait_for_index(space, builds, n_builds)
         log(f"size {size}: recall x{args.queries} (+{args.warmup} warm-up)")
@@ -285,12 +305,15 @@ def table(out: dict) -> str:
         vi = ix["indices"].get("vector_idx")
         if vi:
             idx += f" ({vi['unindexed']} rows unindexed)"
-        marks = ig["msgs_per_s_by_tenth"]
-        ing.append(f"| {int(size):,} | {ig['msgs_per_s']} | {ig['embed_share']:.0%} | {marks[0]}→"
-                   f"{marks[-1]} | {ig['remember_p50_ms']} / {ig['remember_p99_ms']} / "
-                   f"{ig['remember_max_ms']} | {ig['curation_drain_s']} "
-                   f"({ig['msgs_per_s_incl_curation']}) | {idx} | {r['rss_peak_mb']} / "
-                   f"{r['rss_now_mb']} |")
+        if "reused" in ig:
+            ing.append(f"| {int(size):,} | (stored by an earlier run, --reuse) |" + " |" * 6)
+        else:
+            marks = ig["msgs_per_s_by_tenth"]
+            ing.append(f"| {int(size):,} | {ig['msgs_per_s']} | {ig['embed_share']:.0%} | {marks[0]}→"
+                       f"{marks[-1]} | {ig['remember_p50_ms']} / {ig['remember_p99_ms']} / "
+                       f"{ig['remember_max_ms']} | {ig['curation_drain_s']} "
+                       f"({ig['msgs_per_s_incl_curation']}) | {idx} | {r['rss_peak_mb']} / "
+                       f"{r['rss_now_mb']} |")
         rec.append(f"| {int(size):,} | {rc['p50']} / {rc['p95']} / {rc['p99']} | {fl['embed_p50']} + "
                    f"{fl['fts_p50']} + {fl['vector_p50']} = {fl['sum_p50']} | "
                    f"{round(rc['p50'] - fl['sum_p50'], 2)} | {ins['get_sources_p50']} / "
@@ -323,6 +346,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sizes", default="10000,100000", help="comma-separated row counts")
     ap.add_argument("--home", default="", help="an empty store folder (default: a temp folder)")
     ap.add_argument("--keep", action="store_true", help="keep the temp store folder")
+    ap.add_argument("--reuse", action="store_true",
+                    help="--home already holds this benchmark's rows (same --seed): time only")
     ap.add_argument("--json", default="", help="also write the results here")
     ap.add_argument("--queries", type=int, default=200, help="distinct measured recall queries")
     ap.add_argument("--warmup", type=int, default=20)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -29,6 +31,7 @@ from ..render import pack_sources
 from . import fitted
 from .features import features
 from .fusion import fuse
+from .shared import SharedSpace
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
 log = logging.getLogger(__name__)
@@ -50,10 +53,7 @@ class AutoStrategy:
                 weights[s] = float(opt[f"w_{s}"])
         k = float(opt.get("k", fit["k"]))
         expand = float(opt.get("expand", fitted.EXPAND))
-        available = [s for s in VOTERS if s in names()]
-        ready = [s for s in available
-                 if s == "plain" or (callable(getattr(get(s), "has_memory", None))
-                                     and get(s).has_memory(env))]
+        ready = _ready(env, [s for s in VOTERS if s in names()])
         voters = [s for s in ready if weights.get(s, 0.0) > 0] or ["plain"]
         if voters == ["plain"]:
             out = get("plain").recall(env, request)
@@ -68,16 +68,17 @@ class AutoStrategy:
         sub = RecallRequest(query=request.query, budget_tokens=max(1, int(request.budget_tokens * expand)),
                             since=request.since, until=request.until)
         qv = env.embed_query(request.query)   # once, not once per voter
-        shared = replace(env, embed_query=lambda text: qv if text == request.query
+        view = SharedSpace(env.space, request.query, qv, env.space.time_filter(sub.since, sub.until))
+        shared = replace(env, space=view, embed_query=lambda text: qv if text == request.query
                          else env.embed_query(text))
-        runs, failed = _run_voters(shared, sub, voters)
+        runs, failed, ms = _run_voters(shared, sub, voters)
         if not runs:   # every voter failed: the plain path reports its own error, if any
             return get("plain").recall(env, request)
         voters = list(runs)
         rankings = {s: ranked_sources(out) for s, out in runs.items()}
         fused = fuse(rankings, {s: weights[s] for s in voters}, k)
         info = {sid: (score, ranks) for sid, score, ranks in fused}
-        rows = env.space.get_sources([sid for sid, _, _ in fused])
+        rows = view.get_sources([sid for sid, _, _ in fused])
         packed = pack_sources(rows, request.budget_tokens, by_rank=True)
         items = [Item(id=r["id"], kind="source", text=r["text"], role="evidence",
                       score=round(info[r["id"]][0], 6), timestamp=r.get("timestamp"),
@@ -90,7 +91,8 @@ class AutoStrategy:
             "route": {"kind": kind, "features": _show(f), "weights": {s: weights[s] for s in voters},
                       "ready": ready, "fit": fit["summary"]},
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
-                               "abstain": out.abstain} for s, out in runs.items()},
+                               "abstain": out.abstain, "ms": ms[s]} for s, out in runs.items()},
+            "shared": dict(view.hits),
             "failed": failed,
             "chosen": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "ranks": info[r["id"]][1],
                         "why": "highest fused score that fit"} for r in packed.chosen],
@@ -125,15 +127,41 @@ def _run_voters(env: Env, sub: RecallRequest, voters: list[str]):
     still answer), with its error kept for the trace."""
     from ..registry import get
 
-    futures = {s: _pool().submit(get(s).recall, env, sub) for s in voters}
-    runs, failed = {}, {}
+    futures = {s: _pool().submit(_timed, get(s).recall, env, sub) for s in voters}
+    runs, failed, ms = {}, {}, {}
     for s, fut in futures.items():
         try:
-            runs[s] = fut.result()
+            runs[s], ms[s] = fut.result()
         except Exception as exc:  # noqa: BLE001 - one strategy must not sink the recall
             log.warning("auto: %s failed and was left out: %s", s, exc)
             failed[s] = f"{type(exc).__name__}: {exc}"[:300]
-    return runs, failed
+    return runs, failed, ms
+
+
+def _timed(fn, *args):
+    t0 = time.perf_counter()
+    out = fn(*args)
+    return out, round(1000 * (time.perf_counter() - t0), 1)
+
+
+_READY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _ready(env: Env, available: list[str]) -> list[str]:
+    """The strategies with memory in this namespace (``plain`` always). A strategy's memory,
+    once built, stays (curation only adds; forgetting every source leaves a voter that ranks
+    nothing, which fusion ignores), so a yes is remembered per namespace handle and only a no
+    is asked again on the next recall: no row counts on the hot path once curation has run."""
+    from ..registry import get
+
+    known = _READY.setdefault(env.space, set())
+    for s in available:
+        if s == "plain" or s in known:
+            continue
+        hook = getattr(get(s), "has_memory", None)
+        if callable(hook) and hook(env):
+            known.add(s)
+    return [s for s in available if s == "plain" or s in known]
 
 
 _POOL: ThreadPoolExecutor | None = None
