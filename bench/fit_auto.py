@@ -155,6 +155,26 @@ def report(sc: Scorer, qs: list[dict], fitted: dict) -> dict:
     return rows
 
 
+def loco(sc: Scorer, qs: list[dict], min_kind: int) -> dict:
+    """Leave one conversation out: fit on the other four, score ``auto`` on the held-out one;
+    the held-out scores of all five, pooled, estimate how the fit does on unseen conversations."""
+    held = []
+    for ns in sorted({q["ns"] for q in qs}):
+        train = [q for q in qs if q["ns"] != ns]
+        test = [q for q in qs if q["ns"] == ns]
+        f = fit(sc, train, min_kind)
+        for q in test:
+            r, h = sc.one(q, f["kinds"][q["kind"]]["weights"], f["k"])
+            held.append((q["cat"], r, h))
+        print(f"  held out {ns}: R {statistics.mean(r for _, r, _ in held[-len(test):]):.3f}",
+              file=sys.stderr)
+    return {"R": round(statistics.mean(r for _, r, _ in held), 4),
+            "H": round(statistics.mean(h for _, _, h in held), 4),
+            **{CATS[c]: [round(statistics.mean(r for cc, r, _ in held if cc == c), 4),
+                         round(statistics.mean(h for cc, _, h in held if cc == c), 4)]
+               for c in CATS}}
+
+
 def write(fitted: dict, dev: dict, budget: int, expand: float, n: int) -> None:
     """Add (or replace) this budget's fit in ``fitted.py``; fits for other budgets stay."""
     from ..strategies.auto import fitted as current
@@ -164,6 +184,9 @@ def write(fitted: dict, dev: dict, budget: int, expand: float, n: int) -> None:
     a = dev["auto"]
     summary = (f"fitted {datetime.now():%Y-%m-%d} on {n} LoCoMo dev questions at {budget} tokens: "
                f"R {a['R']:.3f} / H {a['H']:.3f} (in-sample)")
+    if "auto_held_out" in dev:
+        ho = dev["auto_held_out"]
+        summary += f", leaving each conversation out R {ho['R']:.3f} / H {ho['H']:.3f}"
     fits[budget] = {"k": fitted["k"], "weights": weights, "summary": summary, "dev": dev,
                     "questions_per_kind": {k: v["n"] for k, v in fitted["kinds"].items()}}
     OUT.write_text(
@@ -188,6 +211,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--min-kind", type=int, default=30,
                     help="kinds with fewer dev questions keep the global weights")
     ap.add_argument("--dry-run", action="store_true", help="print, do not write fitted.py")
+    ap.add_argument("--loco", action="store_true",
+                    help="also fit leaving each conversation out and score it held out")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     rt = Runtime(Settings(home=args.home).to_config())
@@ -196,6 +221,8 @@ def main(argv: list[str] | None = None) -> None:
     sc = Scorer(rt, qs, args.budget)
     fitted = fit(sc, qs, args.min_kind)
     dev = report(sc, qs, fitted)
+    if args.loco:
+        dev["auto_held_out"] = loco(sc, qs, args.min_kind)
     print(json.dumps(dev, indent=1))
     if not args.dry_run:
         write(fitted, dev, args.budget, args.expand, len(qs))

@@ -30,8 +30,9 @@ class SharedSpace:
         self._space = space
         self._query, self._where, self._depth = query, where, depth
         self._vector = np.asarray(vector, dtype=np.float32)
-        self._lex = space.fts_sources(query, depth, where)
-        self._dense = space.vector_sources(self._vector, depth, where)
+        # depth 0 shares nothing (``--opt share_depth=0``: the comparison without sharing)
+        self._lex = space.fts_sources(query, depth, where) if depth else []
+        self._dense = space.vector_sources(self._vector, depth, where) if depth else []
         self._rows: dict[str, dict] = {}
         self._lock = threading.Lock()
         self.hits = {"fts": 0, "vector": 0, "rows": 0}   # reuse counts, for the trace

@@ -31,7 +31,7 @@ from ..render import pack_sources
 from . import fitted
 from .features import features
 from .fusion import fuse
-from .shared import SharedSpace
+from .shared import DEPTH, SharedSpace
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
 log = logging.getLogger(__name__)
@@ -68,7 +68,8 @@ class AutoStrategy:
         sub = RecallRequest(query=request.query, budget_tokens=max(1, int(request.budget_tokens * expand)),
                             since=request.since, until=request.until)
         qv = env.embed_query(request.query)   # once, not once per voter
-        view = SharedSpace(env.space, request.query, qv, env.space.time_filter(sub.since, sub.until))
+        view = SharedSpace(env.space, request.query, qv, env.space.time_filter(sub.since, sub.until),
+                           depth=int(opt.get("share_depth", DEPTH)))
         shared = replace(env, space=view, embed_query=lambda text: qv if text == request.query
                          else env.embed_query(text))
         runs, failed, ms = _run_voters(shared, sub, voters)
