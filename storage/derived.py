@@ -74,6 +74,28 @@ class DerivedMixin:
                  .when_not_matched_insert_all().execute(rows), f"upsert {kind}")
         self.after_write(kind, len(rows))
 
+    def scalar_indexes(self, kind: str, columns: dict[str, str]) -> None:
+        """Scalar indexes on a derived table's filter columns (``{"id": "btree", "status":
+        "bitmap"}``), so lookups by id or key do not scan the whole table as it grows. Built once
+        (checked once per process per kind); rows written later are folded in by the usual
+        ``optimize`` upkeep and read by a flat scan of the unindexed part until then. Failures
+        (a full or read-only disk) are logged: an index only speeds reads up."""
+        from lancedb.index import BTree, Bitmap
+
+        done = self.__dict__.setdefault("_scalar_done", set())
+        if kind in done:
+            return
+        tbl = self.derived_table(kind)
+        if tbl is None:
+            return
+        try:
+            with self.store.lock:
+                for col, how in columns.items():
+                    ensure_index(tbl, col, Bitmap() if how == "bitmap" else BTree())
+            done.add(kind)
+        except (OSError, RuntimeError, ValueError) as exc:
+            log.warning("cannot build scalar indexes on %s (%s)", tbl.name, exc)
+
     def rows(self, kind: str, eq: dict[str, Any] | None = None, where: str | None = None,
              columns: list[str] | None = None, limit: int | None = None,
              contains: dict[str, str] | None = None) -> list[dict]:
