@@ -65,10 +65,11 @@ INDEXES = {SNAP: {"id": "btree", "session_id": "btree"},
            "wiki_groups": {"id": "btree"}}
 
 
-def index_tables(space) -> None:
-    """Scalar indexes on the wiki tables' filter columns (once per process per table)."""
+def index_tables(space, rebuild: bool = False) -> None:
+    """Scalar indexes on the wiki tables' filter columns (once per process per table);
+    ``rebuild`` after a forget, so no deleted key survives in an index segment."""
     for kind, cols in INDEXES.items():
-        space.scalar_indexes(kind, cols)
+        space.scalar_indexes(kind, cols, rebuild)
 
 
 def _vec(row: dict) -> dict:

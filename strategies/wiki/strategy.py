@@ -61,6 +61,7 @@ class WikiStrategy:
         n = forget_sources(env.space, set(source_ids), self.m)
         if n:
             rebuild(env.space)
+            store.index_tables(env.space, rebuild=True)   # the purge that follows drops the old
         return n
 
     def explain(self, env: Env, id: str) -> dict | None:
