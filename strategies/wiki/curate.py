@@ -30,7 +30,7 @@ import weakref
 
 from .claims import build_snapshots
 from .store import (CLAIM, CLAIM_SCHEMA, SNAP, SNAP_SCHEMA, TRAJ, TRAJ_SCHEMA, claim_row, ensure,
-                    load_snapshots, order_key, traj_row)
+                    index_tables, load_snapshots, order_key, traj_row)
 from .tindex import TrajIndex
 from .trajectories import Builder
 from .wikiupdate import rebuild_all, sync_state, update
@@ -125,6 +125,7 @@ def curate_session(space, session_id: str, llm=None, m: int = 15,
     else:
         token = rebuild_all(space)["token"]
     cache.put(space, token, index, b.trajs, b.touched)
+    index_tables(space)
     return {"mode": "append", "snapshots": len(snaps), "touched": len(b.touched),
             "pages": "updated" if in_step else "rebuilt"}
 

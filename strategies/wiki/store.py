@@ -56,6 +56,22 @@ def ensure(space) -> None:
         space.derived_table(kind, schema)
 
 
+# Filter columns of each table (what ``space.rows(eq=...)`` looks up), indexed by
+# ``index_tables`` so that curation's and recall's lookups do not scan a growing table.
+INDEXES = {SNAP: {"id": "btree", "session_id": "btree"},
+           CLAIM: {"id": "btree", "trajectory_id": "btree"},
+           TRAJ: {"id": "btree", "status": "bitmap"},
+           PAGE: {"id": "btree", "key": "btree"},
+           "wiki_groups": {"id": "btree"}}
+
+
+def index_tables(space, rebuild: bool = False) -> None:
+    """Scalar indexes on the wiki tables' filter columns (once per process per table);
+    ``rebuild`` after a forget, so no deleted key survives in an index segment."""
+    for kind, cols in INDEXES.items():
+        space.scalar_indexes(kind, cols, rebuild)
+
+
 def _vec(row: dict) -> dict:
     row["vector"] = np.asarray(row["vector"], dtype=np.float32)
     return row

@@ -61,6 +61,7 @@ class WikiStrategy:
         n = forget_sources(env.space, set(source_ids), self.m)
         if n:
             rebuild(env.space)
+            store.index_tables(env.space, rebuild=True)   # the purge that follows drops the old
         return n
 
     def explain(self, env: Env, id: str) -> dict | None:
@@ -87,14 +88,19 @@ class WikiStrategy:
             hint = ev.hints(first["f"], first["chosen"], first["suff"])
             q2 = request.query + (" " + " ".join(hint) if hint else "")
             qv2 = ev.mean_vec([qv, env.embed_query(q2)])
-            second = self._attempt(env, request, q2, qv2, fused, order, 2 * t, k, direct, parts)
+            second = self._attempt(env, request, q2, qv2, fused, order, 2 * t, k, direct, parts,
+                                   judge=first["f"])
             retry = {"hints": hint, "query": q2, "t": 2 * t, "sufficiency": second["suff"],
                      "used": second["score"] > first["score"]}
             if retry["used"]:
                 final = second
         return self._finish(env, request, final, first, retry, t, k, direct, parts)
 
-    def _attempt(self, env, request, query, qv, fused, order, t, k, direct, parts=None) -> dict:
+    def _attempt(self, env, request, query, qv, fused, order, t, k, direct, parts=None,
+                 judge=None) -> dict:
+        """One routing + evidence pass. ``judge``: the features sufficiency is judged against
+        (the retry's are the original query's, so its hint words, which the evidence it finds
+        always contains, cannot vouch for it)."""
         space = env.space
         f = route.query_features(query, self._ref_time(space))
         routed = [] if direct else route.route_pages(space, qv, query, f, t)
@@ -110,10 +116,10 @@ class WikiStrategy:
                for i in order2[:120]}
         rows_src = space.get_sources(order2[:200])
         packed = pack_sources(rows_src, request.budget_tokens)
-        suff = ev.sufficiency(f, chosen, packed.chosen)
+        suff = ev.sufficiency(judge or f, chosen, packed.chosen)
         return {"f": f, "routed": routed, "rows": rows, "scores": scores, "chosen": chosen,
                 "packed": packed, "owner": owner, "why": why, "rel": rel, "suff": suff,
-                "score": suff["query_term_cover"] + suff["best_b"]}
+                "score": suff["support"]}
 
     @staticmethod
     def _ref_time(space):

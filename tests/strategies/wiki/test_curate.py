@@ -139,3 +139,21 @@ def test_a_curation_after_a_lost_write_repairs_itself(rt):
     assert {s["id"] for s in lost} <= placed
     assert "Rex chewed my new running shoes again." in \
         space.rows(pages.PAGE, eq={"id": "wiki-entity-rex"})[0]["text"]
+
+
+def test_wiki_tables_get_scalar_indexes_and_lookups_still_see_later_rows(rt):
+    wiki = WikiStrategy()
+    for sid, when, turns in SESSIONS[:2]:
+        say(rt, wiki, sid, when, turns)
+    space = rt.space("default")
+    for kind, cols in store.INDEXES.items():
+        got = {ix.columns[0]: ix.index_type for ix in space.derived_table(kind).list_indices()}
+        assert set(cols) <= set(got), kind
+        assert all((got[c].lower() == "bitmap") == (how == "bitmap") for c, how in cols.items())
+    # rows written after the indexes (no optimize in this fixture: they stay unindexed) are found
+    say(rt, wiki, *SESSIONS[2])
+    snaps = space.rows(store.SNAP, eq={"session_id": "s3"}, columns=["id", "session_id"])
+    assert snaps and {s["session_id"] for s in snaps} == {"s3"}
+    assert space.rows(pages.PAGE, eq={"key": ["cara"]}, columns=["id"])
+    assert len(space.rows(store.TRAJ, eq={"status": "open"}, columns=["id"])) >= 1
+    store.index_tables(space)    # idempotent
