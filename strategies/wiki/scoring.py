@@ -14,10 +14,9 @@ of its trajectory already ranked (complementary evidence first).
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 
-from .store import SNAP, TRAJ
+from .turnmap import turn_maps
 
 RRF_K = 20
 W = {"traj": 0.4, "snap": 0.3, "route": 0.3, "cos": 0.1, "inv": 0.2, "list_red": 0.02}
@@ -37,18 +36,17 @@ def fused_scores(parts: dict[str, dict], k: int = RRF_K) -> dict[str, float]:
 
 
 def score_turns(space, qv, f: dict, parts: dict, support: dict[str, float]) -> tuple[list[str], dict]:
-    trajs = space.rows(TRAJ, columns=["id", "source_ids"])
-    snaps = space.rows(SNAP, columns=["id", "source_ids", "claims"])
-    t_of = {i: t["id"] for t in trajs for i in t["source_ids"]}
-    s_of, inv = {}, {}
+    """The pool scored: the searched turns, every turn of a trajectory holding one of them or
+    routed to (``support``), and the turns with an inventory claim the query asks about. Other
+    turns would score at most the smoothing of their own weak cosine (< 0.2 of a top hit), below
+    the 2x-budget cut of every caller; leaving them out keeps recall independent of the
+    namespace's size (``turnmap.py``)."""
+    m = turn_maps(space)
+    t_of, s_of = m.t_of, m.s_of
     names, fq = set(f["names"]), set(f["facets"])
-    for s in snaps:
-        for i in s["source_ids"]:
-            s_of[i] = s["id"]
-        for c in json.loads(s["claims"]):
-            if c["subject"].lower() in names and set(c["facets"]) & fq:
-                inv[c["source_id"]] = 1.0
-    pool = set(t_of) | set(parts)
+    inv = {sid: 1.0 for n in names for sid, fac in m.inv.get(n, ()) if fac & fq}
+    trajs = {t_of[i] for i in parts if i in t_of} | set(support)
+    pool = set(parts) | set(inv) | {i for t in trajs for i in m.members.get(t, ())}
     vecs = space.source_vectors(sorted(pool))
     fused = fused_scores(parts)
     base = {i: fused.get(i, 0.0) + W["cos"] * float(qv @ vecs[i]) + W["inv"] * inv.get(i, 0.0)

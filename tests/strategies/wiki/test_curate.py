@@ -157,3 +157,27 @@ def test_wiki_tables_get_scalar_indexes_and_lookups_still_see_later_rows(rt):
     assert space.rows(pages.PAGE, eq={"key": ["cara"]}, columns=["id"])
     assert len(space.rows(store.TRAJ, eq={"status": "open"}, columns=["id"])) >= 1
     store.index_tables(space)    # idempotent
+
+
+def test_turn_maps_are_reused_until_curation_changes_the_wiki(rt):
+    """``score_turns``' maps (turn -> trajectory / snapshot, inventory claims) are read once per
+    wiki change, not per recall, and a new session's turns are in them right after its curation."""
+    from trimem.strategies.wiki.turnmap import turn_maps
+
+    wiki = WikiStrategy()
+    for sid, when, turns in SESSIONS[:2]:
+        say(rt, wiki, sid, when, turns)
+    space = rt.space("default")
+    first = turn_maps(space)
+    assert turn_maps(space) is first                     # nothing changed: the same maps
+    ids = {r["ref"]: r["id"] for r in space.all_sources()}
+    assert ids["s1-0"] in first.t_of and ids["s1-0"] in first.s_of
+    traj = first.t_of[ids["s1-0"]]
+    assert ids["s1-0"] in first.members[traj]
+    sid, when, turns = SESSIONS[2]
+    say(rt, wiki, sid, when, turns)
+    after = turn_maps(space)
+    ids = {r["ref"]: r["id"] for r in space.all_sources()}
+    assert after is not first and ids["s3-0"] in after.t_of and ids["s3-0"] not in first.t_of
+    claimed = {s for v in after.inv.values() for s, _ in v}
+    assert ids["s3-0"] in claimed and claimed <= set(ids.values())   # claims cite stored turns
