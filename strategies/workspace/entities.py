@@ -1,4 +1,4 @@
-"""Query entities and who a unit is about: the entity part of the workspace's affinity.
+"""Named speakers: who a unit is about, and the name-free query the searches use.
 
 A memory unit is a turn said by someone. When the query names a person and that person is also
 a speaker in memory, the turns that person said are first-person evidence about them ("what
