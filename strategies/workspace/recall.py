@@ -18,7 +18,7 @@ from ..base import Item, Recollection, RecallRequest
 from ..plain.strategy import rrf, source_ref
 from ..render import CLOSE, OPEN
 from . import roles
-from .entities import speaker_match, without_speakers
+from .roles import speaker_match, without_speakers
 from .select import greedy, kernel, path_costs, priorities, propagate
 
 
@@ -59,7 +59,7 @@ def _seeds(env, request, s, snap, scheme, qv):
 
 def _search(env, request, qv, n, snap, s):
     """``plain.search_sources`` with the query vector already computed, plus the named-speaker
-    handling of ``entities.py``: with ``strip_names``, when the query names speakers found among
+    handling of ``roles.py``: with ``strip_names``, when the query names speakers found among
     its dense hits, BM25 gets the query without those names and a second dense list (weight
     ``content_dense``) ranks by the embedding of that name-free query; the three lists are fused
     by RRF. Every source vector embeds "speaker: text", so the query's name pulls the first dense
@@ -128,7 +128,7 @@ def workspace_recall(env, request: RecallRequest, s: dict, snap, scheme: str, t0
         fused = np.array([parts.get(u, {}).get("score", 0.0) / top for u in unit_ids])
         alpha = (1.0 - s["beta"]) * alpha + s["beta"] * fused
     texts = [rows[u]["text"] for u in unit_ids]
-    if s["speaker_w"] > 0:   # first-person evidence about a named speaker (entities.py)
+    if s["speaker_w"] > 0:   # first-person evidence about a named speaker (roles.py)
         named = speaker_match(request.query, [rows[u].get("speaker") for u in unit_ids])
         alpha = np.minimum(1.0, alpha + s["speaker_w"] * named)
     alpha_own = alpha

@@ -26,7 +26,7 @@ the LoCoMo figures that motivated them are in the closing report of issue 4):
   most gold turns that relevance search misses sit right next to a turn it finds (the question
   matches the asking turn, the answer is the reply). The margin limits the inheritance to the
   neighbours of the strongest hits. ``ctx_eta=0`` switches it off.
-- **Named speakers** (``entities.py``, ``recall._search``): every source is indexed and embedded
+- **Named speakers** (``roles.py``, ``recall._search``): every source is indexed and embedded
   as "speaker: text", so a speaker's name in the query ranks all of that speaker's turns (the
   shortest first, by BM25) above the turns about what is asked. With ``strip_names=1`` (default),
   when the query names speakers found among its dense hits, BM25 gets the query without those

@@ -25,7 +25,8 @@ def rt(tmp_path, tmp_path_factory):
     for n in range(3):
         msgs = []
         for i, t in enumerate(CHAT):
-            msgs.append(Message(content=f"I went to a movie with my cousin, part {n}.{i}.", speaker="Bo"))
+            msgs.append(Message(content=f"I went to a movie with my cousin, part {n}.{i}.",
+                                speaker="Bo"))
             msgs.append(Message(content=t, speaker="Ana"))
         if n == 1:
             msgs.append(Message(content="Every Sunday morning I play tennis at the club, it keeps "
