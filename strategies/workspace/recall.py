@@ -18,6 +18,7 @@ from ..base import Item, Recollection, RecallRequest
 from ..plain.strategy import rrf, source_ref
 from ..render import CLOSE, OPEN
 from . import roles
+from .roles import speaker_match, without_speakers
 from .select import greedy, kernel, path_costs, priorities, propagate
 
 
@@ -32,7 +33,7 @@ def _seeds(env, request, s, snap, scheme, qv):
     lexical = []
     parts = {}
     if s["seeding"] == "hybrid" or s["affinity"] != "dense":
-        order, parts = _search(env, request, qv, s["search_n"])
+        order, parts = _search(env, request, qv, s["search_n"], snap, s)
     if s["seeding"] == "hybrid":
         owner = snap.unit_thread[scheme]
         for sid in order:               # d_idx: the head or the thread's best dense-hit unit
@@ -56,12 +57,25 @@ def _seeds(env, request, s, snap, scheme, qv):
     return seeds, r0, why, parts
 
 
-def _search(env, request, qv, n):
-    """``plain.search_sources`` with the query vector already computed (one embedding per recall)."""
+def _search(env, request, qv, n, snap, s):
+    """``plain.search_sources`` with the query vector already computed, plus the named-speaker
+    handling of ``roles.py``: with ``strip_names``, when the query names speakers found among
+    its dense hits, BM25 gets the query without those names and a second dense list (weight
+    ``content_dense``) ranks by the embedding of that name-free query; the three lists are fused
+    by RRF. Every source vector embeds "speaker: text", so the query's name pulls the first dense
+    list towards all of that speaker's turns; the name-free list ranks by what is asked about."""
     where = env.space.time_filter(request.since, request.until)
-    lexical = env.space.fts_sources(request.query, n, where)
     dense = env.space.vector_sources(qv, n, where)
-    parts = rrf({"bm25": [i for i, _ in lexical], "dense": [i for i, _ in dense]})
+    query = request.query
+    if s["strip_names"]:
+        rows, _ = snap.unit_rows(env.space, [i for i, _ in dense])
+        query = without_speakers(query, {r.get("speaker") for r in rows.values()} - {None, ""})
+    lexical = env.space.fts_sources(query, n, where)
+    lists = {"bm25": [i for i, _ in lexical], "dense": [i for i, _ in dense]}
+    if s["content_dense"] > 0 and query != request.query:
+        q2 = np.asarray(env.embed_query(query), dtype=np.float64)
+        lists["content"] = [i for i, _ in env.space.vector_sources(q2, n, where)]
+    parts = rrf(lists, weights={"content": s["content_dense"]})
     for i, x in lexical:
         parts[i]["bm25"] = x
     for i, x in dense:
@@ -114,6 +128,9 @@ def workspace_recall(env, request: RecallRequest, s: dict, snap, scheme: str, t0
         fused = np.array([parts.get(u, {}).get("score", 0.0) / top for u in unit_ids])
         alpha = (1.0 - s["beta"]) * alpha + s["beta"] * fused
     texts = [rows[u]["text"] for u in unit_ids]
+    if s["speaker_w"] > 0:   # first-person evidence about a named speaker (roles.py)
+        named = speaker_match(request.query, [rows[u].get("speaker") for u in unit_ids])
+        alpha = np.minimum(1.0, alpha + s["speaker_w"] * named)
     alpha_own = alpha
     if s["ctx_eta"] > 0:   # context inheritance (strategy.py docstring): within-thread neighbours
         alpha = alpha.copy()

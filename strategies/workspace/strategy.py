@@ -26,6 +26,16 @@ the LoCoMo figures that motivated them are in the closing report of issue 4):
   most gold turns that relevance search misses sit right next to a turn it finds (the question
   matches the asking turn, the answer is the reply). The margin limits the inheritance to the
   neighbours of the strongest hits. ``ctx_eta=0`` switches it off.
+- **Named speakers** (``roles.py``, ``recall._search``): every source is indexed and embedded
+  as "speaker: text", so a speaker's name in the query ranks all of that speaker's turns (the
+  shortest first, by BM25) above the turns about what is asked. With ``strip_names=1`` (default),
+  when the query names speakers found among its dense hits, BM25 gets the query without those
+  names and a third list, the dense hits of the name-free query (RRF weight ``content_dense``,
+  1.0), joins the fusion; the name-ful dense list stays (it keeps the speaker preference). A
+  unit said by a speaker the query names gets ``speaker_w`` (0.05) more affinity. LoCoMo, 2,000
+  tokens: R 0.841 -> 0.857 from the BM25 stripping, 0.860 with the speaker term, 0.879 with the
+  name-free dense list (multi-hop H 0.415 -> 0.465 -> 0.535); speaker_w 0.1 / 0.15 gave 0.857 /
+  0.853 without the third list, 0.879 (H 0.825) with it; speaker_w 0 with it: 0.877.
 - **Fill** ``fill=1`` (default): after the paper's B_q units (or its coverage stop) the same greedy
   continues by marginal gain of the same J_q until the token budget binds. ``fill=0`` is the
   paper's strict B = 16 workspace (it leaves most of a 2,000-token budget unused).
@@ -54,7 +64,8 @@ OPTIONS = {"hops": 3, "units": 16, "fill": 1, "seeds": 4, "lex_seeds": 60, "max_
            "seeding": "hybrid", "gamma": 0.6, "tau": 0.1, "lam_m": 1.25, "lam_r": 0.5,
            "fixed_seg": 0, "no_cross": 0, "seed_only": 0, "no_roles": 0, "identity_k": 0,
            "no_multi": 0, "heads": 0, "affinity": "rrf", "beta": 0.8, "search_n": 100,
-           "ctx_eta": 1.0, "ctx_next_only": 0, "ctx_margin": 0.3}
+           "ctx_eta": 1.0, "ctx_next_only": 0, "ctx_margin": 0.3, "speaker_w": 0.05,
+           "strip_names": 1, "content_dense": 1.0}
 ABLATIONS = ("fixed_seg", "no_cross", "seed_only", "no_roles", "identity_k", "no_multi")
 
 
