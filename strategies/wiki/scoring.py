@@ -19,7 +19,7 @@ from collections import defaultdict
 from .turnmap import turn_maps
 
 RRF_K = 20
-W = {"traj": 0.4, "snap": 0.3, "route": 0.3, "cos": 0.1, "inv": 0.2, "list_red": 0.02}
+W = {"content": 1.0, "traj": 0.4, "snap": 0.3, "route": 0.3, "cos": 0.1, "inv": 0.2, "list_red": 0.02}
 
 
 def fused_scores(parts: dict[str, dict], k: int = RRF_K) -> dict[str, float]:
@@ -30,6 +30,8 @@ def fused_scores(parts: dict[str, dict], k: int = RRF_K) -> dict[str, float]:
             v += 1.0 / (k + p["bm25_rank"])
         if "dense_rank" in p:
             v += 1.0 / (k + p["dense_rank"])
+        if "content_rank" in p:   # the name-free query's dense list (search_sources_named)
+            v += W["content"] / (k + p["content_rank"])
         s[i] = v
     top = max(s.values(), default=0.0) or 1.0
     return {i: v / top for i, v in s.items()}

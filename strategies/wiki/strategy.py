@@ -9,7 +9,8 @@ If the evidence looks insufficient, one controlled retry reroutes with hints; if
 insufficient the recollection says ``abstain`` (its context is still returned).
 
 Options (``request.options``): ``t`` (15), ``k`` (15), ``routing`` ("wiki" | "direct"),
-``candidates`` (turn search depth, 200), ``retry`` (1/0).
+``candidates`` (turn search depth, 200), ``retry`` (1/0), ``strip_names`` (1/0: search a query
+that names speakers without their names, ``plain.search_sources_named``), ``content_dense`` (1.0).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import logging
 import time
 
 from ..base import Env, Item, Recollection, RecallRequest
-from ..plain.strategy import search_sources, source_ref
+from ..plain.strategy import search_sources, search_sources_named, source_ref
 from ..render import pack_sources
 from . import evidence as ev, route, scoring, store
 from .curate import IndexCache, curate_session, forget_sources
@@ -80,7 +81,12 @@ class WikiStrategy:
         t, k = int(opt.get("t", self.t)), int(opt.get("k", self.k))
         direct = opt.get("routing", "wiki") == "direct"
         qv = env.embed_query(request.query)
-        order, parts = search_sources(env, request, int(opt.get("candidates", self.n_turns)))
+        n = int(opt.get("candidates", self.n_turns))
+        if int(opt.get("strip_names", 1)):   # named speakers: see plain.search_sources_named
+            order, parts = search_sources_named(env, request, n, qv,
+                                                float(opt.get("content_dense", 1.0)))
+        else:
+            order, parts = search_sources(env, request, n)
         fused = {i: p["score"] for i, p in parts.items()}
         first = self._attempt(env, request, request.query, qv, fused, order, t, k, direct, parts)
         final, retry = first, None
