@@ -31,19 +31,19 @@ import numpy as np
 
 from . import text as tx
 from .store import SNAP
+from .turnmap import turn_maps
 
 MIN_SUPPORT = 1.30
 
 
 def provenance(space, packed_rows: list[dict], owner: dict[str, str]) -> list[dict]:
     """The (trajectory, snapshot, claims, ref, timestamp) record of each packed turn."""
-    ids = [r["id"] for r in packed_rows]
-    snaps = space.rows(SNAP, columns=["id", "source_ids", "claims"]) if ids else []
-    by_src = {}
-    for s in snaps:
-        for i in s["source_ids"]:
-            if i in set(ids):
-                by_src[i] = s
+    s_of = turn_maps(space).s_of if packed_rows else {}
+    want = sorted({s_of[r["id"]] for r in packed_rows if r["id"] in s_of})
+    snaps = space.rows(SNAP, eq={"id": want}, columns=["id", "source_ids", "claims"]) if want else []
+    by_snap = {s["id"]: s for s in snaps}
+    by_src = {r["id"]: by_snap[s_of[r["id"]]] for r in packed_rows
+              if s_of.get(r["id"]) in by_snap}
     out = []
     for r in packed_rows:
         s = by_src.get(r["id"])

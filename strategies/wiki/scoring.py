@@ -19,6 +19,7 @@ from collections import defaultdict
 from .turnmap import turn_maps
 
 RRF_K = 20
+POOL_HITS, POOL_ROUTED = 100, 40
 W = {"content": 1.0, "traj": 0.4, "snap": 0.3, "route": 0.3, "cos": 0.1, "inv": 0.2, "list_red": 0.02}
 
 
@@ -38,8 +39,8 @@ def fused_scores(parts: dict[str, dict], k: int = RRF_K) -> dict[str, float]:
 
 
 def score_turns(space, qv, f: dict, parts: dict, support: dict[str, float]) -> tuple[list[str], dict]:
-    """The pool scored: the searched turns, every turn of a trajectory holding one of them or
-    routed to (``support``), and the turns with an inventory claim the query asks about. Other
+    """The pool scored: the searched turns, every turn of a trajectory holding one of the best
+    of them or among the best routed to (``support``), and the turns with an inventory claim the query asks about. Other
     turns would score at most the smoothing of their own weak cosine (< 0.2 of a top hit), below
     the 2x-budget cut of every caller; leaving them out keeps recall independent of the
     namespace's size (``turnmap.py``)."""
@@ -47,7 +48,12 @@ def score_turns(space, qv, f: dict, parts: dict, support: dict[str, float]) -> t
     t_of, s_of = m.t_of, m.s_of
     names, fq = set(f["names"]), set(f["facets"])
     inv = {sid: 1.0 for n in names for sid, fac in m.inv.get(n, ()) if fac & fq}
-    trajs = {t_of[i] for i in parts if i in t_of} | set(support)
+    # bounded so the pool does not grow with the namespace: the trajectories of the best
+    # POOL_HITS searched turns and the POOL_ROUTED best-supported routed ones (at 100k turns
+    # routed pages link hundreds of trajectories, ~20k turns, whose vectors cost seconds to read)
+    best = sorted(parts, key=lambda i: -parts[i].get("score", 0.0))[:POOL_HITS]
+    routed = sorted(support, key=lambda t: (-support[t], t))[:POOL_ROUTED]
+    trajs = {t_of[i] for i in best if i in t_of} | set(routed)
     pool = set(parts) | set(inv) | {i for t in trajs for i in m.members.get(t, ())}
     vecs = space.source_vectors(sorted(pool))
     fused = fused_scores(parts)
