@@ -39,7 +39,8 @@ async def run_demo(keep: bool = False) -> int:
         os.environ["TRIMEM_HOME"] = tmp.name
     settings = Settings()
     print(f"trimem demo · memory folder: {settings.home}\n")
-    async with Client(build_server(settings)) as client:
+    server = build_server(settings)
+    async with Client(server) as client:
         tools = [t.name for t in (await client.list_tools()).tools]
         print("tools:", ", ".join(tools))
         t0 = time.perf_counter()
@@ -63,6 +64,7 @@ async def run_demo(keep: bool = False) -> int:
             print()
         exp = _check(await client.call_tool("explain", {"id": last["recall_id"], "namespace": "demo"}))
         print("explain(recall_id):", exp["summary"])
+    server.runtime.close()   # background curation must not write into a deleted folder
     if tmp is not None:
         tmp.cleanup()
     return 0

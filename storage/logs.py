@@ -33,6 +33,15 @@ class LogsMixin:
         tbl = self.table("sessions")
         return tbl.search().limit(None).to_list() if tbl is not None else []
 
+    def uncurated_sessions(self) -> list[str]:
+        """Sessions whose curation is queued or failed: their turns are in no curated store yet."""
+        tbl = self.table("sessions")
+        if tbl is None:
+            return []
+        rows = (tbl.search().where("curation = 'queued' OR curation = 'failed'")
+                .select(["session_id", "namespace"]).limit(None).to_list())
+        return [r["session_id"] for r in rows if r["namespace"] == self.namespace]
+
     def delete_sessions(self, session_ids: list[str]) -> None:
         tbl = self.table("sessions")
         if tbl is not None and session_ids:

@@ -10,6 +10,11 @@
    source, and packed greedily into the caller's budget; session groups are ordered by their best
    turn, so the most useful evidence comes first.
 
+Sessions still waiting for curation (queued or failed) are in no curated store, so while any
+exist ``plain`` votes with at least weight ``PLAIN_FRESH`` even where the fit gives it none, and
+their turns also count the heaviest voter's weight at plain's rank (``_lift_fresh``): a turn remembered a
+moment ago is searchable at once, on equal terms with curated ones.
+
 With nothing curated yet (a new namespace, or curation still running) only ``plain`` has anything
 to rank, and ``auto`` answers with it directly. ``route_reason`` says which strategies voted and
 with what weights; the trace keeps every chosen turn's rank in each of them (``explain``).
@@ -34,6 +39,7 @@ from .fusion import fuse
 from .shared import DEPTH, SharedSpace
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
+PLAIN_FRESH = 1.0   # plain's least weight while sessions of the namespace await curation
 log = logging.getLogger(__name__)
 
 
@@ -54,6 +60,12 @@ class AutoStrategy:
         k = float(opt.get("k", fit["k"]))
         expand = float(opt.get("expand", fitted.EXPAND))
         ready = _ready(env, [s for s in VOTERS if s in names()])
+        waiting = set(env.space.uncurated_sessions()) if ready != ["plain"] else set()
+        fresh = len(waiting)
+        if fresh and weights.get("plain", 0.0) < PLAIN_FRESH:
+            # sessions still waiting for curation are in no curated store: only plain sees
+            # their turns, so it votes (README: raw messages are searchable at once)
+            weights["plain"] = PLAIN_FRESH
         voters = [s for s in ready if weights.get(s, 0.0) > 0] or ["plain"]
         if voters == ["plain"]:
             out = get("plain").recall(env, request)
@@ -78,6 +90,9 @@ class AutoStrategy:
         voters = list(runs)
         rankings = {s: ranked_sources(out) for s, out in runs.items()}
         fused = fuse(rankings, {s: weights[s] for s in voters}, k)
+        if waiting and "plain" in rankings:
+            fused = _lift_fresh(fused, rankings["plain"], view, waiting,
+                                {s: weights[s] for s in voters}, k)
         info = {sid: (score, ranks) for sid, score, ranks in fused}
         rows = view.get_sources([sid for sid, _, _ in fused])
         packed = pack_sources(rows, request.budget_tokens, by_rank=True)
@@ -90,7 +105,7 @@ class AutoStrategy:
             "method": f"weighted reciprocal rank fusion (k={k:g}) of {', '.join(voters)}, each "
                       f"ranking for {expand:g}x the budget; greedy fill; sessions by best turn",
             "route": {"kind": kind, "features": _show(f), "weights": {s: weights[s] for s in voters},
-                      "ready": ready, "fit": fit["summary"]},
+                      "ready": ready, "uncurated_sessions": fresh, "fit": fit["summary"]},
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
                                "abstain": out.abstain, "ms": ms[s]} for s, out in runs.items()},
             "shared": dict(view.hits),
@@ -104,10 +119,29 @@ class AutoStrategy:
         }
         reason = (f"auto → fusion of {', '.join(voters)} (weights {w_txt}) because the question "
                   f"reads as {kind}" + _cues(f))
+        if fresh:
+            reason += (f"; {fresh} session(s) await curation, so plain votes with weight "
+                       f"{weights['plain']:g} to reach their raw turns")
         if failed:
             reason += f"; left out after an error: {', '.join(failed)}"
         return Recollection(context=packed.context, items=items, sources=sources,
                             abstain=not packed.chosen, route_reason=reason, trace=trace)
+
+
+def _lift_fresh(fused, plain_rank: list[str], view, waiting: set[str], weights: dict, k: float):
+    """Turns of sessions awaiting curation are seen by plain alone: the other voters cannot rank
+    them, which fusion would read as votes against. Such a turn also gets the heaviest other
+    voter's weight at plain's rank, as if that one voter agreed with plain (counting all of them
+    would put fresh turns above curated turns the voters agree on). Curated turns keep theirs."""
+    sess = {r["id"]: r["session_id"] for r in view.get_sources(plain_rank)}
+    pos = {i: n for n, i in enumerate(plain_rank, start=1)}
+    extra = max((w for s, w in weights.items() if s != "plain"), default=0.0)
+    out = []
+    for sid, score, ranks in fused:
+        if sess.get(sid) in waiting and sid in pos:
+            score += extra / (k + pos[sid])
+        out.append((sid, score, ranks))
+    return sorted(out, key=lambda x: -x[1])
 
 
 def fitted_for(budget: int) -> dict:
