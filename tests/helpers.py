@@ -16,3 +16,15 @@ def error_text(res) -> str:
 
 def turns(*texts: str, speaker: str = "Ana", prefix: str = "t") -> list[dict]:
     return [{"content": t, "speaker": speaker, "ref": f"{prefix}{i}"} for i, t in enumerate(texts, 1)]
+
+
+# three small sessions the wiki tests curate (people, a move, a pet, a hobby)
+WIKI_SESSIONS = [
+    ("s1", "2023-01-10T10:00:00Z", [("Ana", "I moved to Berlin last month for a new job at Lumen."),
+                                    ("Ben", "Berlin sounds great! How is the new job at Lumen?"),
+                                    ("Ana", "My dog Rex loves the big parks in Berlin.")]),
+    ("s2", "2023-02-11T10:00:00Z", [("Ana", "Rex chewed my new running shoes again."),
+                                    ("Ben", "Ha, Rex is a menace. Did you run in Berlin?")]),
+    ("s3", "2023-03-12T10:00:00Z", [("Cara", "I started a pottery class at the Kiln Studio."),
+                                    ("Dev", "Pottery at Kiln Studio? Show me your first bowl!")]),
+]

@@ -45,31 +45,36 @@ def search_sources(env: Env, request: RecallRequest, n: int) -> tuple[list[str],
     return order, parts
 
 
-def search_sources_named(env: Env, request: RecallRequest, n: int, qv=None,
-                         content_w: float = 1.0) -> tuple[list[str], dict[str, dict]]:
+def search_sources_named(env: Env, request: RecallRequest, n: int, qv=None, content_w: float = 1.0,
+                         strip: bool = True, speaker_rows=None) -> tuple[list[str], dict[str, dict]]:
     """``search_sources`` for a query that names speakers (workspace's finding, ``workspace/
     roles.py``): sources are indexed and embedded as "speaker: text", so a speaker's name in the
     query matches every turn that speaker said and BM25 ranks their shortest turns first. When
-    the query names speakers found among its top dense hits, BM25 gets the query without those
+    the query names speakers found among its dense hits, BM25 gets the query without those
     names and a third list ranks by the embedding of the name-free query (RRF weight
-    ``content_w``); each id's parts gain ``content_rank``. Without named speakers this is
-    ``search_sources`` exactly."""
+    ``content_w``); each id's parts gain ``content_rank``. ``speaker_rows(dense ids)`` gives the
+    rows whose speakers count (default: the top 50 dense hits, read from the store; workspace
+    passes its cached rows of all of them). Without named speakers, or with ``strip`` off, this
+    is ``search_sources`` (scores unrounded)."""
     from ..workspace.roles import without_speakers
 
     where = env.space.time_filter(request.since, request.until)
     qv = env.embed_query(request.query) if qv is None else qv
     dense = env.space.vector_sources(qv, n, where)
-    speakers = {r.get("speaker") for r in env.space.get_sources([i for i, _ in dense[:50]])}
-    query = without_speakers(request.query, speakers - {None, ""})
+    query = request.query
+    if strip:
+        ids = [i for i, _ in dense]
+        rows = speaker_rows(ids) if speaker_rows else env.space.get_sources(ids[:50])
+        query = without_speakers(query, {r.get("speaker") for r in rows} - {None, ""})
     lexical = env.space.fts_sources(query, n, where)
     lists = {"bm25": [i for i, _ in lexical], "dense": [i for i, _ in dense]}
     if content_w > 0 and query != request.query:
         lists["content"] = [i for i, _ in env.space.vector_sources(env.embed_query(query), n, where)]
     parts = rrf(lists, k=int(request.options.get("rrf_k", RRF_K)), weights={"content": content_w})
     for i, x in lexical:
-        parts[i]["bm25"] = round(x, 4)
+        parts[i]["bm25"] = x
     for i, x in dense:
-        parts[i]["cosine"] = round(x, 4)
+        parts[i]["cosine"] = x
     return sorted(parts, key=lambda i: -parts[i]["score"]), parts
 
 

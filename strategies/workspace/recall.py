@@ -15,10 +15,10 @@ import time
 import numpy as np
 
 from ..base import Item, Recollection, RecallRequest
-from ..plain.strategy import rrf, source_ref
+from ..plain.strategy import search_sources_named, source_ref
 from ..render import CLOSE, OPEN
 from . import roles
-from .roles import speaker_match, without_speakers
+from .roles import speaker_match
 from .select import greedy, kernel, path_costs, priorities, propagate
 
 
@@ -58,29 +58,13 @@ def _seeds(env, request, s, snap, scheme, qv):
 
 
 def _search(env, request, qv, n, snap, s):
-    """``plain.search_sources`` with the query vector already computed, plus the named-speaker
-    handling of ``roles.py``: with ``strip_names``, when the query names speakers found among
-    its dense hits, BM25 gets the query without those names and a second dense list (weight
-    ``content_dense``) ranks by the embedding of that name-free query; the three lists are fused
-    by RRF. Every source vector embeds "speaker: text", so the query's name pulls the first dense
-    list towards all of that speaker's turns; the name-free list ranks by what is asked about."""
-    where = env.space.time_filter(request.since, request.until)
-    dense = env.space.vector_sources(qv, n, where)
-    query = request.query
-    if s["strip_names"]:
-        rows, _ = snap.unit_rows(env.space, [i for i, _ in dense])
-        query = without_speakers(query, {r.get("speaker") for r in rows.values()} - {None, ""})
-    lexical = env.space.fts_sources(query, n, where)
-    lists = {"bm25": [i for i, _ in lexical], "dense": [i for i, _ in dense]}
-    if s["content_dense"] > 0 and query != request.query:
-        q2 = np.asarray(env.embed_query(query), dtype=np.float64)
-        lists["content"] = [i for i, _ in env.space.vector_sources(q2, n, where)]
-    parts = rrf(lists, weights={"content": s["content_dense"]})
-    for i, x in lexical:
-        parts[i]["bm25"] = x
-    for i, x in dense:
-        parts[i]["cosine"] = x
-    return sorted(parts, key=lambda i: -parts[i]["score"]), parts
+    """``plain.search_sources_named`` with the query vector already computed and the speakers of
+    all dense hits read from the snapshot's cached rows; ``strip_names=0`` is the plain search.
+    Every source vector embeds "speaker: text", so the query's name pulls the first dense list
+    towards all of that speaker's turns; the name-free list ranks by what is asked about."""
+    return search_sources_named(
+        env, request, n, qv, s["content_dense"], strip=bool(s["strip_names"]),
+        speaker_rows=lambda ids: list(snap.unit_rows(env.space, ids)[0].values()))
 
 
 def workspace_recall(env, request: RecallRequest, s: dict, snap, scheme: str, t0: float) -> Recollection:

@@ -11,15 +11,9 @@ from trimem.strategies.wiki import evidence as ev, route
 from trimem.strategies.wiki.strategy import WikiStrategy
 from trimem.tools.remember import Message, remember
 
-SESSIONS = [
-    ("s1", "2023-01-10T10:00:00Z", [("Ana", "I moved to Berlin last month for a new job at Lumen."),
-                                    ("Ben", "Berlin sounds great! How is the new job at Lumen?"),
-                                    ("Ana", "My dog Rex loves the big parks in Berlin.")]),
-    ("s2", "2023-02-11T10:00:00Z", [("Ana", "Rex chewed my new running shoes again."),
-                                    ("Ben", "Ha, Rex is a menace. Did you run in Berlin?")]),
-    ("s3", "2023-03-12T10:00:00Z", [("Cara", "I started a pottery class at the Kiln Studio."),
-                                    ("Dev", "Pottery at Kiln Studio? Show me your first bowl!")]),
-]
+from helpers import WIKI_SESSIONS
+
+SESSIONS = WIKI_SESSIONS
 
 
 @pytest.fixture
