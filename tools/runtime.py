@@ -77,7 +77,8 @@ class Runtime:
                 except (StorageError, OSError) as exc:
                     raise ToolError(f"cannot open the memory store at {self.config.home}: {exc}. "
                                     "Set TRIMEM_HOME to a writable folder.") from exc
-                self.curation.resume(self._store)
+                if self.config.curation:   # TRIMEM_CURATION=false: raw sources only, no resume
+                    self.curation.resume(self._store)
             return self._store
 
     @property

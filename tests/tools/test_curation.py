@@ -70,6 +70,25 @@ async def test_queued_sessions_resume_after_a_restart(counter, home, tmp_path_fa
     assert [r["n"] for r in space.rows("counts")] == [1]
 
 
+async def test_switched_off_curation_resumes_nothing(counter, home, tmp_path_factory):
+    """TRIMEM_CURATION=false keeps raw sources only: a session left queued by an earlier
+    process stays queued (it is curated when curation is switched back on)."""
+    from mcp import Client
+
+    cache = tmp_path_factory.getbasetemp() / "model-cache"
+    first = build_server(Settings(home=str(home), cache_dir=cache))
+    first.runtime.curation.delay_s = 3600
+    async with Client(first) as c:
+        payload(await c.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
+    off = build_server(Settings(home=str(home), cache_dir=cache, curation=False))
+    space = off.runtime.space("default")
+    assert off.runtime.curation.wait_idle(30)
+    assert space.get_session("s")["curation"] == "queued" and space.rows("counts") == []
+    on = build_server(Settings(home=str(home), cache_dir=cache))
+    assert on.runtime.space("default") is not None and on.runtime.curation.wait_idle(30)
+    assert [r["n"] for r in on.runtime.space("default").rows("counts")] == [1]
+
+
 async def test_curation_can_be_switched_off(counter, home, tmp_path_factory):
     from mcp import Client
 
