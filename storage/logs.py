@@ -33,6 +33,19 @@ class LogsMixin:
         tbl = self.table("sessions")
         return tbl.search().limit(None).to_list() if tbl is not None else []
 
+    def session_times(self) -> dict:
+        """session id -> its ``session_time`` (or None), reading only those columns: curation
+        and temporal recall need the order of sessions in time, not every session row."""
+        tbl = self.table("sessions")
+        if tbl is None:
+            return {}
+        rows = tbl.search().select(["session_id", "session_time", "namespace"]).limit(None).to_list()
+        return {r["session_id"]: r["session_time"] for r in rows if r["namespace"] == self.namespace}
+
+    def latest_session_time(self) -> datetime | None:
+        """The latest ``session_time`` of the namespace."""
+        return max((t for t in self.session_times().values() if t is not None), default=None)
+
     def uncurated_sessions(self) -> list[str]:
         """Sessions whose curation is queued or failed: their turns are in no curated store yet."""
         tbl = self.table("sessions")

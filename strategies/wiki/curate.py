@@ -28,6 +28,7 @@ from __future__ import annotations
 import threading
 import weakref
 
+from . import turnmap
 from .claims import build_snapshots
 from .store import (CLAIM, CLAIM_SCHEMA, SNAP, SNAP_SCHEMA, TRAJ, TRAJ_SCHEMA, claim_row, ensure,
                     index_tables, load_snapshots, order_key, traj_row)
@@ -120,6 +121,7 @@ def curate_session(space, session_id: str, llm=None, m: int = 15,
     b.trajs.update(trajs)
     placed = [(s, b.append(s)[0]) for s in sorted(snaps, key=order_key)]
     w = write(space, b, full=False)
+    turnmap.note_append(space, snaps, w["rows"])
     if in_step:
         token = update(space, placed, w["fresh"], w["changed"])
     else:
@@ -155,6 +157,7 @@ def write(space, b: Builder, full: bool) -> dict:
             if cid in old:
                 changed.append({k: v for k, v in dict(old[cid], **ch).items() if k != "namespace"})
     if full:
+        turnmap.invalidate(space)
         keep = {T.id for T in b.trajs.values()}
         stale = [r["id"] for r in space.rows(TRAJ, columns=["id"]) if r["id"] not in keep]
         if stale:
@@ -164,7 +167,9 @@ def write(space, b: Builder, full: bool) -> dict:
             space.delete_rows(CLAIM, {"id": stale})
     space.upsert(CLAIM, CLAIM_SCHEMA, claims + changed)
     space.upsert(TRAJ, TRAJ_SCHEMA, rows)
-    return {"fresh": claims, "changed": changed}
+    if full:
+        turnmap.invalidate(space)   # again: a recall in between may have read half a replay
+    return {"fresh": claims, "changed": changed, "rows": rows}
 
 
 def forget_sources(space, source_ids: set[str], m: int = 15) -> int:
@@ -179,5 +184,6 @@ def forget_sources(space, source_ids: set[str], m: int = 15) -> int:
         return 0
     space.delete_rows(SNAP, {"id": sorted(gone)})
     space.delete_rows(CLAIM, {"id": claims})
+    turnmap.invalidate(space)
     replay(space, m)
     return len(snaps) + len(claims)

@@ -130,8 +130,7 @@ class WikiStrategy:
     @staticmethod
     def _ref_time(space):
         """'Now' for relative dates in a query: the time of the latest session."""
-        ts = [s.get("session_time") for s in space.list_sessions() if s.get("session_time")]
-        return max(ts) if ts else None
+        return space.latest_session_time()
 
     def _finish(self, env, request, a, first, retry, t, k, direct, parts) -> Recollection:
         packed = a["packed"]

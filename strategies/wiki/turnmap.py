@@ -2,19 +2,31 @@
 subject: the maps ``scoring.score_turns`` needs on every recall, kept in memory per namespace.
 
 Reading them from the wiki tables on every recall meant scanning every trajectory and every
-snapshot (with its claims) of the namespace: fine for one LoCoMo conversation, seconds per recall
-at 100k turns. They change only when curation (or forget / consolidate) writes those tables, so
-they are rebuilt when either table's version moves and reused otherwise. A version check is a
-metadata read, not a scan.
+snapshot (with its claims) of the namespace: ~1 s per recall at 100k turns. So they are read once
+and then kept current:
+
+* curation in this process (the server's own worker) appends a session's new snapshots and
+  rewrites the trajectories they joined; ``note_append`` applies exactly those rows to the maps,
+  so a recall right after a ``remember`` does not pay a full re-read;
+* anything else this process does to the wiki tables (forget, consolidate, a full page rebuild)
+  calls ``invalidate``; the next recall reads afresh;
+* another process writing the same store (a second server, the ``consolidate`` CLI) changes the
+  row counts of the two tables, which are re-checked at most every ``RECHECK_S`` seconds (the same
+  trade-off as the workspace snapshot: an equal-count rewrite by another process is only seen after
+  a restart). Table versions are not used as the key: background compaction bumps them without
+  changing a row, and dropped the maps after every compaction.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 
 from .store import SNAP, TRAJ
+
+RECHECK_S = 2.0
 
 
 @dataclass
@@ -24,38 +36,89 @@ class TurnMaps:
     members: dict[str, list[str]] = field(default_factory=dict)   # trajectory id -> source ids
     inv: dict[str, list[tuple[str, frozenset]]] = field(default_factory=dict)
     # ^ claim subject (lower case) -> [(source id, the claim's facets)]
+    snaps: set[str] = field(default_factory=set)                  # snapshot ids read
+    counts: tuple = ()
+    gen: int = 0
+    checked: float = 0.0
 
 
 _lock = threading.Lock()
-_cache: dict[tuple, tuple[tuple, TurnMaps]] = {}
+_cache: dict[tuple, TurnMaps] = {}
+_gen: dict[tuple, int] = {}
 
 
-def _versions(space) -> tuple:
-    out = []
-    for kind in (TRAJ, SNAP):
-        tbl = space.derived_table(kind)
-        out.append(None if tbl is None else (id(tbl), tbl.version))
-    return tuple(out)
+def _key(space) -> tuple:
+    return (id(space.store), space.namespace)
+
+
+def _counts(space) -> tuple:
+    return (space.count_rows(TRAJ), space.count_rows(SNAP))
+
+
+def invalidate(space) -> None:
+    with _lock:
+        k = _key(space)
+        _gen[k] = _gen.get(k, 0) + 1
+        _cache.pop(k, None)
 
 
 def turn_maps(space) -> TurnMaps:
-    key = (id(space.store), space.namespace)
-    ver = _versions(space)
+    k = _key(space)
     with _lock:
-        hit = _cache.get(key)
-    if hit is not None and hit[0] == ver:
-        return hit[1]
-    m = TurnMaps()
+        m, gen = _cache.get(k), _gen.get(k, 0)
+    now = time.monotonic()
+    if m is not None and m.gen == gen and now - m.checked < RECHECK_S:
+        return m
+    counts = _counts(space)
+    if m is not None and m.gen == gen and m.counts == counts:
+        m.checked = now
+        return m
+    m = TurnMaps(counts=counts, gen=gen, checked=now)
     for t in space.rows(TRAJ, columns=["id", "source_ids"]):
-        m.members[t["id"]] = list(t["source_ids"])
-        for i in t["source_ids"]:
-            m.t_of[i] = t["id"]
+        _set_members(m, t["id"], list(t["source_ids"]))
     for s in space.rows(SNAP, columns=["id", "source_ids", "claims"]):
-        for i in s["source_ids"]:
-            m.s_of[i] = s["id"]
-        for c in json.loads(s["claims"]):
-            m.inv.setdefault(c["subject"].lower(), []).append(
-                (c["source_id"], frozenset(c["facets"])))
+        _add_snapshot(m, s)
     with _lock:
-        _cache[key] = (ver, m)
+        if _gen.get(k, 0) == gen:
+            _cache[k] = m
     return m
+
+
+def note_append(space, snapshots: list[dict], traj_rows: list[dict]) -> None:
+    """Apply what an append-mode curation just wrote (new snapshots, the rewritten rows of the
+    trajectories they joined) to the cached maps, if any are cached and current. The maps are
+    replaced, not changed in place, so a recall reading the old ones is not disturbed."""
+    k = _key(space)
+    with _lock:
+        old, gen = _cache.get(k), _gen.get(k, 0)
+    if old is None or old.gen != gen:
+        return
+    m = TurnMaps(t_of=dict(old.t_of), s_of=dict(old.s_of), members=dict(old.members),
+                 inv={s: list(v) for s, v in old.inv.items()}, snaps=set(old.snaps), gen=gen)
+    for t in traj_rows:
+        _set_members(m, t["id"], list(t["source_ids"]))
+    for s in snapshots:
+        if s["id"] not in m.snaps:   # a re-placed snapshot is already in the maps
+            _add_snapshot(m, s)
+    m.counts, m.checked = _counts(space), time.monotonic()
+    with _lock:
+        if _gen.get(k, 0) == gen and _cache.get(k) is old:
+            _cache[k] = m
+
+
+def _set_members(m: TurnMaps, tid: str, ids: list[str]) -> None:
+    for i in m.members.get(tid, ()):
+        if m.t_of.get(i) == tid:
+            del m.t_of[i]
+    m.members[tid] = ids
+    for i in ids:
+        m.t_of[i] = tid
+
+
+def _add_snapshot(m: TurnMaps, s: dict) -> None:
+    m.snaps.add(s["id"])
+    for i in s["source_ids"]:
+        m.s_of[i] = s["id"]
+    claims = json.loads(s["claims"]) if isinstance(s["claims"], str) else s["claims"]
+    for c in claims:
+        m.inv.setdefault(c["subject"].lower(), []).append((c["source_id"], frozenset(c["facets"])))

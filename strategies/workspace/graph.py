@@ -124,9 +124,8 @@ def _cos(a: dict, b: dict) -> float:
 
 
 def session_order(space) -> list[str]:
-    sess = space.list_sessions()
-    return [s["session_id"] for s in sorted(sess, key=lambda s: (str(s.get("session_time") or ""),
-                                                                 s["session_id"]))]
+    times = space.session_times()
+    return sorted(times, key=lambda sid: (str(times[sid] or ""), sid))
 
 
 def edges_for_session(env, session_id: str, new: list[dict], order: list[str],
@@ -193,8 +192,8 @@ def curate_session(env, session_id: str) -> dict:
     space.delete_rows(THREADS, {"session_id": session_id})
     rows = build_threads(env, session_id)
     if not rows:
-        return {"threads": 0, "edges": 0}
+        return {"threads": 0, "edges": 0, "rows": [], "edge_rows": []}
     space.upsert(THREADS, thread_schema(len(rows[0]["vector"])), rows)
     edges = edges_for_session(env, session_id, rows, session_order(space))
     space.upsert(EDGES, EDGE_SCHEMA, edges)
-    return {"threads": len(rows), "edges": len(edges)}
+    return {"threads": len(rows), "edges": len(edges), "rows": rows, "edge_rows": edges}

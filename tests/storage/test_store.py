@@ -102,3 +102,14 @@ def test_derived_rows_filter_on_a_list_column_escapes_the_value(tmp_path):
     assert [r["id"] for r in sp.rows("tagged", contains={"tags": "it's"})] == ["a"]
     assert [r["id"] for r in sp.rows("tagged", contains={"tags": "y"}, eq={"id": "b"})] == ["b"]
     assert sp.rows("tagged", contains={"tags": "x') OR true OR ('"}) == []
+
+
+def test_latest_session_time_is_per_namespace_and_skips_sessions_without_one(tmp_path):
+    store = open_store(tmp_path)
+    a, b = store.space("a"), store.space("b")
+    assert a.latest_session_time() is None                      # no sessions table yet
+    t1, t2 = (datetime(2024, m, 1, tzinfo=timezone.utc) for m in (3, 5))
+    a.put_session({"session_id": "s1", "session_time": t1, "curation": "done"})
+    a.put_session({"session_id": "s2", "session_time": None, "curation": "done"})
+    b.put_session({"session_id": "s3", "session_time": t2, "curation": "done"})
+    assert a.latest_session_time() == t1 and b.latest_session_time() == t2

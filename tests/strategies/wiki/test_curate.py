@@ -175,3 +175,32 @@ def test_turn_maps_are_reused_until_curation_changes_the_wiki(rt):
     assert after is not first and ids["s3-0"] in after.t_of and ids["s3-0"] not in first.t_of
     claimed = {s for v in after.inv.values() for s, _ in v}
     assert ids["s3-0"] in claimed and claimed <= set(ids.values())   # claims cite stored turns
+
+
+def test_turn_maps_follow_curation_without_a_reread_and_forget_drops_them(rt, monkeypatch):
+    """Curation in this process applies its new snapshots and trajectory rows to the cached turn
+    maps (no full re-read: the re-check interval is made endless, so only the patch can make them
+    current); the patched maps equal a fresh read. A forget drops them."""
+    from trimem.strategies.wiki import turnmap
+
+    monkeypatch.setattr(turnmap, "RECHECK_S", 1e9)
+    wiki = WikiStrategy()
+    say(rt, wiki, *SESSIONS[0])
+    space = rt.space("default")
+    first = turnmap.turn_maps(space)
+    for sid, when, turns in SESSIONS[1:]:
+        say(rt, wiki, sid, when, turns)
+    say(rt, wiki, "s3", SESSIONS[2][1], MORE_S3, start=len(SESSIONS[2][2]))   # an append
+    patched = turnmap.turn_maps(space)
+    assert patched is not first and set(patched.t_of) > set(first.t_of)
+    turnmap.invalidate(space)
+    fresh = turnmap.turn_maps(space)
+    assert fresh is not patched
+    for f in ("t_of", "s_of", "members", "snaps", "counts"):
+        assert getattr(patched, f) == getattr(fresh, f), f
+    assert {s: sorted(v, key=str) for s, v in patched.inv.items()} == \
+        {s: sorted(v, key=str) for s, v in fresh.inv.items()}
+    gone = space.sources_by_session("s2")[0]["id"]
+    assert gone in fresh.t_of
+    wiki.forget(rt.env("default"), [gone])
+    assert gone not in turnmap.turn_maps(space).t_of

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+import numpy as np
+
 from helpers import payload
-from trimem.strategies.workspace import graph
+from trimem.strategies.workspace import cache, graph
 
 pytestmark = pytest.mark.anyio
 
@@ -89,3 +91,41 @@ async def test_workspace_falls_back_to_plain_before_curation(client, server):
     payload(await client.call_tool("remember", {"messages": msgs(POTTERY, "b"), "session_id": "s"}))
     rec = payload(await client.call_tool("recall", {"query": "pottery class", "strategy": "workspace"}))
     assert "fell back to plain" in rec["route_reason"] and rec["sources"]
+
+
+def _view(snap) -> dict:
+    return {
+        "ids": {s: sorted(v) for s, v in snap.ids.items()},
+        "threads": {t: {c: str(v) for c, v in r.items()} for t, r in snap.threads.items()},
+        "unit_thread": snap.unit_thread,
+        "adj": {s: {t: sorted(nb) for t, nb in a.items() if nb} for s, a in snap.adj.items()},
+        "counts": snap.counts,
+    }
+
+
+async def test_snapshot_is_patched_by_curation_and_equals_a_fresh_read(client, server, monkeypatch):
+    monkeypatch.setattr(cache, "RECHECK_S", 1e9)   # only the patch can make a snapshot current
+    rt = server.runtime
+    payload(await client.call_tool("remember", {"messages": msgs(TRIP, "a"), "session_id": "s1",
+                                                "session_time": "2024-05-01T10:00:00"}))
+    assert rt.curation.wait_idle(60)
+    space = rt.space("default")
+    graph.declare(space)
+    first = cache.snapshot(space)
+    payload(await client.call_tool("remember", {"messages": msgs(POTTERY, "b"), "session_id": "s2",
+                                                "session_time": "2024-06-01T10:00:00"}))
+    assert rt.curation.wait_idle(60)
+    more = [{"content": "Carla wants to go back to Lisbon in the autumn.", "speaker": "Ana",
+             "ref": "a-more"}]
+    payload(await client.call_tool("remember", {"messages": more, "session_id": "s1"}))
+    assert rt.curation.wait_idle(60)                  # s1 is segmented again: threads replaced
+    patched = cache.snapshot(space)
+    assert patched is not first and any(t["session_id"] == "s2" for t in patched.threads.values())
+    assert patched.units is first.units                # patched in place of a re-read
+    cache.invalidate(space)
+    fresh = cache.snapshot(space)
+    assert fresh is not patched
+    assert _view(patched) == _view(fresh)
+    for s, ids in fresh.ids.items():
+        at = {t: i for i, t in enumerate(patched.ids[s])}
+        assert np.allclose(patched.mats[s][[at[t] for t in ids]], fresh.mats[s])
