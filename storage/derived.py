@@ -151,6 +151,28 @@ class DerivedMixin:
                 out.append(r)
         return out
 
+    def nearest_many(self, kind: str, vectors: list, k: int, eq: dict[str, Any] | None = None,
+                     columns: Iterable[str] = ("id",)) -> list[list[dict]]:
+        """``nearest`` for several vectors in one query (one scan of an unindexed table instead
+        of one per vector): a list of results per vector, in the order given."""
+        tbl = self.derived_table(kind)
+        out: list[list[dict]] = [[] for _ in vectors]
+        if tbl is None or not vectors:
+            return out
+        if len(vectors) == 1:
+            return [self.nearest(kind, vectors[0], k, eq, columns)]
+        q = (tbl.search([np.asarray(v, dtype=np.float32) for v in vectors], query_type="vector",
+                        vector_column_name="vector").distance_type("cosine")
+             .select(sorted(set(columns) | {"namespace"})))
+        w = _where(eq)
+        if w:
+            q = q.where(w, prefilter=True)
+        for r in q.limit(k).to_list():
+            if r.get("namespace") == self.namespace:
+                r["similarity"] = 1.0 - float(r.pop("_distance"))
+                out[int(r.pop("query_index"))].append(r)
+        return [sorted(rs, key=lambda r: -r["similarity"]) for rs in out]
+
     def text_search(self, kind: str, query: str, k: int, column: str = "text",
                     eq: dict[str, Any] | None = None, columns: Iterable[str] = ("id",)) -> list[dict]:
         """BM25 over ``column`` (an FTS index is built on first use); each row gets ``bm25``."""

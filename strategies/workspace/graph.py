@@ -152,9 +152,10 @@ def edges_for_session(env, session_id: str, new: list[dict], order: list[str],
         if not cross:
             continue
         own = {r["id"] for r in mine}
-        for a in mine:
-            near = space.nearest(THREADS, np.asarray(a["vector"]), K_SEM + len(mine),
-                                 eq={"scheme": scheme}, columns=["id", "session_id", "vector"])
+        found = space.nearest_many(THREADS, [np.asarray(a["vector"]) for a in mine],
+                                   K_SEM + len(mine), eq={"scheme": scheme},
+                                   columns=["id", "session_id", "vector"])
+        for a, near in zip(mine, found):
             near = [r for r in near if r["id"] not in own and r["similarity"] >= SEM_MIN][:K_SEM]
             for b in near:
                 out += _edge(scheme, a, b, b["similarity"], "semantic")

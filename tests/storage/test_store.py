@@ -113,3 +113,28 @@ def test_latest_session_time_is_per_namespace_and_skips_sessions_without_one(tmp
     a.put_session({"session_id": "s2", "session_time": None, "curation": "done"})
     b.put_session({"session_id": "s3", "session_time": t2, "curation": "done"})
     assert a.latest_session_time() == t1 and b.latest_session_time() == t2
+
+
+def test_nearest_many_equals_one_nearest_per_vector(tmp_path):
+    import pyarrow as pa
+
+    store = open_store(tmp_path)
+    sp, other = store.space("n"), store.space("m")   # another namespace's rows never show up
+    dim = 8
+    for x in (sp, other):
+        x.bind_model("m", dim, fake_embed(dim))
+    schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("g", pa.string()),
+                        ("vector", pa.list_(pa.float32(), dim))])
+    vecs = fake_embed(dim)([f"row {i}" for i in range(40)])
+    sp.upsert("things", schema, [{"id": f"r{i}", "g": "ab"[i % 2], "vector": v}
+                                 for i, v in enumerate(vecs)])
+    other.upsert("things", schema, [{"id": "x", "g": "a", "vector": vecs[0]}])
+    queries = list(fake_embed(dim)(["q1", "q2", "q3"]))
+    many = sp.nearest_many("things", queries, 5, eq={"g": "a"})
+    assert len(many) == 3
+    for q, got in zip(queries, many):
+        one = sp.nearest("things", q, 5, eq={"g": "a"})
+        assert [r["id"] for r in got] == [r["id"] for r in one] and len(got) == 5
+        assert all(r["id"] != "x" and int(r["id"][1:]) % 2 == 0 for r in got)
+        assert [round(r["similarity"], 5) for r in got] == [round(r["similarity"], 5) for r in one]
+    assert sp.nearest_many("things", [], 5) == []
