@@ -1,6 +1,6 @@
 """Scale: remember throughput, recall latency against its floor, RSS, and MCP cold start.
 
-    python -m trimem.bench.scale --sizes 10000,100000 [--home DIR] [--json OUT]
+    python -m trimem.bench.scale --sizes 10000,100000 [--home DIR] [--json OUT] [--live N]
 
 One namespace grows to each size through ``tools.remember.remember`` (one call per ~20-turn
 synthetic session, see ``bench/synth.py``). At each size: wait for the automatic vector index (or
@@ -273,6 +273,13 @@ def run(args) -> dict:
         log(f"size {size}: recall x{args.queries} (+{args.warmup} warm-up)")
         qs = synth.pick_questions(args.queries + args.warmup, seed=size)
         res["recall"] = measure_recall(rt, space, qs, args.warmup)
+        if args.live:
+            from .live import measure_live
+
+            log(f"size {size}: {args.live} x remember a session, then recall at once")
+            res["live"] = measure_live(rt, space, NS, STRATEGY[0], qs[args.warmup:], args.live,
+                                       args.seed)
+            space.wait_upkeep(timeout=1800, flush=True)
         log(f"size {size}: recall while the vector index is rebuilt")
         res["during_rebuild"] = recall_during_rebuild(rt, space, qs)
         res["rss_peak_mb"], res["rss_now_mb"] = rss_mb()
@@ -327,6 +334,14 @@ def table(out: dict) -> str:
                    f"{fl['fts_p50']} + {fl['vector_p50']} = {fl['sum_p50']} | "
                    f"{round(rc['p50'] - fl['sum_p50'], 2)} | {ins['get_sources_p50']} / "
                    f"{ins['log_recall_p50']} | {r['loadavg'][0]:.2f} |")
+    live = ["| size | rounds | recall right after remember p50 / p95 / max ms | while curating | "
+            "remember p50 ms | drain after s |", "|---" * 6 + "|"]
+    for size, r in out["sizes"].items():
+        lv = r.get("live")
+        if lv:
+            live.append(f"| {int(size):,} | {lv['rounds']} | {lv['p50']} / {lv['p95']} / "
+                        f"{lv['max']} | {lv['while_curating']} | {lv['remember_p50_ms']} | "
+                        f"{lv['drain_after_s']} |")
     reb = ["| size | index rebuild s | recalls meanwhile | recall p50 / p95 / max ms |",
            "|---" * 4 + "|"]
     for size, r in out["sizes"].items():
@@ -337,6 +352,8 @@ def table(out: dict) -> str:
     lines = [f"{out['date']} · {out['cpus']} CPUs · load avg at start {la} · model load "
              f"{out['model_load_s']} s · total {out['total_s']} s · recall strategy "
              f"{out.get('strategy', 'plain')}", "", *ing, "", *rec, "", *reb]
+    if len(live) > 2:
+        lines += ["", *live]
     cs = out.get("cold_start")
     if cs:
         lines += ["", "| cold start: spawn `trimem serve` (stdio) → | median s | runs s |",
@@ -362,6 +379,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--cold-runs", type=int, default=5, help="0 skips the cold-start runs")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--live", type=int, default=0,
+                    help="also N rounds of remember-then-recall-at-once (bench/live.py)")
     ap.add_argument("--no-curation", action="store_true",
                     help="sources only (TRIMEM_CURATION=false): measure plain without the "
                          "paper strategies' background curation")
