@@ -21,7 +21,7 @@ import time
 from ..base import Env, Item, Recollection, RecallRequest
 from ..plain.strategy import search_sources, search_sources_named, source_ref
 from ..render import pack_sources
-from . import evidence as ev, route, scoring, store
+from . import evidence as ev, route, scoring, store, turnmap
 from .curate import IndexCache, curate_session, forget_sources
 from .explain import explain_id
 from .pages import rebuild
@@ -49,7 +49,8 @@ class WikiStrategy:
         llm = None if is_none(env.llm) else env.llm
         for attempt in range(3):
             try:   # forget purges old table versions while a re-curation may be reading them
-                info = curate_session(env.space, session_id, llm, self.m, self._index)
+                with turnmap.writing(env.space):
+                    info = curate_session(env.space, session_id, llm, self.m, self._index)
                 break
             except RuntimeError as exc:
                 if "Not found" not in str(exc) or attempt == 2:

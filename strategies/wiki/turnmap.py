@@ -7,7 +7,8 @@ and then kept current:
 
 * curation in this process (the server's own worker) appends a session's new snapshots and
   rewrites the trajectories they joined; ``note_append`` applies exactly those rows to the maps,
-  so a recall right after a ``remember`` does not pay a full re-read;
+  so a recall right after a ``remember`` does not pay a full re-read (and while it writes,
+  ``writing`` keeps recalls on the maps they have);
 * anything else this process does to the wiki tables (forget, consolidate, a full page rebuild)
   calls ``invalidate``; the next recall reads afresh;
 * another process writing the same store (a second server, the ``consolidate`` CLI) changes the
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .store import SNAP, TRAJ
@@ -45,6 +47,7 @@ class TurnMaps:
 _lock = threading.Lock()
 _cache: dict[tuple, TurnMaps] = {}
 _gen: dict[tuple, int] = {}
+_writing: dict[tuple, int] = {}
 
 
 def _key(space) -> tuple:
@@ -62,12 +65,29 @@ def invalidate(space) -> None:
         _cache.pop(k, None)
 
 
+@contextmanager
+def writing(space):
+    """This process's curation is appending to the wiki tables: recalls meanwhile keep the
+    cached maps instead of re-reading a half-written wiki because the counts moved;
+    ``note_append`` updates them when the write is done (after a failed write the counts differ
+    and the next re-check reads afresh)."""
+    k = _key(space)
+    with _lock:
+        _writing[k] = _writing.get(k, 0) + 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _writing[k] -= 1
+
+
 def turn_maps(space) -> TurnMaps:
     k = _key(space)
     with _lock:
         m, gen = _cache.get(k), _gen.get(k, 0)
+        busy = _writing.get(k, 0) > 0
     now = time.monotonic()
-    if m is not None and m.gen == gen and now - m.checked < RECHECK_S:
+    if m is not None and m.gen == gen and (busy or now - m.checked < RECHECK_S):
         return m
     counts = _counts(space)
     if m is not None and m.gen == gen and m.counts == counts:

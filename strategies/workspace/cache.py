@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +28,7 @@ RECHECK_S = 2.0   # re-count the tables at most this often (another process may 
 _lock = threading.Lock()
 _snaps: dict[tuple, "Snapshot"] = {}
 _gen: dict[tuple, int] = {}
+_writing: dict[tuple, int] = {}
 
 
 @dataclass
@@ -67,6 +69,22 @@ def invalidate(space) -> None:
         k = _key(space)
         _gen[k] = _gen.get(k, 0) + 1
         _snaps.pop(k, None)
+
+
+@contextmanager
+def writing(space):
+    """This process's curation is writing the thread and edge tables: a recall meanwhile keeps
+    the cached snapshot (the row counts would show half a session and force a full re-read, of a
+    half-written graph); ``note_session`` brings it up to date when the write is done. If the
+    write fails half-way, the counts differ afterwards and the next re-check reads afresh."""
+    k = _key(space)
+    with _lock:
+        _writing[k] = _writing.get(k, 0) + 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _writing[k] -= 1
 
 
 def note_session(space, session_id: str, threads: list[dict], edges: list[dict]) -> None:
@@ -122,8 +140,9 @@ def snapshot(space) -> Snapshot:
     declare(space)
     with _lock:
         snap, gen = _snaps.get(k), _gen.get(k, 0)
+        busy = _writing.get(k, 0) > 0
     now = time.monotonic()
-    if snap is not None and snap.gen == gen and now - snap.checked < RECHECK_S:
+    if snap is not None and snap.gen == gen and (busy or now - snap.checked < RECHECK_S):
         return snap
     counts = (space.count_rows(THREADS), space.count_rows(EDGES))
     if snap is not None and snap.counts == counts and snap.gen == gen:

@@ -93,8 +93,9 @@ class WorkspaceStrategy:
 
     # -- curation hooks ---------------------------------------------------------------------
     def curate(self, env: Env, session_id: str) -> None:
-        out = graph.curate_session(env, session_id)
-        cache.note_session(env.space, session_id, out.pop("rows"), out.pop("edge_rows"))
+        with cache.writing(env.space):
+            out = graph.curate_session(env, session_id)
+            cache.note_session(env.space, session_id, out.pop("rows"), out.pop("edge_rows"))
         log.debug("workspace curated %s: %s", session_id, out)
 
     def consolidate(self, env: Env, dry_run: bool = False, min_cluster_size: int = 10,

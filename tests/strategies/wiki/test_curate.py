@@ -204,3 +204,18 @@ def test_turn_maps_follow_curation_without_a_reread_and_forget_drops_them(rt, mo
     assert gone in fresh.t_of
     wiki.forget(rt.env("default"), [gone])
     assert gone not in turnmap.turn_maps(space).t_of
+
+
+def test_recalls_during_a_wiki_write_keep_the_turn_maps(rt, monkeypatch):
+    from trimem.strategies.wiki import turnmap
+
+    monkeypatch.setattr(turnmap, "RECHECK_S", 0.0)
+    wiki = WikiStrategy()
+    say(rt, wiki, *SESSIONS[0])
+    space = rt.space("default")
+    maps = turnmap.turn_maps(space)
+    snap = space.rows(store.SNAP, columns=["id"])[0]["id"]
+    with turnmap.writing(space):
+        space.delete_rows(store.SNAP, {"id": [snap]})
+        assert turnmap.turn_maps(space) is maps
+    assert snap not in turnmap.turn_maps(space).snaps    # no note: the moved counts re-read

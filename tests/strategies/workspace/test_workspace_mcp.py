@@ -129,3 +129,16 @@ async def test_snapshot_is_patched_by_curation_and_equals_a_fresh_read(client, s
     for s, ids in fresh.ids.items():
         at = {t: i for i, t in enumerate(patched.ids[s])}
         assert np.allclose(patched.mats[s][[at[t] for t in ids]], fresh.mats[s])
+
+
+async def test_a_recall_during_curation_keeps_the_snapshot_and_a_failed_write_rereads(
+        client, server, monkeypatch):
+    monkeypatch.setattr(cache, "RECHECK_S", 0.0)    # every call would re-count the tables
+    space = await _load(client, server)
+    snap = cache.snapshot(space)
+    t = next(iter(snap.threads.values()))
+    with cache.writing(space):                       # this process is half-way through a write
+        space.delete_rows(graph.THREADS, {"id": [t["id"]]})
+        assert cache.snapshot(space) is snap          # not a re-read of the half-written graph
+    fresh = cache.snapshot(space)                    # the write "failed": no note, counts moved
+    assert fresh is not snap and t["id"] not in fresh.threads
