@@ -56,7 +56,7 @@ def search_sources_named(env: Env, request: RecallRequest, n: int, qv=None, cont
     rows whose speakers count (default: the top 50 dense hits, read from the store; workspace
     passes its cached rows of all of them). Without named speakers, or with ``strip`` off, this
     is ``search_sources`` (scores unrounded)."""
-    from ..workspace.roles import without_speakers
+    from ..speakers import without_speakers
 
     where = env.space.time_filter(request.since, request.until)
     qv = env.embed_query(request.query) if qv is None else qv

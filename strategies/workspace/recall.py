@@ -18,7 +18,7 @@ from ..base import Item, Recollection, RecallRequest
 from ..plain.strategy import search_sources_named, source_ref
 from ..render import CLOSE, OPEN
 from . import roles
-from .roles import speaker_match
+from ..speakers import speaker_match
 from .select import greedy, kernel, path_costs, priorities, propagate
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from trimem.strategies.workspace.roles import query_names, speaker_match, without_speakers
+from trimem.strategies.speakers import query_names, speaker_match, without_speakers
 
 
 def test_query_names_strip_possessives_and_keep_only_capitalised_words():

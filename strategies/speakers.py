@@ -1,0 +1,58 @@
+"""Named speakers: which stored speakers a query names, and the query without their names.
+
+Shared by ``plain.search_sources_named`` (the name-free search that ``workspace`` and ``wiki``
+use) and ``workspace``'s speaker affinity (see the module docstring of ``workspace/roles.py``).
+A speaker is *named* when one of the tokens of its name (3+ letters) occurs capitalised in the
+query as a word; a possessive "'s" is stripped ("Ana's" names Ana).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+
+
+def query_names(query: str) -> set[str]:
+    """Capitalised words of the query, possessive stripped (``"Ana's"`` -> ``"Ana"``)."""
+    out = set()
+    for w in _WORD.findall(query):
+        w = re.sub(r"['’]s$", "", w)
+        if w[:1].isupper():
+            out.add(w)
+    return out
+
+
+def name_tokens(speaker: str | None) -> set[str]:
+    if not speaker:
+        return set()
+    return {t for t in _WORD.findall(speaker) if len(t) >= 3}
+
+
+def speaker_match(query: str, speakers: list[str | None]) -> np.ndarray:
+    """1.0 for the units whose speaker the query names, see the module docstring."""
+    names = query_names(query)
+    distinct = {s for s in speakers if s}
+    named = {s for s in distinct if name_tokens(s) & names}
+    if not named or named == distinct:
+        return np.zeros(len(speakers))
+    return np.array([1.0 if s in named else 0.0 for s in speakers])
+
+
+def without_speakers(query: str, speakers: set[str]) -> str:
+    """The query for BM25 and the name-free dense list, without the words naming a speaker.
+
+    Sources are indexed as ``"speaker: text"`` (``storage.sources.search_text``), so a speaker's
+    name in the query matches every turn that speaker said, and BM25's length normalisation then
+    ranks that speaker's shortest turns ("Wow, how did it feel?") above the turns that carry the
+    query's content words. The speaker part of the query is served by ``speaker_match`` instead.
+    When nothing but names would be left, the query is kept whole.
+    """
+    tokens = set().union(*(name_tokens(s) for s in speakers)) if speakers else set()
+    if not tokens:
+        return query
+    kept = [w for w in query.split()
+            if re.sub(r"['’]s$", "", w.strip("?!.,;:\"()")) not in tokens]
+    return " ".join(kept) if any(_WORD.search(w) for w in kept) else query
