@@ -8,6 +8,10 @@ import numpy as np
 
 from .db import retrying, sql_in, sql_str
 
+# filter columns of the memories table: get_memories looks rows up by id, and every vector and
+# BM25 search prefilters on kind and status (ids are opaque and kind / status are enums: no
+# message text is kept in these index files, so forget needs no rebuild of them)
+MEMORY_INDEXES = {"id": "btree", "kind": "bitmap", "status": "bitmap"}
 MEMORY_COLUMNS = ["id", "namespace", "kind", "origin", "session_id", "timestamp", "text", "body",
                   "source_ids", "refs", "status", "lineage", "embed_model", "created_at"]
 
@@ -36,6 +40,7 @@ class MemoriesMixin:
         retrying(lambda: tbl.merge_insert("id").when_matched_update_all()
                  .when_not_matched_insert_all().execute(rows), "add memories")
         self.after_write("memories", len(rows))
+        self.scalar_indexes("memories", MEMORY_INDEXES)   # once per process
 
     def _mem_select(self, where: str) -> list[dict]:
         tbl = self.table("memories")

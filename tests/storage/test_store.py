@@ -138,3 +138,22 @@ def test_nearest_many_equals_one_nearest_per_vector(tmp_path):
         assert all(r["id"] != "x" and int(r["id"][1:]) % 2 == 0 for r in got)
         assert [round(r["similarity"], 5) for r in got] == [round(r["similarity"], 5) for r in one]
     assert sp.nearest_many("things", [], 5) == []
+
+
+def test_memories_get_scalar_indexes_and_later_rows_are_still_found(tmp_path):
+    sp = open_store(tmp_path).space("n")
+    sp.bind_model("m", 8, fake_embed(8))
+    emb = fake_embed(8)
+    now = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+    def mem(i, kind):
+        return {"id": f"mem_{i}", "kind": kind, "origin": "heuristic", "session_id": "s",
+                "timestamp": now, "text": f"memory {i}", "body": {}, "source_ids": [],
+                "refs": [], "lineage": {}, "created_at": now, "vector": emb([f"memory {i}"])[0]}
+
+    sp.add_memories([mem(0, "episode"), mem(1, "fact")])
+    assert {"id_idx", "kind_idx", "status_idx"} <= {ix.name for ix in sp.table("memories").list_indices()}
+    sp.add_memories([mem(2, "episode")])                     # after the indexes: unindexed rows
+    assert [m["id"] for m in sp.get_memories(["mem_2", "mem_0", "nope"])] == ["mem_2", "mem_0"]
+    found = sp.vector_memories("episode", emb(["memory 2"])[0], 5)
+    assert found[0][0] == "mem_2" and {i for i, _ in found} == {"mem_0", "mem_2"}
