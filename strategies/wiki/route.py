@@ -11,7 +11,10 @@ lookup of the query's entities and facets (top ``t`` = 15 kept, the index page n
     fac = share of the query's facets the page carries
     temp= 1 when a date span in the query overlaps the page's time span, else 0
 
-Candidates C_q = union of L_p over the routed non-hub pages (``pages.HUB_SHARE``).
+Candidates C_q = union of L_p over the routed non-hub pages (``pages.HUB_SHARE``), at most
+``MAX_CANDIDATES`` of them, those with the most page support (a choice for large namespaces:
+at 100k turns the pages of two common names link ~5k trajectories, most of the namespace, and
+reading and scoring them all cost ~0.2 s per attempt; on LoCoMo C_q stays far below the cap).
 ``routing="direct"`` skips the wiki: C_q = every trajectory (the paper's ablation).
 
 Trajectory relevance, with turn-level evidence from the raw sources (BM25 + dense fused by RRF,
@@ -44,6 +47,7 @@ LIST_RX = re.compile(r"\b(how many|how often|how much|which|what (?:kinds?|types
 TIME_RX = re.compile(r"\b(when|what (?:year|month|day|date|time)|how long|before|after|since)\b")
 W_PAGE = {"sem": 0.35, "lex": 0.25, "ent": 0.20, "fac": 0.10, "temp": 0.10}
 W_TRAJ = {"src": 0.45, "sem": 0.25, "route": 0.20, "ent": 0.10}
+MAX_CANDIDATES = 500
 PAGE_COLS = ["id", "type", "key", "title", "trajectory_ids", "names", "facets", "subject",
              "first_time", "last_time", "hub", "n_links"]
 TRAJ_COLS = ["id", "title", "names", "heads", "facets", "speakers", "sessions", "source_ids",
@@ -113,7 +117,8 @@ def candidates(space, routed: list[dict], direct: bool) -> tuple[list[dict], dic
                 continue
             for tid in x["page"]["trajectory_ids"]:
                 support[tid] = support.get(tid, 0.0) + x["parts"]["S_p"]
-        rows = space.rows(TRAJ, eq={"id": sorted(support)}, columns=TRAJ_COLS) if support else []
+        read = sorted(support, key=lambda t: (-support[t], t))[:MAX_CANDIDATES]
+        rows = space.rows(TRAJ, eq={"id": sorted(read)}, columns=TRAJ_COLS) if read else []
     else:
         rows = space.rows(TRAJ, columns=TRAJ_COLS)
     for r in rows:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from ..base import Env, Item, Recollection, RecallRequest
 from ..plain.strategy import search_sources, search_sources_named, source_ref
@@ -78,6 +79,7 @@ class WikiStrategy:
     # -- recall ---------------------------------------------------------------------------
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
         store.ensure(env.space)
+        env = replace(env, space=_Reads(env.space))
         opt = request.options
         t, k = int(opt.get("t", self.t)), int(opt.get("k", self.k))
         direct = opt.get("routing", "wiki") == "direct"
@@ -175,3 +177,33 @@ class WikiStrategy:
             reason += "; evidence judged insufficient" + (" after a retry" if retry else "")
         return Recollection(context=packed.context, items=items, sources=sources,
                             abstain=abstain, route_reason=reason, trace=trace)
+
+
+class _Reads:
+    """One recall's view of the space: the retry (``_attempt`` again with twice the pages) scores
+    mostly the same trajectories and turns, so their rows and vectors are read once per recall.
+    Nothing is kept after the recall; everything else goes to the real space."""
+
+    def __init__(self, space):
+        self._space, self._vecs, self._trajs = space, {}, {}
+
+    def __getattr__(self, name):
+        return getattr(self._space, name)
+
+    def source_vectors(self, ids: list[str]) -> dict:
+        miss = [i for i in ids if i not in self._vecs]
+        if miss:
+            self._vecs.update(self._space.source_vectors(miss))
+        return {i: self._vecs[i] for i in ids if i in self._vecs}
+
+    def rows(self, kind: str, *args, **kw) -> list[dict]:
+        ids = (kw.get("eq") or {}).get("id")
+        if (kind != store.TRAJ or args or not isinstance(ids, list)
+                or set(kw) - {"eq", "columns"} or set(kw["eq"]) != {"id"}):
+            return self._space.rows(kind, *args, **kw)
+        got = self._trajs.setdefault(tuple(kw.get("columns") or ()), {})
+        miss = [i for i in ids if i not in got]
+        if miss:
+            got.update((r["id"], r) for r in
+                       self._space.rows(kind, eq={"id": miss}, columns=kw.get("columns")))
+        return [got[i] for i in ids if i in got]

@@ -219,3 +219,30 @@ def test_recalls_during_a_wiki_write_keep_the_turn_maps(rt, monkeypatch):
         space.delete_rows(store.SNAP, {"id": [snap]})
         assert turnmap.turn_maps(space) is maps
     assert snap not in turnmap.turn_maps(space).snaps    # no note: the moved counts re-read
+
+
+def test_one_recalls_reads_are_shared_by_its_attempts(rt):
+    from trimem.strategies.wiki.route import TRAJ_COLS
+    from trimem.strategies.wiki.strategy import _Reads
+
+    wiki = WikiStrategy()
+    for sid, when, turns in SESSIONS:
+        say(rt, wiki, sid, when, turns)
+    space = rt.space("default")
+    ids = sorted(r["id"] for r in space.rows(store.TRAJ, columns=["id"]))
+    src = [r["id"] for r in space.all_sources()]
+    reads = _Reads(space)
+    assert [r["id"] for r in reads.rows(store.TRAJ, eq={"id": ids[:1]}, columns=TRAJ_COLS)] == ids[:1]
+    both = reads.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)
+    assert {r["id"]: str(r) for r in both} == \
+        {r["id"]: str(r) for r in space.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
+    vec = reads.source_vectors(src[:2])
+    assert set(vec) == set(src[:2]) and set(reads.source_vectors(src)) == set(src)
+    calls = []
+    space_rows, space_vecs = space.rows, space.source_vectors
+    reads._space = type("Spy", (), {"rows": lambda s, *a, **k: calls.append(a) or space_rows(*a, **k),
+                                    "source_vectors": lambda s, i: calls.append(i) or space_vecs(i)})()
+    assert len(reads.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)) == len(ids)
+    assert len(reads.source_vectors(src)) == len(src) and calls == []   # all from this recall's reads
+    reads.rows(store.SNAP, eq={"id": ids})                  # other tables are not kept
+    assert calls == [(store.SNAP,)]
