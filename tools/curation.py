@@ -7,6 +7,12 @@ ever waits for curation or an LLM. A session is curated once it has been idle fo
 ``delay_s`` (appends within that window are folded into one run). Sessions still ``queued`` when
 the process stopped (or crashed) are picked up again when the store is next opened.
 
+Recalls come first: before each strategy's curation step the worker waits (at most
+``YIELD_MAX_S``) until no recall is running in this process. Curation and recall share two cores
+and one interpreter lock, and at 100k units a recall that overlapped a curation step took ~3x
+longer; a step already running is not interrupted, and a steady stream of recalls cannot starve
+curation for longer than ``YIELD_MAX_S`` per step.
+
 With ``consolidate_every`` = N > 0 (off by default), the worker also consolidates a namespace
 once N of its sessions were curated since its last consolidation, after it has curated every
 session of that namespace it had waiting (see ``periodic.py``).
@@ -19,6 +25,29 @@ import threading
 import time
 
 log = logging.getLogger(__name__)
+YIELD_MAX_S = 2.0
+
+
+class RecallGate:
+    """Counts the recalls running in this process, so that background work can let them pass."""
+
+    def __init__(self):
+        self._n = 0
+        self._cond = threading.Condition()
+
+    def __enter__(self):
+        with self._cond:
+            self._n += 1
+
+    def __exit__(self, *exc):
+        with self._cond:
+            self._n -= 1
+            self._cond.notify_all()
+
+    def wait_clear(self, timeout: float) -> bool:
+        """Block until no recall runs (True) or ``timeout`` passes (False)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._n == 0, timeout=timeout)
 
 
 class CurationWorker:
@@ -149,6 +178,7 @@ class CurationWorker:
             return None
         state = "done"
         for strat in registry.with_hook("curate"):
+            self.rt.recalls.wait_clear(YIELD_MAX_S)   # recalls first (module docstring)
             try:
                 strat.curate(env, session_id)
             except Exception as exc:  # one strategy's failure must not stop the others

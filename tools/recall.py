@@ -53,13 +53,14 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
     env = rt.env(ns)
     request = RecallRequest(query=query, budget_tokens=budget, since=t_since, until=t_until,
                             options=dict(options or {}))
-    try:
-        out = strat.recall(env, request)
-    except RuntimeError as exc:   # a forget purged files under an older table handle: reopen
-        if "not found" not in str(exc).lower():
-            raise
-        rt.store.refresh()
-        out = strat.recall(env, request)
+    with rt.recalls:   # background curation lets running recalls pass (tools/curation.py)
+        try:
+            out = strat.recall(env, request)
+        except RuntimeError as exc:   # a forget purged files under an older table handle
+            if "not found" not in str(exc).lower():
+                raise
+            rt.store.refresh()
+            out = strat.recall(env, request)
     tokens = tokens_of(out.context)
     if tokens > budget:  # a strategy bug must never reach the host as an over-budget answer
         raise ToolError(f"internal error: strategy {strategy} overran the budget ({tokens} > {budget})")

@@ -60,8 +60,9 @@ class Runtime:
         self._embedder = None
         self._llm = None
         self._ns_locks: dict[str, threading.RLock] = {}
-        from .curation import CurationWorker
+        from .curation import CurationWorker, RecallGate
 
+        self.recalls = RecallGate()   # recall holds it; curation waits for it to clear
         self.curation = CurationWorker(self, delay_s=config.curation_delay_s,
                                        consolidate_every=config.consolidate_every_sessions)
 

@@ -99,3 +99,25 @@ async def test_curation_can_be_switched_off(counter, home, tmp_path_factory):
     assert res["curation"] == "done"
     space = server.runtime.space("default")
     assert space.get_session("s")["curation"] == "done" and space.rows("counts") == []
+
+
+async def test_curation_lets_a_running_recall_pass_but_is_never_starved(counter, client, server,
+                                                                         monkeypatch):
+    import time
+
+    from trimem.tools import curation
+
+    rt = server.runtime
+    monkeypatch.setattr(curation, "YIELD_MAX_S", 30.0)
+    with rt.recalls:                                  # a recall is running
+        payload(await client.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
+        time.sleep(0.5)
+        assert rt.space("default").get_session("s")["curation"] == "queued"
+    assert rt.curation.wait_idle(30)                  # the recall ended: curation goes on
+    assert rt.space("default").get_session("s")["curation"] == "done"
+
+    monkeypatch.setattr(curation, "YIELD_MAX_S", 0.2)
+    with rt.recalls:                                  # recalls that never stop: curation waits
+        payload(await client.call_tool("remember", {"messages": turns("b"), "session_id": "t"}))
+        assert rt.curation.wait_idle(30)              # at most YIELD_MAX_S per step, then runs
+        assert rt.space("default").get_session("t")["curation"] == "done"
