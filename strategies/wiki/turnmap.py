@@ -9,8 +9,8 @@ and then kept current:
   rewrites the trajectories they joined; ``note_append`` applies exactly those rows to the maps,
   so a recall right after a ``remember`` does not pay a full re-read (and while it writes,
   ``writing`` keeps recalls on the maps they have);
-* anything else this process does to the wiki tables (forget, consolidate, a full page rebuild)
-  calls ``invalidate``; the next recall reads afresh;
+* the other writes of this process to those two tables (forget, and the replay that forget
+  and consolidate run) call ``invalidate``; the next recall reads afresh;
 * another process writing the same store (a second server, the ``consolidate`` CLI) changes the
   row counts of the two tables, which are re-checked at most every ``RECHECK_S`` seconds (the same
   trade-off as the workspace snapshot: an equal-count rewrite by another process is only seen after
