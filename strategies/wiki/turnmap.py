@@ -21,11 +21,10 @@ and then kept current:
 from __future__ import annotations
 
 import json
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from ..nscache import NamespaceCache
 from .store import SNAP, TRAJ
 
 RECHECK_S = 2.0
@@ -44,63 +43,25 @@ class TurnMaps:
     checked: float = 0.0
 
 
-_lock = threading.Lock()
-_cache: dict[tuple, TurnMaps] = {}
-_gen: dict[tuple, int] = {}
-_writing: dict[tuple, int] = {}
-
-
-def _key(space) -> tuple:
-    return (id(space.store), space.namespace)
-
-
 def _counts(space) -> tuple:
     return (space.count_rows(TRAJ), space.count_rows(SNAP))
 
 
-def invalidate(space) -> None:
-    with _lock:
-        k = _key(space)
-        _gen[k] = _gen.get(k, 0) + 1
-        _cache.pop(k, None)
-
-
-@contextmanager
-def writing(space):
-    """This process's curation is appending to the wiki tables: recalls meanwhile keep the
-    cached maps instead of re-reading a half-written wiki because the counts moved;
-    ``note_append`` updates them when the write is done (after a failed write the counts differ
-    and the next re-check reads afresh)."""
-    k = _key(space)
-    with _lock:
-        _writing[k] = _writing.get(k, 0) + 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _writing[k] -= 1
+_cache = NamespaceCache(_counts)
+invalidate = _cache.invalidate
+writing = _cache.writing   # this process's curation is appending: recalls keep the maps
 
 
 def turn_maps(space) -> TurnMaps:
-    k = _key(space)
-    with _lock:
-        m, gen = _cache.get(k), _gen.get(k, 0)
-        busy = _writing.get(k, 0) > 0
-    now = time.monotonic()
-    if m is not None and m.gen == gen and (busy or now - m.checked < RECHECK_S):
+    m, gen, counts = _cache.get(space, RECHECK_S)
+    if m is not None:
         return m
-    counts = _counts(space)
-    if m is not None and m.gen == gen and m.counts == counts:
-        m.checked = now
-        return m
-    m = TurnMaps(counts=counts, gen=gen, checked=now)
+    m = TurnMaps(counts=counts, gen=gen, checked=time.monotonic())
     for t in space.rows(TRAJ, columns=["id", "source_ids"]):
         _set_members(m, t["id"], list(t["source_ids"]))
     for s in space.rows(SNAP, columns=["id", "source_ids", "claims"]):
         _add_snapshot(m, s)
-    with _lock:
-        if _gen.get(k, 0) == gen:
-            _cache[k] = m
+    _cache.put(space, m)
     return m
 
 
@@ -108,22 +69,17 @@ def note_append(space, snapshots: list[dict], traj_rows: list[dict]) -> None:
     """Apply what an append-mode curation just wrote (new snapshots, the rewritten rows of the
     trajectories they joined) to the cached maps, if any are cached and current. The maps are
     replaced, not changed in place, so a recall reading the old ones is not disturbed."""
-    k = _key(space)
-    with _lock:
-        old, gen = _cache.get(k), _gen.get(k, 0)
-    if old is None or old.gen != gen:
+    old = _cache.current(space)
+    if old is None:
         return
     m = TurnMaps(t_of=dict(old.t_of), s_of=dict(old.s_of), members=dict(old.members),
-                 inv={s: list(v) for s, v in old.inv.items()}, snaps=set(old.snaps), gen=gen)
+                 inv={s: list(v) for s, v in old.inv.items()}, snaps=set(old.snaps), gen=old.gen)
     for t in traj_rows:
         _set_members(m, t["id"], list(t["source_ids"]))
     for s in snapshots:
         if s["id"] not in m.snaps:   # a re-placed snapshot is already in the maps
             _add_snapshot(m, s)
-    m.counts, m.checked = _counts(space), time.monotonic()
-    with _lock:
-        if _gen.get(k, 0) == gen and _cache.get(k) is old:
-            _cache[k] = m
+    _cache.replace(space, old, m)
 
 
 def _set_members(m: TurnMaps, tid: str, ids: list[str]) -> None:

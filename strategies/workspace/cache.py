@@ -1,14 +1,17 @@
 """An in-process snapshot of one namespace's thread graph, so a recall does not re-read it.
 
-The snapshot (thread ids, sessions, unit ids, heads, the head matrix and the adjacency lists) is
-keyed by store and namespace and trusted while the thread and edge tables still have the row
-counts it was read at and no hook of this process bumped its generation (``invalidate`` is called
-by forget and consolidate; curation in this process applies the session it wrote with
-``note_session`` instead, so the first recall after a ``remember`` does not re-read the graph). Another process writing the same store changes the row counts
-(every curation deletes and re-adds rows), so a stale snapshot is caught within ``RECHECK_S``
-seconds in all but the rare equal-count case (counting costs ~15 ms, so it is not done on every
-recall); this process's own writes invalidate at once; a restart always reads afresh. Memory: about 1.6 kB per thread
-(384 float32 + metadata), i.e. ~270 MB at a million units (~170k threads).
+The snapshot holds thread ids, sessions, unit ids, heads, the head matrix and the adjacency
+lists, per store and namespace. It is kept current by the rules of ``strategies/nscache.py``:
+
+- curation in this process patches in the session it wrote (``note_session``), so the first
+  recall after a ``remember`` does not re-read the graph (~2.4 s at 100k units);
+- forget and consolidate call ``invalidate``;
+- another process's writes move the row counts of the thread and edge tables, re-counted at most
+  every ``RECHECK_S`` seconds (counting costs ~15 ms, so it is not done on every recall). An
+  equal-count rewrite by another process is only seen after a restart.
+
+Memory: about 1.6 kB per thread (384 float32 + metadata), i.e. ~270 MB at a million units
+(~170k threads).
 """
 
 from __future__ import annotations
@@ -16,19 +19,16 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..nscache import NamespaceCache
 from .graph import EDGES, THREADS, declare
 
 UNIT_CACHE = 50_000   # source rows + vectors kept (about 2 kB each: ~100 MB at most)
 RECHECK_S = 2.0   # re-count the tables at most this often (another process may have written)
-_lock = threading.Lock()
-_snaps: dict[tuple, "Snapshot"] = {}
-_gen: dict[tuple, int] = {}
-_writing: dict[tuple, int] = {}
+_lock = threading.Lock()   # guards the unit LRU of a snapshot
 
 
 @dataclass
@@ -60,31 +60,15 @@ class Snapshot:
         return {i: r for i, (r, _) in got.items()}, {i: v for i, (_, v) in got.items()}
 
 
-def _key(space) -> tuple:
-    return (id(space.store), space.namespace)
+def _counts(space) -> tuple:
+    return (space.count_rows(THREADS), space.count_rows(EDGES))
 
 
-def invalidate(space) -> None:
-    with _lock:
-        k = _key(space)
-        _gen[k] = _gen.get(k, 0) + 1
-        _snaps.pop(k, None)
-
-
-@contextmanager
-def writing(space):
-    """This process's curation is writing the thread and edge tables: a recall meanwhile keeps
-    the cached snapshot (the row counts would show half a session and force a full re-read, of a
-    half-written graph); ``note_session`` brings it up to date when the write is done. If the
-    write fails half-way, the counts differ afterwards and the next re-check reads afresh."""
-    k = _key(space)
-    with _lock:
-        _writing[k] = _writing.get(k, 0) + 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _writing[k] -= 1
+_cache = NamespaceCache(_counts)
+invalidate = _cache.invalidate
+# this process's curation is writing the thread and edge tables: a recall meanwhile keeps the
+# cached snapshot instead of re-reading a half-written graph; ``note_session`` ends the write
+writing = _cache.writing
 
 
 def note_session(space, session_id: str, threads: list[dict], edges: list[dict]) -> None:
@@ -92,11 +76,10 @@ def note_session(space, session_id: str, threads: list[dict], edges: list[dict])
     ``edges`` written) to the cached snapshot, if one is cached and current, instead of dropping
     it: re-reading the graph took ~2.4 s at 100k units, paid by the first recall after every
     ``remember``. The snapshot is replaced, not changed in place (a recall may be reading it)."""
-    k = _key(space)
-    with _lock:
-        old, gen = _snaps.get(k), _gen.get(k, 0)
-    if old is None or old.gen != gen:
+    old = _cache.current(space)
+    if old is None:
         return
+    gen = old.gen
     gone = {t for t, r in old.threads.items() if r["session_id"] == session_id}
     snap = Snapshot(old.counts, gen, units=old.units)
     snap.threads = {t: r for t, r in old.threads.items() if t not in gone}
@@ -128,27 +111,15 @@ def note_session(space, session_id: str, threads: list[dict], edges: list[dict])
             a[e["src"]] = a.get(e["src"], []) + [(e["dst"], float(np.float32(e["weight"])), e["etype"])]
             # ^ as the float32 column returns it
     snap.adj = adj
-    snap.counts = (space.count_rows(THREADS), space.count_rows(EDGES))
-    snap.checked = time.monotonic()
-    with _lock:
-        if _gen.get(k, 0) == gen and _snaps.get(k) is old:
-            _snaps[k] = snap
+    _cache.replace(space, old, snap)
 
 
 def snapshot(space) -> Snapshot:
-    k = _key(space)
     declare(space)
-    with _lock:
-        snap, gen = _snaps.get(k), _gen.get(k, 0)
-        busy = _writing.get(k, 0) > 0
-    now = time.monotonic()
-    if snap is not None and snap.gen == gen and (busy or now - snap.checked < RECHECK_S):
+    snap, gen, counts = _cache.get(space, RECHECK_S)
+    if snap is not None:
         return snap
-    counts = (space.count_rows(THREADS), space.count_rows(EDGES))
-    if snap is not None and snap.counts == counts and snap.gen == gen:
-        snap.checked = now
-        return snap
-    snap = Snapshot(counts, gen, now)
+    snap = Snapshot(counts, gen, time.monotonic())
     rows = space.rows(THREADS) if counts[0] else []
     for scheme in {r["scheme"] for r in rows}:
         mine = sorted((r for r in rows if r["scheme"] == scheme), key=lambda r: r["id"])
@@ -162,7 +133,5 @@ def snapshot(space) -> Snapshot:
         if e["src"] in snap.threads and e["dst"] in snap.threads:
             snap.adj.setdefault(e["scheme"], {}).setdefault(e["src"], []).append(
                 (e["dst"], float(e["weight"]), e["etype"]))
-    with _lock:
-        if _gen.get(k, 0) == gen:
-            _snaps[k] = snap
+    _cache.put(space, snap)
     return snap
