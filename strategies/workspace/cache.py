@@ -108,8 +108,8 @@ def note_session(space, session_id: str, threads: list[dict], edges: list[dict])
     for e in {e["id"]: e for e in edges}.values():   # one row per id, as the upsert stored them
         a = adj.setdefault(e["scheme"], {})
         if e["src"] in snap.threads and e["dst"] in snap.threads:
-            a[e["src"]] = a.get(e["src"], []) + [(e["dst"], float(np.float32(e["weight"])), e["etype"])]
-            # ^ as the float32 column returns it
+            w = float(np.float32(e["weight"]))   # as the float32 column returns it
+            a[e["src"]] = a.get(e["src"], []) + [(e["dst"], w, e["etype"])]
     snap.adj = adj
     _cache.replace(space, old, snap)
 
