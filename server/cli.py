@@ -17,21 +17,14 @@ def cmd_serve(args) -> int:
     from .app import build_server
     from .settings import Settings
 
+    from .lifecycle import serve
+
     settings = Settings()
     _logging(settings.log_level)
     server = build_server(settings)
-    try:
-        if args.http:
-            from .http import serve_http
-
-            serve_http(server, settings, args.host, args.port)
-        else:
-            server.run()
-    finally:
-        # the host closed stdin (or sent a signal): finish background work cleanly, so the
-        # process never exits with a thread inside LanceDB's native code
-        server.runtime.close()
-    return 0
+    # stdin EOF, SIGTERM or one Ctrl-C: background work stops (bounded) and the process exits
+    # with status 0 within 2 s (server/lifecycle.py)
+    return serve(server, settings, args.http, args.host, args.port)
 
 
 def cmd_demo(args) -> int:
@@ -133,12 +126,16 @@ def restore_memory(rt, namespace: str, memory_id: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .. import __version__
+
     ap = argparse.ArgumentParser(prog="trimem", description="Local-first long-term memory for "
                                  "LLM agents, over MCP. Settings: TRIMEM_* environment variables.")
+    ap.add_argument("--version", action="version", version=f"trimem {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sv = sub.add_parser("serve", help="run the MCP server over stdio (what hosts start)")
     sv.add_argument("--http", action="store_true",
-                    help="serve streamable HTTP instead (bearer token required)")
+                    help="serve streamable HTTP instead (bearer token required; the URL is "
+                         "printed to stderr)")
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8765)
     d = sub.add_parser("demo", help="remember a short conversation and recall from it")

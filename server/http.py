@@ -78,11 +78,21 @@ def http_app(server, settings, host: str):
     return BearerAuth(app, load_or_create_token(settings))
 
 
-def serve_http(server, settings, host: str, port: int) -> None:
+def url_of(host: str, port: int) -> str:
+    name = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{name}:{port}/mcp"
+
+
+def serve_http(server, settings, host: str, port: int, graceful_s: float = 0.5) -> None:
+    """Serve until a signal (uvicorn catches SIGINT / SIGTERM, closes connections within
+    ``graceful_s`` and re-raises the signal for ``server/lifecycle.py`` to finish)."""
     import uvicorn
 
     if host not in LOOPBACK:
         log.warning("serving on %s: anyone who can reach it and knows the token can read memory; "
                     "put it behind TLS", host)
     app = http_app(server, settings, host)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    print(f"trimem: serving MCP over streamable HTTP at {url_of(host, port)}", file=sys.stderr,
+          flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning",
+                timeout_graceful_shutdown=graceful_s)

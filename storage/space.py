@@ -121,3 +121,17 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
         return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":"))
 
     now = staticmethod(utcnow)
+
+    def disk_bytes(self) -> int | None:
+        """Bytes of this namespace's table folders on disk (None for an object-store home)."""
+        import os
+        from pathlib import Path
+
+        if "://" in self.store.uri:
+            return None
+        total = 0
+        for d in Path(self.store.uri).glob(f"ns_{self.key}__*.lance"):
+            for root, _, files in os.walk(d):
+                total += sum(os.path.getsize(os.path.join(root, f)) for f in files
+                             if os.path.exists(os.path.join(root, f)))
+        return total

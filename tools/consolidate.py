@@ -13,13 +13,16 @@ N sessions when ``TRIMEM_CONSOLIDATE_EVERY_SESSIONS`` is set (``tools/periodic.p
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
-from pydantic import BaseModel
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, Field
 
-from . import validate as v
+from .answer import answer, doc, quoted
 from .errors import guard
+from .namespaces import require
+from .params import NAMESPACE
 from .runtime import Runtime
 
 
@@ -28,12 +31,13 @@ class ConsolidateResult(BaseModel):
     and superseded ones stay, with lineage); without consolidating strategies, rows after/before."""
 
     namespace: str
-    dry_run: bool
-    before: dict[str, int]
-    after: dict[str, int]
-    compression_ratio: float
-    clusters: int
-    operations: list[dict[str, Any]]
+    dry_run: bool = Field(description="True: only the plan; nothing changed.")
+    before: dict[str, int] = Field(description="Rows per memory table (and active memories per "
+                                               "strategy) before.")
+    after: dict[str, int] = Field(description="The same counts after.")
+    compression_ratio: float = Field(description="Active memories after / before.")
+    clusters: int = Field(description="Clusters of similar memories found.")
+    operations: list[dict[str, Any]] = Field(description="Every merge, supersede and upkeep step.")
     duration_s: float
 
 
@@ -69,7 +73,7 @@ def run_consolidation(rt: Runtime, namespace: str = "default", dry_run: bool = F
     """
     from ..strategies import registry
 
-    ns = v.namespace(namespace, rt.limits)
+    ns = require(rt, namespace)
     if isinstance(min_cluster_size, bool) or not isinstance(min_cluster_size, int) or min_cluster_size < 2:
         from mcp.server.mcpserver.exceptions import ToolError
 
@@ -132,15 +136,38 @@ async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = F
                                   relay if progress is not None else None))
 
 
-def register(server, rt: Runtime) -> None:
-    @server.tool(name="consolidate")
-    @guard(rt)
-    async def consolidate_tool(ctx: Context, namespace: str = "default", dry_run: bool = False,
-                               min_cluster_size: int = 10) -> ConsolidateResult:
-        """Tidy a namespace's long-term memory offline (run it now and then, not every turn).
+def text_of(out: ConsolidateResult) -> str:
+    ops: dict[str, int] = {}
+    for op in out.operations:
+        ops[str(op.get("op"))] = ops.get(str(op.get("op")), 0) + 1
+    steps = ", ".join(f"{n} {k}" for k, n in sorted(ops.items())) or "nothing to do"
+    verb = "Planned (dry run, nothing changed)" if out.dry_run else "Consolidated"
+    return (f"{verb} namespace {quoted(out.namespace)}: {out.clusters} cluster(s); {steps}; "
+            f"active memories after/before {out.compression_ratio:g}; {out.duration_s:g} s.")
 
-        Folds new memories into the search indexes and compacts storage; nothing is destroyed.
-        `dry_run` returns the plan without changing anything. Reports progress while it runs.
-        """
-        return await consolidate(rt, namespace, dry_run, min_cluster_size,
-                                 progress=ctx.report_progress)
+
+DRY_RUN = Annotated[bool, Field(description="true: return the plan only; nothing on disk changes.")]
+MIN_CLUSTER = Annotated[int, Field(description="Fewest similar memories that form a cluster to "
+                                               "merge (at least 2).", examples=[10])]
+
+DESCRIPTION = doc("""
+    Tidy a namespace's long-term memory offline (now and then, not every turn).
+
+    Clusters similar memories, merges and supersedes them (never destroying: merged ones keep
+    their history and can be restored), folds new rows into the search indexes and compacts
+    storage. `dry_run` returns the plan without changing anything. Reports progress while it
+    runs.
+    """)
+
+
+def register(server, rt: Runtime) -> None:
+    @server.tool(name="consolidate", description=DESCRIPTION, annotations=ToolAnnotations(
+        title="Consolidate memory", read_only_hint=False, destructive_hint=False,
+        idempotent_hint=False, open_world_hint=False))
+    @guard(rt)
+    async def consolidate_tool(ctx: Context, namespace: NAMESPACE = "default",
+                               dry_run: DRY_RUN = False, min_cluster_size: MIN_CLUSTER = 10
+                               ) -> Annotated[CallToolResult, ConsolidateResult]:
+        out = await consolidate(rt, namespace, dry_run, min_cluster_size,
+                                progress=ctx.report_progress)
+        return answer(text_of(out), out)

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from . import validate as v
+from .answer import answer, compact_json, doc, quoted
 from .errors import guard
+from .namespaces import require
+from .params import NAMESPACE
 from .runtime import Runtime
+
+PAGE_TOKENS = 2000               # the most one explain text may take (chars / 4)
+PAGE_CHARS = PAGE_TOKENS * 4 - 200   # room for the page's header line
 
 
 class Explanation(BaseModel):
@@ -33,7 +40,7 @@ def _memory_view(row: dict) -> dict:
 
 
 def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
-    ns = v.namespace(namespace, rt.limits)
+    ns = require(rt, namespace)
     mid = v.text_field("id", id, rt.limits, required=True)
     space = rt.space(ns)
     if mid.startswith("rcl_"):
@@ -76,15 +83,51 @@ def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
                     "(ids come from remember's source_ids, recall's items or recall_id)")
 
 
-def register(server, rt: Runtime) -> None:
-    @server.tool(name="explain")
-    @guard(rt)
-    def explain_tool(id: str, namespace: str = "default") -> Explanation:
-        """Explain a memory id or a recall_id.
+def pages(out: Explanation) -> list[str]:
+    """The explanation as text the model reads, in pages of at most ``PAGE_CHARS``: the summary,
+    then the record, sources, derived memories and history as compact JSON (stored strings stay
+    quoted JSON strings there, so none can pass for structure)."""
+    body = compact_json({k: getattr(out, k) for k in ("record", "sources", "derived", "history")
+                         if getattr(out, k)})
+    text = f"{out.summary}\n{body}"
+    return [text[i:i + PAGE_CHARS] for i in range(0, len(text), PAGE_CHARS)] or [""]
 
-        For a memory: its raw sources (with refs and text), what was derived from it or what it
-        was derived from, and its edit history. For a recall_id: the route taken, every item's
-        score parts, why each was chosen, what was left out, and the budget accounting: the
-        trace that recall produced, not a re-run.
-        """
-        return explain(rt, id, namespace)
+
+def text_of(out: Explanation, page: int) -> str:
+    parts = pages(out)
+    if page > len(parts):
+        raise ToolError(f"explain of {quoted(out.id)} has {len(parts)} page(s); page {page} is past the end")
+    more = (f"; call explain with page={page + 1} for more" if page < len(parts) else "")
+    return f"[trimem explain {quoted(out.id)} ({out.kind}) · page {page} of {len(parts)}{more}]\n" \
+        + parts[page - 1]
+
+
+ID = Annotated[str, Field(description="A memory id (from remember's source_ids or recall's items) "
+                                      "or a recall_id (rcl_...).",
+                          examples=["rcl_0123456789abcdef0123", "src_0123456789abcdef0123"])]
+PAGE = Annotated[int, Field(description=f"Which page of the text to return (1 = first). One page "
+                                        f"is at most {PAGE_TOKENS} tokens; the header says how "
+                                        "many there are.", examples=[1])]
+
+DESCRIPTION = doc(f"""
+    Explain a memory id or a recall_id.
+
+    For a memory: its raw sources (with refs and text), what was derived from it or what it was
+    derived from, and its edit history. For a recall_id: the route taken, every item's score
+    parts, why each was chosen, what was left out, and the budget accounting: the trace that
+    recall produced, not a re-run. The text comes in pages of at most {PAGE_TOKENS} tokens
+    (`page` picks one); the structured result holds everything at once.
+    """)
+
+
+def register(server, rt: Runtime) -> None:
+    @server.tool(name="explain", description=DESCRIPTION, annotations=ToolAnnotations(
+        title="Explain a memory or a recall", read_only_hint=True, destructive_hint=False,
+        idempotent_hint=True, open_world_hint=False))
+    @guard(rt)
+    def explain_tool(id: ID, namespace: NAMESPACE = "default",
+                     page: PAGE = 1) -> Annotated[CallToolResult, Explanation]:
+        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            raise ToolError("page must be a whole number >= 1")
+        out = explain(rt, id, namespace)
+        return answer(text_of(out, page), out)

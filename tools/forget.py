@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, Field
 
 from . import validate as v
+from .answer import answer, doc, names, quoted
 from .errors import guard
+from .namespaces import require
+from .params import NAMESPACE
 from .runtime import Runtime
 
 
 class ForgetResult(BaseModel):
-    removed_sources: int
-    removed_memories: int
-    removed_recalls: int
-    source_ids: list[str]
-    refs: list[str]
-    not_found: list[str]
-    audit_id: str
+    removed_sources: int = Field(description="Raw messages deleted.")
+    removed_memories: int = Field(description="Memories derived from them (or named) deleted.")
+    removed_recalls: int = Field(description="Recall log entries that quoted them, deleted.")
+    source_ids: list[str] = Field(description="Ids of the deleted messages.")
+    refs: list[str] = Field(description="Your refs of the deleted messages.")
+    not_found: list[str] = Field(description="Ids, refs or session ids given that matched nothing.")
+    audit_id: str = Field(description="The audit entry recording the deletion (ids and refs only).")
 
 
 def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = None,
@@ -26,7 +32,7 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     quoted them are deleted; then the text index is rebuilt and old table versions are purged,
     so the text is gone from disk, not just hidden. Memory ids in ``ids`` delete that memory only.
     """
-    ns = v.namespace(namespace, rt.limits)
+    ns = require(rt, namespace)
     ids = [v.text_field(f"ids[{k}]", x, rt.limits, required=True) for k, x in enumerate(ids or [])]
     refs = [v.text_field(f"refs[{k}]", x, rt.limits, required=True) for k, x in enumerate(refs or [])]
     sid = v.text_field("session_id", session_id, rt.limits)
@@ -92,13 +98,38 @@ def _q(value: str) -> str:
     return sql_str(value)
 
 
+def text_of(out: ForgetResult, namespace: str) -> str:
+    text = (f"Forgot {out.removed_sources} message(s), {out.removed_memories} memory(ies) derived "
+            f"from them and {out.removed_recalls} recall log entry(ies) in namespace "
+            f"{quoted(namespace)}; the text is purged from disk.")
+    if out.not_found:
+        text += f" Not found: {names(out.not_found)}."
+    return text
+
+
+IDS = Annotated[list[str] | None, Field(
+    description="Message ids (remember's source_ids, recall's sources) or memory ids to delete.",
+    examples=[["src_0123456789abcdef0123"]])]
+REFS = Annotated[list[str] | None, Field(
+    description="Your own refs of the messages to delete (as given to remember).",
+    examples=[["msg-41"]])]
+SESSION_ID = Annotated[str | None, Field(description="Delete a whole session, every message of it.",
+                                         examples=["chat-2024-05-08"])]
+
+DESCRIPTION = doc("""
+    Permanently delete memories: by message or memory `ids`, by your `refs`, or a whole
+    `session_id` (give at least one). Everything derived from the deleted messages goes too, as
+    do recall log entries that quoted them, and the text is purged from disk: it cannot be
+    recovered. The deletion itself is recorded (ids and refs only).
+    """)
+
+
 def register(server, rt: Runtime) -> None:
-    @server.tool(name="forget")
+    @server.tool(name="forget", description=DESCRIPTION, annotations=ToolAnnotations(
+        title="Forget (delete for good)", read_only_hint=False, destructive_hint=True,
+        idempotent_hint=True, open_world_hint=False))
     @guard(rt)
-    def forget_tool(ids: list[str] | None = None, refs: list[str] | None = None,
-                    session_id: str | None = None, namespace: str = "default") -> ForgetResult:
-        """Permanently delete memories: by source or memory `ids`, by your `refs`, or a whole
-        `session_id`. Everything derived from the deleted messages goes too, and the text is
-        purged from disk (not recoverable). The deletion itself is recorded (ids and refs only).
-        """
-        return forget(rt, ids, refs, session_id, namespace)
+    def forget_tool(ids: IDS = None, refs: REFS = None, session_id: SESSION_ID = None,
+                    namespace: NAMESPACE = "default") -> Annotated[CallToolResult, ForgetResult]:
+        out = forget(rt, ids, refs, session_id, namespace)
+        return answer(text_of(out, namespace), out)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import validate as v
+from .answer import answer, doc, quoted
 from .errors import guard
+from .params import NAMESPACE, TIME, DateTimeStr
 from .runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -18,43 +21,56 @@ log = logging.getLogger(__name__)
 
 class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    content: str = Field(description="The message text, stored verbatim.")
-    speaker: str | None = Field(None, description="Who said it (a name or 'user'/'assistant').")
-    timestamp: str | None = Field(None, description="ISO-8601 time the message was sent.")
-    ref: str | None = Field(None, description="Your own id for the message; echoed when cited.")
+    content: str = Field(description="The message text, stored verbatim.",
+                         examples=["I moved to Lisbon last week."])
+    speaker: str | None = Field(None, description="Who said it (a name or 'user'/'assistant').",
+                                examples=["user", "Ana"])
+    timestamp: DateTimeStr | None = Field(None, description="When the message was sent "
+                                          "(ISO-8601; default: the session's time).")
+    ref: str | None = Field(None, description="Your own id for the message; echoed wherever it "
+                            "is cited, and a message whose ref this session already holds is not "
+                            "stored twice (safe retries).", examples=["msg-41"])
     metadata: dict[str, Any] | None = Field(None, description="Any JSON object, kept with the message.")
 
 
 class CuratedEpisode(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    title: str
-    summary: str
-    details: str = ""
-    timestamp: str | None = None
+    title: str = Field(description="A short title for what happened.")
+    summary: str = Field(description="What happened, in a few sentences.")
+    details: str = Field("", description="Anything else worth keeping.")
+    timestamp: DateTimeStr | None = Field(None, description="When it happened (ISO-8601; "
+                                          "default: the session's time).")
     refs: list[str] = Field(default_factory=list, description="refs of the messages it came from")
 
 
 class CuratedFact(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    subject: str
-    relation: str
-    object: str
-    timestamp: str | None = None
-    context: str = ""
-    refs: list[str] = Field(default_factory=list)
+    subject: str = Field(description="Who or what the fact is about.", examples=["Ana"])
+    relation: str = Field(description="The relation, as a verb phrase.", examples=["works at"])
+    object: str = Field(description="The other end of the relation.", examples=["Lumen"])
+    timestamp: DateTimeStr | None = Field(None, description="When it became true (ISO-8601; "
+                                          "default: the session's time).")
+    context: str = Field("", description="The sentence or situation it comes from.")
+    refs: list[str] = Field(default_factory=list, description="refs of the messages it came from")
 
 
 class Curated(BaseModel):
+    """Memories the host's own model already wrote, stored as given and linked to messages."""
+
     model_config = ConfigDict(extra="forbid")
-    episodes: list[CuratedEpisode] = Field(default_factory=list)
-    facts: list[CuratedFact] = Field(default_factory=list)
+    episodes: list[CuratedEpisode] = Field(default_factory=list,
+                                           description="Summaries of what happened.")
+    facts: list[CuratedFact] = Field(default_factory=list,
+                                     description="Subject-relation-object facts.")
 
 
 class RememberResult(BaseModel):
-    session_id: str
-    source_ids: list[str]
-    stored: int
-    curation: Literal["done", "queued"]
+    session_id: str = Field(description="The session the messages went into (reuse it to append).")
+    source_ids: list[str] = Field(description="One id per message given, in order (an already "
+                                              "stored one keeps its id).")
+    stored: int = Field(description="How many messages were new (the rest were already stored).")
+    curation: Literal["done", "queued"] = Field(description="queued: the session's notes are "
+                                                "being written in the background.")
 
 
 def new_id(prefix: str) -> str:
@@ -180,19 +196,43 @@ def _q(value: str) -> str:
     return sql_str(value)
 
 
-def register(server, rt: Runtime) -> None:
-    @server.tool(name="remember")
-    @guard(rt)
-    def remember_tool(messages: list[Message], session_id: str | None = None,
-                      session_time: str | None = None, namespace: str = "default",
-                      curated: Curated | None = None) -> RememberResult:
-        """Store conversation messages in long-term memory. Call it after each exchange.
+def text_of(out: RememberResult, given: int, namespace: str) -> str:
+    again = given - out.stored
+    return (f"Stored {out.stored} message(s) in session {quoted(out.session_id)} of namespace "
+            f"{quoted(namespace)}" + (f"; {again} already stored" if again else "")
+            + ("; curation queued (runs in the background)." if out.curation == "queued" else "."))
 
-        messages: [{content, speaker?, timestamp? (ISO-8601), ref? (your id), metadata?}].
-        session_id groups messages into one conversation/episode; reuse it to append, omit it to
-        start a new session (the new id is returned). session_time: when the session took place.
-        curated: memories your own model already wrote ({episodes: [...], facts: [...]}, each with
-        the refs of the messages it came from); they are stored as given and linked to those
-        messages. Everything is durable when this returns; nothing is stored if any input is bad.
-        """
-        return remember(rt, messages, session_id, session_time, namespace, curated)
+
+MESSAGES = Annotated[list[Message], Field(
+    description="The new messages, oldest first: [{content, speaker?, timestamp?, ref?, metadata?}].",
+    examples=[[{"content": "I moved to Lisbon last week.", "speaker": "user", "ref": "msg-41"}]])]
+SESSION_ID = Annotated[str | None, Field(
+    description="Groups messages into one conversation (an episode). Reuse it to append to a "
+                "session; omit it to start a new one (its id is returned).",
+    examples=["chat-2024-05-08"])]
+SESSION_TIME = Annotated[DateTimeStr | None, TIME(
+    "When the session took place (ISO-8601); messages without a timestamp get it.")]
+CURATED = Annotated[Curated | None, Field(
+    description="Optional: memories your own model already wrote ({episodes: [...], facts: "
+                "[...]}, each with the refs of the messages it came from).")]
+
+DESCRIPTION = doc("""
+    Store conversation messages in long-term memory. Call it after each exchange.
+
+    `session_id` groups messages into one conversation; reuse it to append, omit it to start a
+    new session. Everything is durable when this returns, and nothing is stored if any input is
+    bad. A message whose `ref` the session already holds is not stored again, so retries are
+    safe. This is the only tool that creates a namespace.
+    """)
+
+
+def register(server, rt: Runtime) -> None:
+    @server.tool(name="remember", description=DESCRIPTION, annotations=ToolAnnotations(
+        title="Remember messages", read_only_hint=False, destructive_hint=False,
+        idempotent_hint=True, open_world_hint=False))
+    @guard(rt)
+    def remember_tool(messages: MESSAGES, session_id: SESSION_ID = None,
+                      session_time: SESSION_TIME = None, namespace: NAMESPACE = "default",
+                      curated: CURATED = None) -> Annotated[CallToolResult, RememberResult]:
+        out = remember(rt, messages, session_id, session_time, namespace, curated)
+        return answer(text_of(out, len(messages), namespace), out)

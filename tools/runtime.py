@@ -146,8 +146,13 @@ class Runtime:
         """Before the process exits: stop curation, let storage upkeep finish."""
         end = time.monotonic() + timeout
         ok = self.curation.stop(timeout)
-        with self._lock:
+        # the store may be opening in another thread (start-up resume): wait for it, bounded
+        if not self._lock.acquire(timeout=max(0.0, end - time.monotonic())):
+            return False
+        try:
             store = self._store
+        finally:
+            self._lock.release()
         if store is not None:
             ok = store.close(max(0.0, end - time.monotonic())) and ok
         return ok
