@@ -45,6 +45,16 @@ def require(rt: Runtime, namespace: str) -> str:
     return ns
 
 
+def require_for_resource(rt: Runtime, namespace: str) -> str:
+    """:func:`require` for a resource read: the same message as a resource error."""
+    from mcp.server.mcpserver.exceptions import ResourceError
+
+    try:
+        return require(rt, namespace)
+    except ToolError as exc:
+        raise ResourceError(str(exc)) from exc
+
+
 def _sessions(space) -> list[dict]:
     return [s for s in space.list_sessions() if s.get("namespace") == space.namespace]
 
@@ -60,7 +70,7 @@ def listing(rt: Runtime) -> dict[str, Any]:
 
 
 def status(rt: Runtime, namespace: str) -> dict[str, Any]:
-    ns = require(rt, namespace)
+    ns = require_for_resource(rt, namespace)
     space = rt.space(ns)
     sessions = _sessions(space)
     state = [s.get("curation") for s in sessions]
@@ -99,10 +109,5 @@ def register(server, rt: Runtime) -> None:
                      description="One namespace's status: sources, sessions, curation queue and "
                                  "failures, last consolidation, bytes on disk.")
     def namespace_status(namespace: str) -> str:
-        try:
-            return json.dumps(status(rt, unquote(namespace)), ensure_ascii=False, indent=1,
-                              default=str)
-        except ToolError as exc:
-            from mcp.server.mcpserver.exceptions import ResourceError
-
-            raise ResourceError(str(exc)) from exc
+        return json.dumps(status(rt, unquote(namespace)), ensure_ascii=False, indent=1,
+                          default=str)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 
 def read_page(rt, namespace: str, page: str) -> str:
-    from ...tools.namespaces import require
+    from ...tools.namespaces import require_for_resource
     from .pages import PAGE
     from .store import ensure
 
-    ns = require(rt, namespace)   # a resource read never creates a namespace
+    ns = require_for_resource(rt, namespace)   # a resource read never creates a namespace
     space = rt.space(ns)
     ensure(space)
     pid = page if page.startswith("wiki-") else f"wiki-{page}"

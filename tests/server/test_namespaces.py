@@ -1,0 +1,64 @@
+"""Namespaces are first-class: listed and described as resources, created only by remember; any
+other tool (or resource) on an unknown namespace says so and writes nothing."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from helpers import error_text, payload, turns
+
+pytestmark = pytest.mark.anyio
+
+
+def snapshot(home):
+    return sorted((str(p.relative_to(home)), p.stat().st_size, p.stat().st_mtime_ns)
+                  for p in home.rglob("*"))
+
+
+async def test_unknown_namespace_is_an_error_and_writes_nothing(client, server, home):
+    for ns in ("work", "personal"):
+        payload(await client.call_tool("remember", {"messages": turns("hello there"),
+                                                    "namespace": ns}))
+    assert server.runtime.curation.wait_idle(60)
+    server.runtime.store.space("work").wait_upkeep(30, flush=True)
+    server.runtime.store.space("personal").wait_upkeep(30, flush=True)
+    before = snapshot(home)
+    calls = [("recall", {"query": "hello"}), ("explain", {"id": "src_x"}),
+             ("consolidate", {}), ("consolidate", {"dry_run": True}), ("forget", {"ids": ["src_x"]})]
+    for tool, args in calls:
+        msg = error_text(await client.call_tool(tool, dict(args, namespace="wrok")))
+        assert 'no namespace "wrok"' in msg and '"work"' in msg and '"personal"' in msg, (tool, msg)
+    for uri in ("trimem://wrok/status", "trimem://wrok/wiki", "trimem://wrok/wiki/index"):
+        with pytest.raises(MCPError, match="no namespace"):
+            await client.read_resource(uri)
+    assert snapshot(home) == before
+    assert server.runtime.store.namespaces() == ["personal", "work"]
+
+
+async def test_namespace_resources_list_and_describe(client, server):
+    odd = 'a "quoted" name/with slash'
+    payload(await client.call_tool("remember", {"messages": turns("one", "two", "three"),
+                                                "session_id": "s1", "namespace": odd}))
+    payload(await client.call_tool("remember", {"messages": turns("four", prefix="u"),
+                                                "session_id": "s2", "namespace": "work"}))
+    assert server.runtime.curation.wait_idle(60)
+    uris = {str(r.uri) for r in (await client.list_resources()).resources}
+    templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+    assert "trimem://namespaces" in uris and "trimem://{namespace}/status" in templates
+    listing = json.loads((await client.read_resource("trimem://namespaces")).contents[0].text)
+    by_name = {n["namespace"]: n for n in listing["namespaces"]}
+    assert by_name[odd] == {"namespace": odd, "sources": 3, "sessions": 1}
+    assert by_name["work"]["sources"] == 1
+    payload(await client.call_tool("consolidate", {"namespace": "work"}))
+    status = json.loads((await client.read_resource(
+        f"trimem://{quote('work', safe='')}/status")).contents[0].text)
+    assert status["sources"] == 1 and status["sessions"] == 1
+    assert status["curation"]["queued"] == 0 and status["curation"]["done"] == 1
+    assert status["last_consolidation"]["at"] and status["bytes_on_disk"] > 0
+    odd_status = json.loads((await client.read_resource(
+        f"trimem://{quote(odd, safe='')}/status")).contents[0].text)
+    assert odd_status["namespace"] == odd and odd_status["sources"] == 3
