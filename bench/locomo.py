@@ -183,6 +183,19 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
+def offtopic_questions(path: str) -> list[str]:
+    lines = Path(path).read_text().splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def abstain_rates(rows: list[dict], off: list[bool]) -> dict:
+    out = {"answerable_abstain_rate": round(sum(r["abstain"] for r in rows) / len(rows), 4)
+           if rows else None}
+    if off:
+        out |= {"offtopic_abstain_rate": round(sum(off) / len(off), 4), "offtopic_n": len(off)}
+    return out
+
+
 def run(args) -> dict:
     from ..server.settings import Settings
     from ..tools.recall import recall
@@ -200,6 +213,8 @@ def run(args) -> dict:
             pass
     budgets = [int(b) for b in str(args.budget).split(",")]
     results = {(s, b): [] for s in strategies for b in budgets}
+    off_q = offtopic_questions(args.offtopic) if args.offtopic else []
+    off_abstain = {(s, b): [] for s in strategies for b in budgets}
     t_ingest, n_turns, dropped, n_q = 0.0, 0, 0, 0
     consolidation: dict[str, dict] = {}
     for ns, raw in load(Path(args.data), args.convs):
@@ -230,11 +245,16 @@ def run(args) -> dict:
                     ms = 1000 * (time.perf_counter() - t1)
                     r = score(out, gold, texts, str(qa.get("answer", "")), b)
                     results[(s, b)].append(r | {"cat": qa["category"], "ms": ms, "kind": kind})
+        for q in off_q:   # questions this memory cannot answer: a recall should abstain
+            for s in strategies:
+                for b in budgets:
+                    off_abstain[(s, b)].append(recall(rt, q, s, ns, b, options=options).abstain)
         print(f"  {ns}: done", file=sys.stderr)
     return {"date": datetime.now().strftime("%Y-%m-%d"), "questions": n_q, "options": options,
             "evidence_dropped": dropped, "turns": n_turns,
             "ingest_turns_per_s": round(n_turns / t_ingest, 1) if n_turns else None,
-            "results": {f"{s}@{b}": summarise(rows) for (s, b), rows in results.items()},
+            "results": {f"{s}@{b}": summarise(rows) | abstain_rates(rows, off_abstain[(s, b)])
+                        for (s, b), rows in results.items()},
             "curated": args.curated, "consolidation": consolidation}
 
 
@@ -243,12 +263,14 @@ def table(out: dict) -> str:
              f"{out['ingest_turns_per_s']} turns/s, malformed evidence dropped: "
              f"{out['evidence_dropped']}", "",
              "| strategy@budget | R | H | A | " + " | ".join(f"{c} R/H" for c in CATS.values())
-             + " | p50 ms | p95 ms |", "|---" * (6 + len(CATS)) + "|"]
+             + " | p50 ms | p95 ms | abstain: answerable / off-topic |", "|---" * (7 + len(CATS)) + "|"]
     for key, r in out["results"].items():
         cats = " | ".join(f"{r['by_category'][c]['R']:.3f}/{r['by_category'][c]['H']:.3f}"
                           if c in r["by_category"] else "-" for c in CATS.values())
+        off = (f"{r['offtopic_abstain_rate']:.3f} (n={r['offtopic_n']})"
+               if r.get("offtopic_abstain_rate") is not None else "-")
         lines.append(f"| {key} | {r['R']:.3f} | {r['H']:.3f} | {r['A']:.3f} | {cats} | "
-                     f"{r['p50_ms']} | {r['p95_ms']} |")
+                     f"{r['p50_ms']} | {r['p95_ms']} | {r['answerable_abstain_rate']:.3f} / {off} |")
     kinds = sorted({k for r in out["results"].values() for k in r.get("by_kind", {})})
     if kinds:
         lines += ["", "| strategy@budget | " + " | ".join(
@@ -286,6 +308,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--consolidate", action="store_true",
                     help="run consolidation on each conversation after ingest; report compression")
     ap.add_argument("--min-cluster-size", type=int, default=10)
+    ap.add_argument("--offtopic", default="",
+                    help="a file of questions the memory cannot answer (bench/offtopic.txt), "
+                         "asked in every namespace: reports how often each strategy abstains")
     ap.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                     help="strategy option passed to every recall (e.g. hops=2), repeatable")
     args = ap.parse_args(argv)

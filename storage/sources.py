@@ -132,6 +132,18 @@ class SourcesMixin:
         return [(r["id"], 1.0 - float(r["_distance"])) for r in rows
                 if r["namespace"] == self.namespace]
 
+    def sample_source_vectors(self, k: int, seed: int = 0) -> np.ndarray:
+        """Vectors of up to ``k`` sources drawn uniformly at random (a fixed ``seed``: the same
+        table gives the same sample), shape (n, dim); empty when there are no sources."""
+        tbl = self._sources()
+        n = 0 if tbl is None else tbl.count_rows()
+        if not n:
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        offsets = sorted(np.random.default_rng(seed).choice(n, min(k, n), replace=False).tolist())
+        rows = tbl.take_offsets(offsets).select(["vector", "namespace"]).to_list()
+        vecs = [r["vector"] for r in rows if r["namespace"] == self.namespace]
+        return np.asarray(vecs, dtype=np.float32).reshape(len(vecs), -1)
+
     def source_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
         tbl = self._sources()
         if tbl is None or not ids:

@@ -36,6 +36,7 @@ from ..render import pack_sources
 from . import fitted
 from .features import features
 from .fusion import fuse
+from .relevance import judge
 from .shared import DEPTH, SharedSpace
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
@@ -75,7 +76,9 @@ class AutoStrategy:
             out.route_reason = f"auto → plain: {why}"
             out.trace["route"] = {"kind": kind, "features": _show(f), "voters": ["plain"],
                                   "ready": ready}
-            return out
+            where = env.space.time_filter(request.since, request.until)
+            best = env.space.vector_sources(env.embed_query(request.query), 1, where)
+            return _judged(env.space, out, best[0][1] if best else None)
 
         sub = RecallRequest(query=request.query, budget_tokens=max(1, int(request.budget_tokens * expand)),
                             since=request.since, until=request.until)
@@ -124,8 +127,20 @@ class AutoStrategy:
                        f"{weights['plain']:g} to reach their raw turns")
         if failed:
             reason += f"; left out after an error: {', '.join(failed)}"
-        return Recollection(context=packed.context, items=items, sources=sources,
-                            abstain=not packed.chosen, route_reason=reason, trace=trace)
+        out = Recollection(context=packed.context, items=items, sources=sources,
+                           abstain=not packed.chosen, route_reason=reason, trace=trace)
+        return _judged(env.space, out, view.best_cosine)
+
+
+def _judged(space, out: Recollection, best_cosine: float | None) -> Recollection:
+    """Abstain also when the best evidence is off the query (``relevance.py``); the context
+    stays as it is."""
+    verdict = judge(space, best_cosine)
+    out.trace["relevance"] = verdict
+    if verdict["abstain"] and out.items:
+        out.route_reason += f"; abstains: {verdict['why']}"
+    out.abstain = out.abstain or verdict["abstain"]
+    return out
 
 
 def _lift_fresh(fused, plain_rank: list[str], view, waiting: set[str], weights: dict, k: float):

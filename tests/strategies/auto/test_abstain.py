@@ -1,0 +1,47 @@
+"""``auto`` abstains when the memory holds nothing about the question, and only then; the
+context is the same either way."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import payload
+
+pytestmark = pytest.mark.anyio
+
+CHAT = [
+    ("Ana", "I finally adopted a puppy, a small beagle called Biscuit."),
+    ("Ben", "Congrats! How is Biscuit settling in at your flat?"),
+    ("Ana", "He chewed my running shoes on the first night, but he sleeps in his basket now."),
+    ("Ben", "Ha. Are you still training for the half marathon in October?"),
+    ("Ana", "Yes, I run along the river every morning before work, about eight kilometres."),
+    ("Ben", "I started pottery classes on Thursdays at the community studio."),
+    ("Ana", "Pottery sounds relaxing. What did you make so far?"),
+    ("Ben", "Two wobbly bowls and a mug with a handle that fell off in the kiln."),
+    ("Ana", "My sister is visiting from Porto next weekend, we will go hiking in the hills."),
+    ("Ben", "Take Biscuit along, beagles love long walks."),
+    ("Ana", "Work has been hectic, we are moving the bakery to a bigger shop on Elm Street."),
+    ("Ben", "The new bakery will be great. Will you still sell the cardamom buns?"),
+    ("Ana", "Of course, the cardamom buns sell out every Saturday morning."),
+    ("Ben", "I will come by on Saturday then, and bring my wobbly mug for coffee."),
+]
+OFF_TOPIC = ["What's the capital of Mongolia?", "How do I reverse a linked list in Rust?",
+             "What is the half-life of carbon-14?", "Who won the 1966 FIFA World Cup?"]
+ANSWERABLE = ["What is Ana's puppy called?", "Where does Ana run in the morning?",
+              "What did Ben make in pottery class?", "Where is the bakery moving to?"]
+
+
+async def test_auto_abstains_off_topic_only(client, server):
+    msgs = [{"content": text, "speaker": who, "ref": f"m{i}"} for i, (who, text) in enumerate(CHAT)]
+    payload(await client.call_tool("remember", {"messages": msgs, "session_id": "s1",
+                                                "session_time": "2024-03-02T10:00:00Z"}))
+    for wait in (False, True):   # before curation (auto answers through plain), then fused
+        if wait:
+            assert server.runtime.curation.wait_idle(120)
+        for q in OFF_TOPIC:
+            out = payload(await client.call_tool("recall", {"query": q}))
+            assert out["abstain"], (q, out["route_reason"])
+            assert out["context"] and "abstains" in out["route_reason"]   # evidence still given
+        for q in ANSWERABLE:
+            out = payload(await client.call_tool("recall", {"query": q}))
+            assert not out["abstain"], (q, out["route_reason"])
