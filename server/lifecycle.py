@@ -18,7 +18,8 @@ is abandoned like a crash would abandon it (LanceDB commits are atomic, the sess
 LanceDB's native code is what must not happen. A second Ctrl-C exits immediately.
 
 Starting: sessions an earlier process left queued are resumed in the background shortly after
-start-up (``RESUME_AFTER_S``, so the host's handshake is answered first), not at the first tool
+start-up (``RESUME_AFTER_S``, so the host's handshake is answered first: opening the store
+imports LanceDB, which would compete with it on a busy machine), not at the first tool
 call.
 """
 
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 STOP_S = 2.0          # the promise: every way of stopping ends the process within this
 GRACE_S = 1.0         # of which background work may take this much
 HTTP_GRACE_S = 0.5    # and open HTTP connections this much
-RESUME_AFTER_S = 0.5
+RESUME_AFTER_S = 2.0   # after the host's handshake: importing the store competes with it
 
 
 class Stopper:
