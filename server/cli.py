@@ -14,10 +14,14 @@ def _logging(level: str) -> None:
 
 
 def cmd_serve(args) -> int:
-    from .app import build_server
-    from .settings import Settings
+    import os
+    import signal
 
+    for sig in (signal.SIGINT, signal.SIGTERM):    # until server/lifecycle.py installs its own
+        signal.signal(sig, lambda *_: os._exit(0))  # handlers nothing is open: just go
+    from .app import build_server
     from .lifecycle import serve
+    from .settings import Settings
 
     settings = Settings()
     _logging(settings.log_level)
