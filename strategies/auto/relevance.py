@@ -1,21 +1,23 @@
-"""When ``auto`` abstains: the best evidence is no closer to the query than the namespace's own
-turns are to one another.
+"""When ``auto`` abstains: the best evidence is about something else than the query.
 
-The signal is the dense cosine ``s`` between the query and its best-matching turn (within the
-recall's time window). What counts as "close" is read off the namespace itself, not fixed: the
-cosines between pairs of its turns, drawn at random (``SAMPLE`` turns, so ``SAMPLE * (SAMPLE-1)
-/ 2`` pairs), have a mean ``mu`` and a spread ``sd``. Two turns of one memory share speakers,
-people and topics, so ``mu`` is what mere membership in this memory is worth; a query whose
-best turn does not beat it is about something the memory does not hold. The recall abstains when
+Two signals, each read off the namespace itself rather than fixed to a benchmark:
 
-    z = (s - mu) / sd < 0
+* closeness: the dense cosine ``s`` between the query and its best-matching turn (within the
+  recall's time window), against the cosines between pairs of the namespace's own turns, drawn at
+  random (``SAMPLE`` turns): their mean ``mu`` and spread ``sd``. Two turns of one memory share
+  speakers, people and topics, so ``mu`` is what mere membership in this memory is worth, and
+  ``z = (s - mu) / sd`` says how much closer than that the best turn is;
+* wording: the share of the query's content words that occur in the best evidence (the top
+  ``TOP`` turns of the dense search and of BM25).
 
-with no constant fitted to any benchmark: the threshold is the namespace's own mean, and a
-model whose cosines run higher or lower moves ``mu`` with it. (Measured on the dev conversations
-in bench/README.md: the off-topic questions of bench/offtopic.txt and the benchmark's
-answerable ones.) Below ``MIN_TURNS`` turns there are too few pairs to say what is typical, and
-the recall abstains only when it found nothing. The calibration is cached per namespace handle
-and redone when the namespace has grown or shrunk by a quarter (``REFIT``).
+The recall abstains when ``z < Z_CLOSE`` (the best turn is less than one spread above a typical
+pair) and at most ``COVER`` (half) of the query's content words occur in that evidence: neither
+the meaning nor the words of the question are in memory. Both are round values, chosen on the
+dev conversations (bench/README.md: the off-topic questions of bench/offtopic.txt and the
+benchmarks' answerable ones, so in-sample there); a model whose cosines run higher or lower moves
+``mu`` and ``sd`` with it. Below ``MIN_TURNS`` turns there are too few pairs to say what is
+typical, and the recall abstains only when it found nothing. The calibration is cached per
+namespace handle and redone when the namespace has grown or shrunk by a quarter (``REFIT``).
 
 The flag never changes the context: the evidence is still returned, ranked as before.
 """
@@ -30,6 +32,9 @@ import numpy as np
 SAMPLE = 256
 MIN_TURNS = 8
 REFIT = 0.25
+TOP = 5
+Z_CLOSE = 1.0
+COVER = 0.5
 
 _CAL: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -54,7 +59,28 @@ def calibration(space) -> dict | None:
     return cal if cal["sd"] > 0 else None
 
 
-def judge(space, best_cosine: float | None) -> dict:
+def evidence(space, query: str, qv, where: str | None) -> tuple[float | None, list[str]]:
+    """The best turn's cosine and the texts of the top turns of both searches (through auto's
+    shared view these are the searches the voters already ran)."""
+    dense = space.vector_sources(qv, TOP, where)
+    lexical = space.fts_sources(query, TOP, where)
+    ids = list(dict.fromkeys([i for i, _ in dense] + [i for i, _ in lexical]))
+    return (dense[0][1] if dense else None), [r["text"] for r in space.get_sources(ids)]
+
+
+def coverage(query: str, texts: list[str]) -> float:
+    """Share of the query's content words found among the words of ``texts`` (1.0 when the
+    query has none)."""
+    from ..hybrid.heuristics import content_words
+
+    words = set(content_words(query))
+    if not words:
+        return 1.0
+    seen = set(content_words(" ".join(texts)))
+    return len(words & seen) / len(words)
+
+
+def judge(space, best_cosine: float | None, cover: float = 0.0) -> dict:
     """Whether the evidence is off the query: ``{"abstain", "why", ...}`` for trace and reason."""
     if best_cosine is None:
         return {"abstain": True, "why": "no turn matched"}
@@ -63,11 +89,12 @@ def judge(space, best_cosine: float | None) -> dict:
         return {"abstain": False, "best_cosine": round(best_cosine, 4),
                 "why": f"fewer than {MIN_TURNS} turns: nothing to calibrate against"}
     z = (best_cosine - cal["mu"]) / cal["sd"]
-    out = {"abstain": z < 0, "best_cosine": round(best_cosine, 4),
+    off = z < Z_CLOSE and cover <= COVER
+    out = {"abstain": off, "best_cosine": round(best_cosine, 4),
            "namespace_mean": round(cal["mu"], 4), "namespace_sd": round(cal["sd"], 4),
-           "z": round(z, 3), "sample_turns": min(SAMPLE, cal["turns"])}
-    out["why"] = (f"the best turn's cosine to the query ({best_cosine:.2f}) is below the mean "
-                  f"cosine between two turns of this namespace ({cal['mu']:.2f})" if z < 0 else
-                  f"the best turn's cosine to the query ({best_cosine:.2f}) is above the "
-                  f"namespace's mean pairwise cosine ({cal['mu']:.2f}) by {z:.1f} sd")
+           "z": round(z, 3), "query_words_covered": round(cover, 3),
+           "sample_turns": min(SAMPLE, cal["turns"]), "rule": f"z < {Z_CLOSE:g} and covered <= {COVER:g}"}
+    out["why"] = (f"the best turn's cosine to the query ({best_cosine:.2f}) is {z:.1f} sd from "
+                  f"the mean cosine between two turns of this namespace ({cal['mu']:.2f}), and "
+                  f"{100 * cover:.0f}% of the query's words occur in the best evidence")
     return out

@@ -38,12 +38,9 @@ class SharedSpace:
         self.hits = {"fts": 0, "vector": 0, "rows": 0}   # reuse counts, for the trace
 
     @property
-    def best_cosine(self) -> float | None:
-        """The dense cosine of the query's best turn in the time window (None: no turn)."""
-        if self._depth:
-            return self._dense[0][1] if self._dense else None
-        best = self._space.vector_sources(self._vector, 1, self._where)
-        return best[0][1] if best else None
+    def where(self) -> str | None:
+        """The recall's time filter (what the shared searches ran with)."""
+        return self._where
 
     def __getattr__(self, name):   # everything not shared goes to the real Space
         return getattr(self._space, name)

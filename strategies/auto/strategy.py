@@ -36,7 +36,7 @@ from ..render import pack_sources
 from . import fitted
 from .features import features
 from .fusion import fuse
-from .relevance import judge
+from .relevance import coverage, evidence, judge
 from .shared import DEPTH, SharedSpace
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
@@ -77,8 +77,9 @@ class AutoStrategy:
             out.trace["route"] = {"kind": kind, "features": _show(f), "voters": ["plain"],
                                   "ready": ready}
             where = env.space.time_filter(request.since, request.until)
-            best = env.space.vector_sources(env.embed_query(request.query), 1, where)
-            return _judged(env.space, out, best[0][1] if best else None)
+            return _judged(env.space, out, *evidence(env.space, request.query,
+                                                     env.embed_query(request.query), where),
+                           request.query)
 
         sub = RecallRequest(query=request.query, budget_tokens=max(1, int(request.budget_tokens * expand)),
                             since=request.since, until=request.until)
@@ -129,13 +130,15 @@ class AutoStrategy:
             reason += f"; left out after an error: {', '.join(failed)}"
         out = Recollection(context=packed.context, items=items, sources=sources,
                            abstain=not packed.chosen, route_reason=reason, trace=trace)
-        return _judged(env.space, out, view.best_cosine)
+        return _judged(env.space, out, *evidence(view, request.query, qv, view.where),
+                       request.query)
 
 
-def _judged(space, out: Recollection, best_cosine: float | None) -> Recollection:
+def _judged(space, out: Recollection, best_cosine: float | None, texts: list[str],
+            query: str) -> Recollection:
     """Abstain also when the best evidence is off the query (``relevance.py``); the context
     stays as it is."""
-    verdict = judge(space, best_cosine)
+    verdict = judge(space, best_cosine, coverage(query, texts))
     out.trace["relevance"] = verdict
     if verdict["abstain"] and out.items:
         out.route_reason += f"; abstains: {verdict['why']}"
