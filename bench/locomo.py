@@ -9,6 +9,10 @@ names it AND its text stands verbatim (whitespace-normalised) in ``context``. Re
 overall and per category: R (mean share of gold turns covered), H (share of questions with every
 gold turn covered) and A (answer-token recall: share of the gold answer's content words found in
 the context). The scoring matches ../shared/tools/locomo_mcp.py, which measures through MCP.
+
+The same code runs REALTALK (``--data ../shared/data/realtalk``, or ``python -m
+trimem.bench.realtalk``): the folder's files say which data set it is, and
+:mod:`trimem.bench.realtalk` holds what differs (file names, turn text key, timestamps, categories).
 """
 
 from __future__ import annotations
@@ -31,7 +35,15 @@ STOP = set("a an the and or but of to in on at for with by from is are was were 
 
 
 def parse_when(s: str) -> str:
-    return datetime.strptime(s.strip(), "%I:%M %p on %d %B, %Y").isoformat()
+    """A LoCoMo ('1:56 pm on 8 May, 2023') or REALTALK ('29.12.2023, 22:42:04') time, as ISO."""
+    from .realtalk import TIME_FORMAT
+
+    for fmt in ("%I:%M %p on %d %B, %Y", TIME_FORMAT):
+        try:
+            return datetime.strptime(s.strip(), fmt).isoformat()
+        except ValueError:
+            pass
+    raise ValueError(f"unknown time format: {s!r}")
 
 
 def sessions(conv: dict):
@@ -43,7 +55,7 @@ def sessions(conv: dict):
 
 
 def turn_text(t: dict) -> str:
-    text = t["text"]
+    text = t["text"] if "text" in t else t["clean_text"]  # LoCoMo / REALTALK
     if t.get("blip_caption"):
         text += f" [shares a photo: {t['blip_caption']}]"
     return text
@@ -60,7 +72,7 @@ def norm_evidence(ev: list, valid: set[str]) -> tuple[list[str], int]:
         for part in re.split(r"[;,\s]+", str(e)):
             if not part.strip():
                 continue
-            m = re.match(r"D:?(\d+):0*(\d+)$", part.strip())
+            m = re.match(r"D:?(\d+):0*(\d+)\.?$", part.strip())
             ref = f"D{int(m.group(1))}:{int(m.group(2))}" if m else None
             if ref in valid:
                 out.append(ref)
@@ -73,13 +85,24 @@ def content_words(s: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", str(s).lower()) if w not in STOP}
 
 
+def dataset(data: Path) -> tuple[str, dict[int, str]]:
+    """Which data set ``data`` holds: (file glob, question categories scored)."""
+    from . import realtalk
+
+    if not any(data.glob("conv-*.json")) and any(data.glob(realtalk.GLOB)):
+        return realtalk.GLOB, realtalk.CATS
+    return "conv-*.json", CATS
+
+
 def load(data: Path, convs: str) -> list[tuple[str, dict]]:
-    files = sorted(data.glob("conv-*.json"))
+    """The conversations in ``data``; ``convs`` ('26,30' / '1,3') keeps those numbers only."""
+    pattern = dataset(data)[0]
+    files = sorted(data.glob(pattern))
     if convs:
-        keep = {f"conv-{c}.json" for c in convs.split(",")}
-        files = [f for f in files if f.name in keep]
+        keep = set(convs.split(","))
+        files = [f for f in files if re.match(r"[A-Za-z]+[-_](\d+)", f.stem).group(1) in keep]
     if not files:
-        raise SystemExit(f"no conv-*.json files in {data}")
+        raise SystemExit(f"no {pattern} files in {data}")
     out = []
     for f in files:
         raw = json.loads(f.read_text())
@@ -121,7 +144,9 @@ def ingest(rt, ns: str, raw: dict, curated: str = "") -> int:
     valid: set[str] = set()
     for n, when, turns in sessions(conv):
         iso = parse_when(when)
-        msgs = [Message(content=turn_text(t), speaker=t["speaker"], ref=t["dia_id"], timestamp=iso)
+        # REALTALK turns carry their own time; LoCoMo's share the session's
+        msgs = [Message(content=turn_text(t), speaker=t["speaker"], ref=t["dia_id"],
+                        timestamp=parse_when(t["date_time"]) if t.get("date_time") else iso)
                 for t in turns]
         valid |= {t["dia_id"] for t in turns}
         cur = observations(conv, n, iso, valid) if curated == "observations" else None
@@ -164,14 +189,14 @@ def score(out, gold: list[str], texts: dict[str, str], answer: str, budget: int)
             "abstain": out.abstain}
 
 
-def summarise(rows: list[dict]) -> dict:
+def summarise(rows: list[dict], cats: dict[int, str] = CATS) -> dict:
     def agg(rs):
         return {k: round(statistics.mean(r[k] for r in rs), 4) for k in ("R", "H", "A")} | {"n": len(rs)}
 
     lat = sorted(r["ms"] for r in rows)
     out = agg(rows)
-    out["by_category"] = {CATS[c]: agg([r for r in rows if r["cat"] == c])
-                          for c in sorted(CATS) if any(r["cat"] == c for r in rows)}
+    out["by_category"] = {cats[c]: agg([r for r in rows if r["cat"] == c])
+                          for c in sorted(cats) if any(r["cat"] == c for r in rows)}
     # the same questions split by the kind auto's features give them (list/count questions
     # are not a LoCoMo category; this is where they show)
     kinds = sorted({r["kind"] for r in rows if "kind" in r})
@@ -215,8 +240,9 @@ def run(args) -> dict:
     results = {(s, b): [] for s in strategies for b in budgets}
     off_q = offtopic_questions(args.offtopic) if args.offtopic else []
     off_abstain = {(s, b): [] for s in strategies for b in budgets}
-    t_ingest, n_turns, dropped, n_q = 0.0, 0, 0, 0
+    t_ingest, n_turns, dropped, dropped_questions, n_q = 0.0, 0, 0, 0, 0
     consolidation: dict[str, dict] = {}
+    cats = dataset(Path(args.data))[1]
     for ns, raw in load(Path(args.data), args.convs):
         conv = raw.get("conversation", raw)
         t0 = time.perf_counter()
@@ -230,10 +256,11 @@ def run(args) -> dict:
             consolidation[ns] = consolidate_ns(rt, ns, args.min_cluster_size)
         texts = {t["dia_id"]: norm_ws(turn_text(t)) for _, _, ts in sessions(conv) for t in ts}
         for qa in raw["qa"]:
-            if qa.get("category") not in CATS:
+            if qa.get("category") not in cats:
                 continue
             gold, d = norm_evidence(qa.get("evidence", []), set(texts))
             dropped += d
+            dropped_questions += not gold
             if not gold:
                 continue
             n_q += 1
@@ -251,25 +278,28 @@ def run(args) -> dict:
                     off_abstain[(s, b)].append(recall(rt, q, s, ns, b, options=options).abstain)
         print(f"  {ns}: done", file=sys.stderr)
     return {"date": datetime.now().strftime("%Y-%m-%d"), "questions": n_q, "options": options,
-            "evidence_dropped": dropped, "turns": n_turns,
+            "evidence_dropped": dropped, "questions_dropped": dropped_questions, "turns": n_turns,
+            "categories": cats,
             "ingest_turns_per_s": round(n_turns / t_ingest, 1) if n_turns else None,
-            "results": {f"{s}@{b}": summarise(rows) | abstain_rates(rows, off_abstain[(s, b)])
+            "results": {f"{s}@{b}": summarise(rows, cats) | abstain_rates(rows, off_abstain[(s, b)])
                         for (s, b), rows in results.items()},
             "curated": args.curated, "consolidation": consolidation}
 
 
 def table(out: dict) -> str:
+    cats = out.get("categories", CATS)
     lines = [f"{out['questions']} questions, {out['turns']} turns, ingest "
              f"{out['ingest_turns_per_s']} turns/s, malformed evidence dropped: "
-             f"{out['evidence_dropped']}", "",
-             "| strategy@budget | R | H | A | " + " | ".join(f"{c} R/H" for c in CATS.values())
-             + " | p50 ms | p95 ms | abstain: answerable / off-topic |", "|---" * (7 + len(CATS)) + "|"]
+             f"{out['evidence_dropped']} ids ({out.get('questions_dropped', 0)} questions left "
+             "with none)", "",
+             "| strategy@budget | R | H | A | " + " | ".join(f"{c} R/H" for c in cats.values())
+             + " | p50 ms | p95 ms | abstain: answerable / off-topic |", "|---" * (7 + len(cats)) + "|"]
     for key, r in out["results"].items():
-        cats = " | ".join(f"{r['by_category'][c]['R']:.3f}/{r['by_category'][c]['H']:.3f}"
-                          if c in r["by_category"] else "-" for c in CATS.values())
+        cells = " | ".join(f"{r['by_category'][c]['R']:.3f}/{r['by_category'][c]['H']:.3f}"
+                           if c in r["by_category"] else "-" for c in cats.values())
         off = (f"{r['offtopic_abstain_rate']:.3f} (n={r['offtopic_n']})"
                if r.get("offtopic_abstain_rate") is not None else "-")
-        lines.append(f"| {key} | {r['R']:.3f} | {r['H']:.3f} | {r['A']:.3f} | {cats} | "
+        lines.append(f"| {key} | {r['R']:.3f} | {r['H']:.3f} | {r['A']:.3f} | {cells} | "
                      f"{r['p50_ms']} | {r['p95_ms']} | {r['answerable_abstain_rate']:.3f} / {off} |")
     kinds = sorted({k for r in out["results"].values() for k in r.get("by_kind", {})})
     if kinds:
