@@ -143,6 +143,9 @@ class Store:
         self._spaces: dict[str, object] = {}
         self._tables: dict[str, object] = {}
         self._migrate()
+        from .forgets import ForgetMarks
+
+        self.forgets = ForgetMarks(self)
         _OPEN_STORES.add(self)
 
     # -- tables ---------------------------------------------------------------------------
@@ -171,10 +174,12 @@ class Store:
             self._tables[name] = tbl
             return tbl
 
-    def refresh(self) -> None:
-        """Forget cached table handles (after another handle purged old versions' files)."""
+    def refresh(self, prefix: str = "") -> None:
+        """Forget cached table handles (all, or those whose name starts with ``prefix``): after
+        another handle purged old versions' files, or another process forgot rows."""
         with self.lock:
-            self._tables.clear()
+            for name in [n for n in self._tables if n.startswith(prefix)]:
+                del self._tables[name]
 
     def close(self, timeout: float = 30.0) -> bool:
         """Let running compactions and index builds finish and start no new ones (call before

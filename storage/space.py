@@ -47,6 +47,7 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
         self._fts_ready = False
         self._vector_kinds: dict[str, object] = {}   # derived tables with vectors (kind -> schema)
         self._plain_kinds: set[str] = set()          # derived tables known to have no vectors
+        self.forgotten: set[str] = set()             # source ids forgotten (by any process)
 
     # -- naming -----------------------------------------------------------------------------
     def name(self, kind: str) -> str:
@@ -104,6 +105,26 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
         self.audit("reembed", [], {"table": kind, "from": old_name, "to": self.name(kind),
                                    "rows": len(rows)})
         self.store.drop_table(old_name)
+
+    # -- forgets in other processes (see ``forgets``) -------------------------------------------
+    def forget_news(self, force: bool = False) -> set[str] | None:
+        """Ids forgotten in this namespace by any process since the last look (None: nothing
+        new). On news the namespace's table handles are dropped, so reads see the deletes now."""
+        gone = self.store.forgets.news(self.key, force)
+        if gone is not None:
+            self.store.refresh(f"ns_{self.key}__")
+            self._note_forgotten(gone)
+        return gone
+
+    def mark_forgotten(self, source_ids: list[str]) -> None:
+        """After this process's forget committed: tell the other processes."""
+        self._note_forgotten(source_ids)
+        self.store.forgets.mark(self.key, source_ids)
+
+    def _note_forgotten(self, ids) -> None:
+        if len(self.forgotten) > 100_000:   # a guard, not a ledger: caches were dropped anyway
+            self.forgotten.clear()
+        self.forgotten.update(ids)
 
     def _has_vectors(self, kind: str) -> bool:
         return kind in VECTOR_KINDS
