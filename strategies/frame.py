@@ -14,7 +14,8 @@ subjects, wiki page names. Recalled text sits inside ``OPEN`` ... ``CLOSE``; res
   a multi-line string (``\\n``, ``\\r\\n``, ``\\r`` and the other breaks ``str.splitlines``
   knows) is kept and followed by ``INDENT``, so a continuation line never starts at column 0.
   One-line fields (speakers, titles, subjects, names, session ids) have their breaks replaced by
-  a space, and a speaker is further limited to letters, digits, spaces and ``.-_'&+#@,()``.
+  a space, and a speaker is further limited to letters, digits, spaces and ``.-_'&+#@,()``
+  (other characters become ``_``), starting with a letter or digit.
 
 **Verbatim**, for the ``sources`` contract (a source listed in ``sources`` stands verbatim in
 ``context``), means: the source's text exactly, except that each line break in it is followed by
@@ -89,7 +90,8 @@ def speaker(text: str | None) -> str:
     """A speaker label: one line of letters, digits, spaces and a little punctuation."""
     kept = "".join(c if c.isalnum() or c in _SPEAKER_OK else "_"
                    for c in unicodedata.normalize("NFKC", one_line(text)))
-    return " ".join(kept.split())[:80] or "_"
+    kept = " ".join(kept.split()).lstrip("".join(_SPEAKER_OK))   # no "- text" look-alike
+    return kept[:80] or "_"
 
 
 def wiki_frame(body: str) -> str:
