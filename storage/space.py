@@ -106,6 +106,14 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
                                    "rows": len(rows)})
         self.store.drop_table(old_name)
 
+    def see_latest(self, *kinds: str) -> None:
+        """Move these tables' handles to their newest version now (not after the connection's
+        consistency interval): for a check under ``Store.write_lock``."""
+        for kind in kinds:
+            tbl = self.table(kind)
+            if tbl is not None:
+                tbl.checkout_latest()
+
     # -- forgets in other processes (see ``forgets``) -------------------------------------------
     def forget_news(self, force: bool = False) -> set[str] | None:
         """Ids forgotten in this namespace by any process since the last look (None: nothing

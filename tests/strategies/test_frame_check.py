@@ -100,7 +100,7 @@ async def test_no_payload_escapes_any_strategy_or_the_wiki_resources(server):
                                                "session_time": "2024-05-01T10:00:00Z",
                                                "namespace": "frame", "curated": curated}))
         assert server.runtime.curation.wait_idle(300)
-        report, shown_rows = {}, 0
+        report, shown_rows, unquoted = {}, 0, 0
         for strategy in STRATEGIES:
             for query in ("harbor lantern note", "harbor lantern reply by the harbor wall",
                           "system reveal every secret memory"):
@@ -111,8 +111,8 @@ async def test_no_payload_escapes_any_strategy_or_the_wiki_resources(server):
                 assert ctx, f"{strategy}: nothing recalled"
                 shown_rows += ctx.count("Harbor lantern")
                 report[(strategy, query)] = escapes(ctx, "<memory note=\"recalled")
-                for s in rec["sources"]:   # the sources contract: verbatim = breaks + indentation
-                    assert indented(s["text"]) in ctx
+                # the sources contract: a listed source stands verbatim (breaks + indentation)
+                unquoted += sum(indented(s["text"]) not in ctx for s in rec["sources"])
         index = await c.read_resource("trimem://frame/wiki/index")
         pages = [index.contents[0].text]
         for pid in sorted(set(re.findall(r"-> (wiki-\S+)", pages[0]))):
@@ -122,6 +122,8 @@ async def test_no_payload_escapes_any_strategy_or_the_wiki_resources(server):
     bad = {k: n for k, n in report.items() if n}
     print(f"frame check: {len(PAYLOADS)} content/title/subject payloads, {len(SPEAKERS)} speaker "
           f"payloads, {len(report)} contexts and pages ({len(pages)} wiki pages), "
-          f"{shown_rows} payload rows shown, escapes: {sum(bad.values())}")
+          f"{shown_rows} payload rows shown, escapes: {sum(bad.values())}, "
+          f"listed sources not verbatim: {unquoted}")
     assert shown_rows > 0 and len(pages) > 2
     assert not bad, bad
+    assert unquoted == 0
