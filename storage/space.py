@@ -106,6 +106,12 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
                                    "rows": len(rows)})
         self.store.drop_table(old_name)
 
+    def exists(self) -> bool:
+        """Whether anything was ever written to this namespace (reads never create it)."""
+        if not self._registered and self.namespace in self.store.namespaces():
+            self._registered = True
+        return self._registered
+
     def see_latest(self, *kinds: str) -> None:
         """Move these tables' handles to their newest version now (not after the connection's
         consistency interval): for a check under ``Store.write_lock``."""

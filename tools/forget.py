@@ -5,6 +5,7 @@ from __future__ import annotations
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
+from ..storage import NotFound
 from . import validate as v
 from .errors import guard
 from .runtime import Runtime
@@ -21,19 +22,55 @@ class ForgetResult(BaseModel):
 
 
 def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = None,
-           session_id: str | None = None, namespace: str = "default") -> ForgetResult:
+           session_id: str | None = None, namespace: str = "default",
+           recall_ids: list[str] | None = None, recalls_before: str | None = None,
+           all_recalls: bool = False) -> ForgetResult:
     """Sources named by ids / refs / session, the memories citing them and the recall logs that
     quoted them are deleted; then the text index is rebuilt and old table versions are purged,
     so the text is gone from disk, not just hidden. Memory ids in ``ids`` delete that memory only.
+    Recall records (queries and what they returned) go by ``recall_ids``, by time
+    (``recalls_before``: created at or before it) or all of them (``all_recalls``).
     """
     ns = v.namespace(namespace, rt.limits)
     ids = [v.text_field(f"ids[{k}]", x, rt.limits, required=True) for k, x in enumerate(ids or [])]
     refs = [v.text_field(f"refs[{k}]", x, rt.limits, required=True) for k, x in enumerate(refs or [])]
     sid = v.text_field("session_id", session_id, rt.limits)
-    if not (ids or refs or sid):
-        raise ToolError("say what to forget: ids, refs or session_id")
+    rids = [v.text_field(f"recall_ids[{k}]", x, rt.limits, required=True)
+            for k, x in enumerate(recall_ids or [])]
+    before = v.when("recalls_before", recalls_before)
+    if not (ids or refs or sid or rids or before or all_recalls):
+        raise ToolError("say what to forget: ids, refs, session_id, recall_ids, recalls_before "
+                        "or all_recalls")
     with rt.namespace_lock(ns):
-        return _forget(rt, ns, ids, refs, sid)
+        gone = _forget_recalls(rt, ns, rids, before, all_recalls)
+        if not (ids or refs or sid):
+            return gone
+        out = _forget(rt, ns, ids, refs, sid)
+        out.removed_recalls += gone.removed_recalls
+        out.not_found += gone.not_found
+        return out
+
+
+def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) -> ForgetResult:
+    space = rt.space(ns)
+    chosen = set(space.recalls_between() if every else [])
+    if before is not None and not every:
+        chosen.update(space.recalls_between(before=before))
+    not_found = []
+    for rid in rids:
+        try:
+            space.get_recall(rid)
+            chosen.add(rid)
+        except NotFound:
+            not_found.append(rid)
+    audit_id = ""
+    if chosen:
+        space.delete_recalls(sorted(chosen))
+        space.optimize(purge=True)   # the queries are gone from disk too, not just hidden
+        audit_id = space.audit("forget", [], {"recalls": len(chosen), "all_recalls": every,
+                                              "recalls_before": str(before) if before else None})
+    return ForgetResult(removed_sources=0, removed_memories=0, removed_recalls=len(chosen),
+                        source_ids=[], refs=[], not_found=not_found, audit_id=audit_id)
 
 
 def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | None) -> ForgetResult:
@@ -100,9 +137,15 @@ def register(server, rt: Runtime) -> None:
     @server.tool(name="forget")
     @guard(rt)
     def forget_tool(ids: list[str] | None = None, refs: list[str] | None = None,
-                    session_id: str | None = None, namespace: str = "default") -> ForgetResult:
+                    session_id: str | None = None, namespace: str = "default",
+                    recall_ids: list[str] | None = None, recalls_before: str | None = None,
+                    all_recalls: bool = False) -> ForgetResult:
         """Permanently delete memories: by source or memory `ids`, by your `refs`, or a whole
         `session_id`. Everything derived from the deleted messages goes too, and the text is
         purged from disk (not recoverable). The deletion itself is recorded (ids and refs only).
+        Recall records (past queries and what they returned, which `explain` replays) go by
+        `recall_ids`, by time (`recalls_before`, ISO-8601: those made at or before it), or
+        all of them (`all_recalls`: true).
         """
-        return forget(rt, ids, refs, session_id, namespace)
+        return forget(rt, ids, refs, session_id, namespace, recall_ids, recalls_before,
+                      all_recalls)

@@ -72,8 +72,15 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
                  items=[i.model_dump(mode="json") for i in out.items],
                  latency_ms=round(1000 * (time.perf_counter() - t0), 2))
     source_ids = sorted({s for i in out.items for s in i.source_ids} | {s.id for s in out.sources})
+    from ..storage.logs import RecallPolicy
+
+    c = rt.config
+    policy = RecallPolicy(c.recall_log_days, c.recall_log_max, c.recall_trace_max_bytes)
     try:
-        env.space.log_recall(recall_id, query, strategy, source_ids, trace)
+        if not env.space.log_recall(recall_id, query, strategy, source_ids, trace, policy):
+            out.route_reason += (" [not logged: the recall log is off]" if c.recall_log_days <= 0
+                                 or c.recall_log_max <= 0 else
+                                 " [not logged: nothing is stored in this namespace]")
     except (OSError, RuntimeError) as exc:   # a read-only or full store still answers recalls
         from .errors import translate
 
