@@ -61,9 +61,11 @@ async def test_reads_on_new_namespaces_create_no_tables(server, home):
 
 async def test_forget_scrubs_the_recall_records_that_quoted_a_forgotten_secret(server, home):
     async with Client(server) as c:
-        await remember(c, text=f"My vault passphrase is {SECRET}, keep it quiet.")
-        await remember(c, ref="p2", text="We walked the dog along the canal in the evening.")
-        rec = await recall(c, f"what is the vault passphrase {SECRET}?")
+        # too long for the budget: the recall ranks it (its trace names it) but does not quote it
+        await remember(c, text=f"My vault passphrase is {SECRET}, keep it quiet. " + "x" * 400)
+        await remember(c, ref="p2", text="The vault is in the canal office.")
+        rec = await recall(c, f"what is the vault passphrase {SECRET}?", budget_tokens=60)
+        assert rec["sources"] and SECRET not in rec["context"]
         assert payload(await c.call_tool("explain", {"id": rec["recall_id"], "namespace": "main"}))
         out = payload(await c.call_tool("forget", {"refs": ["p1"], "namespace": "main"}))
         assert out["removed_recalls"] >= 1
