@@ -149,6 +149,7 @@ class Store:
         from .forgets import ForgetMarks
 
         self.forgets = ForgetMarks(self)
+        self.forgets.baseline()
         _OPEN_STORES.add(self)
 
     # -- tables ---------------------------------------------------------------------------

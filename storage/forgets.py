@@ -25,7 +25,7 @@ import pyarrow as pa
 from .db import retrying, utcnow
 
 TABLE = "_forgets"
-KEEP_IDS = 5_000      # the ids of one forget kept in its mark (the last guard; caches are dropped anyway)
+KEEP_IDS = 5_000   # ids of one forget kept in its mark (a last guard: caches are dropped anyway)
 SCHEMA = pa.schema([("key", pa.string()), ("token", pa.string()),
                     ("at", pa.timestamp("us", tz="UTC")), ("source_ids", pa.list_(pa.string()))])
 
@@ -40,11 +40,20 @@ class ForgetMarks:
         self._marks: dict[str, tuple[str, list[str]]] = {}   # namespace key -> (token, ids)
         self._seen: dict[str, str] = {}                      # namespace key -> token handled
 
+    def baseline(self) -> None:
+        """Take the marks already written as seen (call when the store opens, before anything
+        is read: what this process reads afterwards was read after those forgets)."""
+        self._refresh()
+        with self._lock:
+            self._seen.update((k, token) for k, (token, _) in self._marks.items())
+            self._checked = time.monotonic()
+
     def mark(self, key: str, source_ids: list[str]) -> None:
         """Record a forget in namespace ``key`` (call after its deletes committed)."""
         tbl = self.store.open_table(TABLE, SCHEMA)
         token = uuid.uuid4().hex
-        row = {"key": key, "token": token, "at": utcnow(), "source_ids": list(source_ids)[:KEEP_IDS]}
+        row = {"key": key, "token": token, "at": utcnow(),
+               "source_ids": list(source_ids)[:KEEP_IDS]}
         retrying(lambda: tbl.merge_insert("key").when_matched_update_all()
                  .when_not_matched_insert_all().execute([row]), "forget mark")
         with self._lock:

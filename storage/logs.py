@@ -138,15 +138,16 @@ class LogsMixin:
         row["trace"] = json.loads(row["trace"])
         return row
 
-    def recalls_citing(self, ids: set[str]) -> list[str]:
-        """Recall records that cite any of ``ids`` (sources or memories) or name one anywhere in
-        their trace (a ranked candidate, a left-out turn): all quote text derived from it."""
+    def recalls_citing(self, ids: set[str], in_trace: bool = True) -> list[str]:
+        """Recall records that cite any of ``ids`` (sources or memories) or, with ``in_trace``,
+        name one anywhere in their trace (a ranked candidate, a left-out turn): a query that
+        matched a forgotten message is as telling as the message."""
         tbl = self.table("recalls")
         if tbl is None or not ids:
             return []
         rows = tbl.search().select(["recall_id", "source_ids"]).limit(None).to_list()
         out = {r["recall_id"] for r in rows if ids.intersection(r["source_ids"] or [])}
-        ids = sorted(ids)
+        ids = sorted(ids) if in_trace else []
         for i in range(0, len(ids), 50):
             where = " OR ".join(f"trace LIKE {sql_str('%' + x + '%')}" for x in ids[i:i + 50])
             out.update(r["recall_id"] for r in tbl.search().where(where).select(["recall_id"])

@@ -107,7 +107,7 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | No
     space.delete_sessions(emptied)
     space.rebuild_text_index()
     space.optimize(purge=True)
-    space.mark_forgotten(sorted(src_ids))   # every other process drops its caches (storage/forgets.py)
+    space.mark_forgotten(sorted(src_ids))   # other processes drop their caches (storage/forgets.py)
     from ..strategies.nscache import drop_namespace
 
     drop_namespace(space)

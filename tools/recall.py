@@ -122,7 +122,7 @@ def catch_up(space, force: bool = False) -> set[str] | None:
         space.store.refresh(f"ns_{space.key}__")
     if gone:
         try:
-            space.delete_recalls(space.recalls_citing(gone))
+            space.delete_recalls(space.recalls_citing(gone, in_trace=False))
         except (OSError, RuntimeError) as exc:   # a read-only store: nothing was logged either
             log.warning("could not scrub recall records of forgotten sources: %s", exc)
     return gone

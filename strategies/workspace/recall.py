@@ -166,7 +166,8 @@ def workspace_recall(env, request: RecallRequest, s: dict, snap, scheme: str, t0
     picked = [cand_rows[i] for i, *_ in chosen]
     heads = []
     if s.get("heads"):
-        heads = [one_line(snap.threads[t]["head"]) for t in dict.fromkeys(thread_of[i] for i, *_ in chosen)]
+        heads = [one_line(snap.threads[t]["head"])
+                 for t in dict.fromkeys(thread_of[i] for i, *_ in chosen)]
     context, verbatim = assemble(picked, heads, request.budget_tokens * 4)
     if not picked:
         context = ""
