@@ -1,9 +1,11 @@
 """Two ``trimem serve`` processes on one memory folder: how long after A forgets a message does B
 stop returning it? Per strategy, each run: A remembers a session holding a unique secret line,
 both processes see it curated, B recalls it (so B's caches hold it), A forgets it by ref, and B
-recalls every 50 ms until neither ``context`` nor ``sources`` carries it.
+recalls every 50 ms until neither ``context`` nor ``sources`` carries it. Reported: when B's
+last recall that still returned it started, and when B's first answer without it ended (seconds
+after A's forget returned; max and median over the runs).
 
-    python -m trimem.bench.forget_reach --runs 20            # max seconds per strategy
+    python -m trimem.bench.forget_reach --runs 20
 
 The tests (tests/reliability/test_forget_reach.py) run the same code with fewer repeats.
 """
@@ -65,9 +67,11 @@ def session(run: int, secret: str) -> list[dict]:
              "ref": f"h{run}"}]
 
 
-async def one_run(a, b, strategy: str, run: int, timeout: float = 60.0) -> float:
-    """Seconds from A's forget returning until B no longer returns the secret (inf: not within
-    ``timeout``)."""
+async def one_run(a, b, strategy: str, run: int,
+                  timeout: float = 60.0) -> tuple[float, float, str]:
+    """Seconds from A's forget returning to the start of B's last recall that still returned the
+    secret (0: none did), and to the end of B's first recall that did not (inf: none within
+    ``timeout``); and the secret."""
     secret = f"zq{uuid.uuid4().hex[:10]}"
     query = "what is the locker code at the climbing gym"
     _data(await a.call_tool("remember", {"messages": session(run, secret), "namespace": NS,
@@ -84,22 +88,33 @@ async def one_run(a, b, strategy: str, run: int, timeout: float = 60.0) -> float
     _data(await a.call_tool("forget", {"refs": [f"s{run}"], "namespace": NS}))
     t0 = time.monotonic()
 
+    stale = [0.0]
+
     async def gone():
-        return not holds(await recall(b, query, strategy), secret)
+        start = time.monotonic() - t0
+        if holds(await recall(b, query, strategy), secret):
+            stale.append(start)
+            return False
+        return True
 
     ok = await until(gone, timeout)
-    return time.monotonic() - t0 if ok else float("inf")
+    return max(stale), (time.monotonic() - t0 if ok else float("inf")), secret
 
 
 async def measure(home: Path, strategies=STRATEGIES, runs: int = 1,
-                  timeout: float = 60.0) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {s: [] for s in strategies}
+                  timeout: float = 60.0) -> tuple[dict[str, list[tuple[float, float]]], list[str]]:
+    """Per strategy and run: (last stale recall's start, first clean answer's end) in seconds
+    after the forget; and the secrets that were forgotten."""
+    out: dict[str, list[tuple[float, float]]] = {s: [] for s in strategies}
+    secrets: list[str] = []
     async with Client(stdio(home), read_timeout_seconds=180) as a, \
             Client(stdio(home), read_timeout_seconds=180) as b:
         for run in range(runs):
             for s in strategies:
-                out[s].append(await one_run(a, b, s, run, timeout))
-    return out
+                stale, clean, secret = await one_run(a, b, s, run, timeout)
+                out[s].append((stale, clean))
+                secrets.append(secret)
+    return out, secrets
 
 
 def main() -> None:
@@ -108,9 +123,12 @@ def main() -> None:
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        res = anyio.run(measure, Path(tmp) / "home", args.strategies.split(","), args.runs)
-    print(json.dumps({s: {"runs": len(v), "max_s": round(max(v), 3),
-                          "median_s": round(sorted(v)[len(v) // 2], 3)} for s, v in res.items()}))
+        res, _ = anyio.run(measure, Path(tmp) / "home", args.strategies.split(","), args.runs)
+    def stats(xs: list[float]) -> dict:
+        return {"max_s": round(max(xs), 3), "median_s": round(sorted(xs)[len(xs) // 2], 3)}
+
+    print(json.dumps({s: {"runs": len(v), "last_stale_start": stats([x for x, _ in v]),
+                          "first_clean_end": stats([y for _, y in v])} for s, v in res.items()}))
 
 
 if __name__ == "__main__":

@@ -56,9 +56,11 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
     with rt.recalls:   # background curation lets running recalls pass (tools/curation.py)
         catch_up(env.space)
         out = _run(rt, strat, env, request)
-        # a forget (here or in another process) that landed during this recall, or that this
-        # process's caches have not caught up with: drop the caches and answer again
-        if catch_up(env.space) is not None or env.space.forgotten & _cited(out):
+        # a forget (here or in another process) that landed during this recall and touched what
+        # it returned, or that this process's caches have not caught up with: drop the caches
+        # and answer again (a forget of memories only names no source: always answer again)
+        late = catch_up(env.space)
+        if late == set() or env.space.forgotten & _cited(out):
             catch_up(env.space, force=True)
             out = _run(rt, strat, env, request)
             env.space.forgotten -= _cited(out)   # fresh caches cite it: stored again since
