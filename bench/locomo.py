@@ -5,7 +5,9 @@
 Each conversation goes into its own namespace through ``tools.remember.remember`` (one call per
 session, turn ``dia_id`` as ``ref``, the session's date as timestamp); every category 1-4 question
 goes through ``tools.recall.recall``. A gold evidence turn counts as covered only when ``sources``
-names it AND its text stands verbatim (whitespace-normalised) in ``context``. Reported per strategy,
+names it AND its text stands verbatim (whitespace-normalised, so the indentation that
+strategies/frame.py puts after each line break counts as verbatim) in ``context``. Reported per
+strategy,
 overall and per category: R (mean share of gold turns covered), H (share of questions with every
 gold turn covered) and A (answer-token recall: share of the gold answer's content words found in
 the context). The scoring matches ../shared/tools/locomo_mcp.py, which measures through MCP.

@@ -38,6 +38,13 @@ class Settings(BaseSettings):
     consolidate_every_sessions: int = Field(
         0, ge=0, description="consolidate a namespace after this many newly curated sessions "
         "(the paper suggests 10-20); 0 = only when asked (the consolidate tool or command)")
+    recall_log_days: float = Field(30.0, ge=0, description="recall records (what `explain` "
+                                   "replays, queries included) older than this are deleted; "
+                                   "0 = do not keep a recall log")
+    recall_log_max: int = Field(10_000, ge=0, description="recall records kept per namespace "
+                                "(the oldest go first)")
+    recall_trace_max_bytes: int = Field(65_536, ge=1_024, description="largest trace kept per "
+                                        "recall; bigger traces drop their largest fields")
     max_messages: int = 1_000
     max_message_chars: int = 100_000
     max_budget_tokens: int = 100_000
@@ -57,4 +64,6 @@ class Settings(BaseSettings):
                       llm_api_key=self.llm_api_key, cache_dir=self.cache_dir,
                       vector_index_min_rows=self.vector_index_min_rows,
                       curation_delay_s=self.curation_delay_s, curation=self.curation,
-                      consolidate_every_sessions=self.consolidate_every_sessions, limits=limits)
+                      consolidate_every_sessions=self.consolidate_every_sessions,
+                      recall_log_days=self.recall_log_days, recall_log_max=self.recall_log_max,
+                      recall_trace_max_bytes=self.recall_trace_max_bytes, limits=limits)

@@ -8,6 +8,7 @@ reach one at all: each namespace has its own tables (see ``schema``).
 from __future__ import annotations
 
 import atexit
+import fcntl
 import hashlib
 import logging
 import os
@@ -16,6 +17,7 @@ import re
 import threading
 import time
 import weakref
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
@@ -142,7 +144,12 @@ class Store:
         self.lock = threading.RLock()
         self._spaces: dict[str, object] = {}
         self._tables: dict[str, object] = {}
+        self._write_locks: dict[str, threading.Lock] = {}
         self._migrate()
+        from .forgets import ForgetMarks
+
+        self.forgets = ForgetMarks(self)
+        self.forgets.baseline()
         _OPEN_STORES.add(self)
 
     # -- tables ---------------------------------------------------------------------------
@@ -171,10 +178,12 @@ class Store:
             self._tables[name] = tbl
             return tbl
 
-    def refresh(self) -> None:
-        """Forget cached table handles (after another handle purged old versions' files)."""
+    def refresh(self, prefix: str = "") -> None:
+        """Forget cached table handles (all, or those whose name starts with ``prefix``): after
+        another handle purged old versions' files, or another process forgot rows."""
         with self.lock:
-            self._tables.clear()
+            for name in [n for n in self._tables if n.startswith(prefix)]:
+                del self._tables[name]
 
     def close(self, timeout: float = 30.0) -> bool:
         """Let running compactions and index builds finish and start no new ones (call before
@@ -183,6 +192,28 @@ class Store:
             spaces = list(self._spaces.values())
         end = time.monotonic() + timeout
         return all([sp.close_upkeep(max(0.0, end - time.monotonic())) for sp in spaces])
+
+    @contextmanager
+    def write_lock(self, namespace: str):
+        """Held while a writer checks what a namespace holds and then writes on that basis (the
+        remember dedup by ref): one thread at a time in this process, and, for a store in a local
+        folder, one process at a time (an ``flock`` on ``_locks/<key>.lock``; released by the
+        kernel if the process dies). LanceDB's optimistic commits cannot express "insert unless
+        present" across processes, so the check and the write must not interleave."""
+        with self.lock:
+            tlock = self._write_locks.setdefault(namespace, threading.Lock())
+        with tlock:
+            if "://" in self.uri:
+                yield
+                return
+            folder = Path(self.uri) / "_locks"
+            folder.mkdir(exist_ok=True)
+            with open(folder / f"{namespace_key(namespace)}.lock", "a") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
 
     def drop_table(self, name: str) -> None:
         with self.lock:

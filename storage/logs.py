@@ -4,11 +4,39 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from .db import retrying, sql_in, sql_str
+from .db import retrying, sql_in, sql_str, sql_time
 from .errors import NotFound
 from .schema import AUDIT, RECALLS, SESSIONS
+
+
+PRUNE_EVERY = 50   # recalls logged (per process and namespace) between two prunes
+
+
+@dataclass(frozen=True)
+class RecallPolicy:
+    """How much of the recall log is kept (settings ``TRIMEM_RECALL_LOG_*``)."""
+
+    keep_days: float = 30.0          # records older than this are deleted; 0: log nothing
+    keep_max: int = 10_000           # records per namespace; the oldest go first
+    trace_max_bytes: int = 65_536    # a larger trace keeps its small fields and drops the rest
+
+
+def bounded_trace(dumps, trace: dict, max_bytes: int) -> str:
+    """The trace as JSON, at most ``max_bytes``: the largest fields are replaced by a note
+    until it fits (what the recall returned is still listed in its ``source_ids``)."""
+    text = dumps(trace)
+    if len(text.encode()) <= max_bytes:
+        return text
+    out = dict(trace, truncated=True)
+    for key in sorted(trace, key=lambda k: -len(dumps(trace[k]))):
+        out[key] = f"[dropped: {len(dumps(trace[key]).encode())} bytes over the trace limit]"
+        text = dumps(out)
+        if len(text.encode()) <= max_bytes:
+            return text
+    return dumps({"truncated": True, "strategy": str(trace.get("strategy", ""))[:100]})
 
 
 class LogsMixin:
@@ -61,14 +89,44 @@ class LogsMixin:
             retrying(lambda: tbl.delete(sql_in("session_id", session_ids)), "delete sessions")
 
     # -- recall log -----------------------------------------------------------------------------
+    # What `explain(recall_id)` replays. It holds the query and the quoted text, so it is kept
+    # bounded (``RecallPolicy``: age, records per namespace, bytes per trace), scrubbed when the
+    # sources it cites are forgotten, and `forget` can delete it by id, by time or whole.
     def log_recall(self, recall_id: str, query: str, strategy: str, source_ids: list[str],
-                   trace: dict) -> None:
+                   trace: dict, policy: "RecallPolicy | None" = None) -> bool:
+        """Record one recall; False when not recorded (the policy keeps none, or the namespace
+        holds nothing: a read never creates tables)."""
+        policy = policy or RecallPolicy()
+        if policy.keep_days <= 0 or policy.keep_max <= 0 or not self.exists():
+            return False
         tbl = self.table("recalls", RECALLS, create=True)
         row = {"recall_id": recall_id, "namespace": self.namespace, "created_at": self.now(),
                "query": query, "strategy": strategy, "source_ids": source_ids,
-               "trace": self.dumps(trace)}
+               "trace": bounded_trace(self.dumps, trace, policy.trace_max_bytes)}
         retrying(lambda: tbl.add([row]), "recall log")
         self.after_write("recalls")
+        self._recalls_logged = getattr(self, "_recalls_logged", 0) + 1
+        every = max(1, min(PRUNE_EVERY, policy.keep_max // 10))   # so at most keep_max + every
+        if self._recalls_logged % every in (0, 1) or every == 1:
+            self.prune_recalls(policy)
+        return True
+
+    def prune_recalls(self, policy: "RecallPolicy") -> int:
+        """Delete records older than ``keep_days`` and the oldest beyond ``keep_max``."""
+        tbl = self.table("recalls")
+        if tbl is None:
+            return 0
+        cutoff = self.now() - timedelta(days=policy.keep_days)
+        old = tbl.count_rows(sql_time("created_at", "<", cutoff))
+        if old:
+            retrying(lambda: tbl.delete(sql_time("created_at", "<", cutoff)), "prune recalls")
+        extra, n = [], tbl.count_rows()
+        if n > policy.keep_max:
+            rows = tbl.search().select(["recall_id", "created_at"]).limit(None).to_list()
+            rows.sort(key=lambda r: r["created_at"])
+            extra = [r["recall_id"] for r in rows[:n - policy.keep_max]]
+            self.delete_recalls(extra)
+        return old + len(extra)
 
     def get_recall(self, recall_id: str) -> dict:
         tbl = self.table("recalls")
@@ -80,12 +138,34 @@ class LogsMixin:
         row["trace"] = json.loads(row["trace"])
         return row
 
-    def recalls_citing(self, source_ids: set[str]) -> list[str]:
+    def recalls_citing(self, ids: set[str], in_trace: bool = True) -> list[str]:
+        """Recall records that cite any of ``ids`` (sources or memories) or, with ``in_trace``,
+        name one anywhere in their trace (a ranked candidate, a left-out turn): a query that
+        matched a forgotten message is as telling as the message."""
         tbl = self.table("recalls")
-        if tbl is None or not source_ids:
+        if tbl is None or not ids:
             return []
         rows = tbl.search().select(["recall_id", "source_ids"]).limit(None).to_list()
-        return [r["recall_id"] for r in rows if source_ids.intersection(r["source_ids"] or [])]
+        out = {r["recall_id"] for r in rows if ids.intersection(r["source_ids"] or [])}
+        ids = sorted(ids) if in_trace else []
+        for i in range(0, len(ids), 50):
+            where = " OR ".join(f"trace LIKE {sql_str('%' + x + '%')}" for x in ids[i:i + 50])
+            out.update(r["recall_id"] for r in tbl.search().where(where).select(["recall_id"])
+                       .limit(None).to_list())
+        return sorted(out)
+
+    def recalls_between(self, before: datetime | None = None,
+                        after: datetime | None = None) -> list[str]:
+        """Ids of recall records created in a time range (both ends optional: all of them)."""
+        tbl = self.table("recalls")
+        if tbl is None:
+            return []
+        parts = [sql_time("created_at", "<=", before)] if before else []
+        parts += [sql_time("created_at", ">=", after)] if after else []
+        q = tbl.search().select(["recall_id"])
+        if parts:
+            q = q.where(" AND ".join(parts))
+        return [r["recall_id"] for r in q.limit(None).to_list()]
 
     def delete_recalls(self, recall_ids: list[str]) -> None:
         tbl = self.table("recalls")

@@ -47,6 +47,7 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
         self._fts_ready = False
         self._vector_kinds: dict[str, object] = {}   # derived tables with vectors (kind -> schema)
         self._plain_kinds: set[str] = set()          # derived tables known to have no vectors
+        self.forgotten: set[str] = set()             # source ids forgotten (by any process)
 
     # -- naming -----------------------------------------------------------------------------
     def name(self, kind: str) -> str:
@@ -104,6 +105,40 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
         self.audit("reembed", [], {"table": kind, "from": old_name, "to": self.name(kind),
                                    "rows": len(rows)})
         self.store.drop_table(old_name)
+
+    def exists(self) -> bool:
+        """Whether anything was ever written to this namespace (reads never create it)."""
+        if not self._registered and self.namespace in self.store.namespaces():
+            self._registered = True
+        return self._registered
+
+    def see_latest(self, *kinds: str) -> None:
+        """Move these tables' handles to their newest version now (not after the connection's
+        consistency interval): for a check under ``Store.write_lock``."""
+        for kind in kinds:
+            tbl = self.table(kind)
+            if tbl is not None:
+                tbl.checkout_latest()
+
+    # -- forgets in other processes (see ``forgets``) -------------------------------------------
+    def forget_news(self, force: bool = False) -> set[str] | None:
+        """Ids forgotten in this namespace by any process since the last look (None: nothing
+        new). On news the namespace's table handles are dropped, so reads see the deletes now."""
+        gone = self.store.forgets.news(self.key, force)
+        if gone is not None:
+            self.store.refresh(f"ns_{self.key}__")
+            self._note_forgotten(gone)
+        return gone
+
+    def mark_forgotten(self, source_ids: list[str]) -> None:
+        """After this process's forget committed: tell the other processes."""
+        self._note_forgotten(source_ids)
+        self.store.forgets.mark(self.key, source_ids)
+
+    def _note_forgotten(self, ids) -> None:
+        if len(self.forgotten) > 100_000:   # a guard, not a ledger: caches were dropped anyway
+            self.forgotten.clear()
+        self.forgotten.update(ids)
 
     def _has_vectors(self, kind: str) -> bool:
         return kind in VECTOR_KINDS

@@ -9,6 +9,9 @@ workspace graph snapshot, the wiki turn maps), and the rules that keep it curren
   seconds; a recall while this process is ``writing`` keeps the cached item (the counts would
   show half a write).
 
+A forget in another process reaches every cache through :func:`drop_namespace` (called by the
+recall tool when the store's forget marks moved; see ``storage/forgets.py``).
+
 Cached items carry ``gen``, ``counts`` and ``checked`` (``time.monotonic()`` of the last check).
 """
 
@@ -16,12 +19,23 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from contextlib import contextmanager
 from typing import Any, Callable
 
 
+_ALL: "weakref.WeakSet[NamespaceCache]" = weakref.WeakSet()
+
+
+def drop_namespace(space) -> None:
+    """Invalidate every cache's item for ``space``'s namespace (a forget happened elsewhere)."""
+    for cache in list(_ALL):
+        cache.invalidate(space)
+
+
 class NamespaceCache:
     def __init__(self, counts: Callable[[Any], tuple]):
+        _ALL.add(self)
         self._counts = counts
         self._lock = threading.Lock()
         self._items: dict[tuple, Any] = {}

@@ -8,11 +8,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from ..storage import NotFound
 from . import validate as v
 from .answer import answer, doc, names, quoted
 from .errors import guard
 from .namespaces import require
-from .params import NAMESPACE
+from .params import NAMESPACE, TIME, DateTimeStr
 from .runtime import Runtime
 
 
@@ -27,19 +28,55 @@ class ForgetResult(BaseModel):
 
 
 def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = None,
-           session_id: str | None = None, namespace: str = "default") -> ForgetResult:
+           session_id: str | None = None, namespace: str = "default",
+           recall_ids: list[str] | None = None, recalls_before: str | None = None,
+           all_recalls: bool = False) -> ForgetResult:
     """Sources named by ids / refs / session, the memories citing them and the recall logs that
     quoted them are deleted; then the text index is rebuilt and old table versions are purged,
     so the text is gone from disk, not just hidden. Memory ids in ``ids`` delete that memory only.
+    Recall records (queries and what they returned) go by ``recall_ids``, by time
+    (``recalls_before``: created at or before it) or all of them (``all_recalls``).
     """
     ns = require(rt, namespace)
     ids = [v.text_field(f"ids[{k}]", x, rt.limits, required=True) for k, x in enumerate(ids or [])]
     refs = [v.text_field(f"refs[{k}]", x, rt.limits, required=True) for k, x in enumerate(refs or [])]
     sid = v.text_field("session_id", session_id, rt.limits)
-    if not (ids or refs or sid):
-        raise ToolError("say what to forget: ids, refs or session_id")
+    rids = [v.text_field(f"recall_ids[{k}]", x, rt.limits, required=True)
+            for k, x in enumerate(recall_ids or [])]
+    before = v.when("recalls_before", recalls_before)
+    if not (ids or refs or sid or rids or before or all_recalls):
+        raise ToolError("say what to forget: ids, refs, session_id, recall_ids, recalls_before "
+                        "or all_recalls")
     with rt.namespace_lock(ns):
-        return _forget(rt, ns, ids, refs, sid)
+        gone = _forget_recalls(rt, ns, rids, before, all_recalls)
+        if not (ids or refs or sid):
+            return gone
+        out = _forget(rt, ns, ids, refs, sid)
+        out.removed_recalls += gone.removed_recalls
+        out.not_found += gone.not_found
+        return out
+
+
+def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) -> ForgetResult:
+    space = rt.space(ns)
+    chosen = set(space.recalls_between() if every else [])
+    if before is not None and not every:
+        chosen.update(space.recalls_between(before=before))
+    not_found = []
+    for rid in rids:
+        try:
+            space.get_recall(rid)
+            chosen.add(rid)
+        except NotFound:
+            not_found.append(rid)
+    audit_id = ""
+    if chosen:
+        space.delete_recalls(sorted(chosen))
+        space.optimize(purge=True)   # the queries are gone from disk too, not just hidden
+        audit_id = space.audit("forget", [], {"recalls": len(chosen), "all_recalls": every,
+                                              "recalls_before": str(before) if before else None})
+    return ForgetResult(removed_sources=0, removed_memories=0, removed_recalls=len(chosen),
+                        source_ids=[], refs=[], not_found=not_found, audit_id=audit_id)
 
 
 def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | None) -> ForgetResult:
@@ -76,6 +113,10 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | No
     space.delete_sessions(emptied)
     space.rebuild_text_index()
     space.optimize(purge=True)
+    space.mark_forgotten(sorted(src_ids))   # other processes drop their caches (storage/forgets.py)
+    from ..strategies.nscache import drop_namespace
+
+    drop_namespace(space)
     if derived:  # what remains of a touched session is curated again, without the deleted text
         for sess in {r["session_id"] for r in sources.values()} - set(emptied):
             row = space.get_session(sess)
@@ -116,11 +157,20 @@ REFS = Annotated[list[str] | None, Field(
 SESSION_ID = Annotated[str | None, Field(description="Delete a whole session, every message of it.",
                                          examples=["chat-2024-05-08"])]
 
+RECALL_IDS = Annotated[list[str] | None, Field(
+    description="Recall records to delete (past queries and what they returned, which `explain` "
+                "replays), by their recall ids.", examples=[["rcl_0123456789abcdef0123"]])]
+RECALLS_BEFORE = Annotated[DateTimeStr | None, TIME(
+    "Delete every recall record made at or before this time (ISO-8601; no zone = UTC).")]
+ALL_RECALLS = Annotated[bool, Field(description="True: delete every recall record of the namespace.")]
+
 DESCRIPTION = doc("""
     Permanently delete memories: by message or memory `ids`, by your `refs`, or a whole
     `session_id` (give at least one). Everything derived from the deleted messages goes too, as
     do recall log entries that quoted them, and the text is purged from disk: it cannot be
-    recovered. The deletion itself is recorded (ids and refs only).
+    recovered. The deletion itself is recorded (ids and refs only). Recall records (past
+    queries and what they returned) go by `recall_ids`, by time (`recalls_before`) or all of
+    them (`all_recalls`).
     """)
 
 
@@ -130,6 +180,9 @@ def register(server, rt: Runtime) -> None:
         idempotent_hint=True, open_world_hint=False))
     @guard(rt)
     def forget_tool(ids: IDS = None, refs: REFS = None, session_id: SESSION_ID = None,
-                    namespace: NAMESPACE = "default") -> Annotated[CallToolResult, ForgetResult]:
-        out = forget(rt, ids, refs, session_id, namespace)
+                    namespace: NAMESPACE = "default", recall_ids: RECALL_IDS = None,
+                    recalls_before: RECALLS_BEFORE = None,
+                    all_recalls: ALL_RECALLS = False) -> Annotated[CallToolResult, ForgetResult]:
+        out = forget(rt, ids, refs, session_id, namespace, recall_ids, recalls_before,
+                     all_recalls)
         return answer(text_of(out, namespace), out)

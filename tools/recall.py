@@ -83,13 +83,16 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
     request = RecallRequest(query=query, budget_tokens=budget, since=t_since, until=t_until,
                             options=dict(options or {}))
     with rt.recalls:   # background curation lets running recalls pass (tools/curation.py)
-        try:
-            out = strat.recall(env, request)
-        except RuntimeError as exc:   # a forget purged files under an older table handle
-            if "not found" not in str(exc).lower():
-                raise
-            rt.store.refresh()
-            out = strat.recall(env, request)
+        catch_up(env.space)
+        out = _run(rt, strat, env, request)
+        # a forget (here or in another process) that landed during this recall and touched what
+        # it returned, or that this process's caches have not caught up with: drop the caches
+        # and answer again (a forget of memories only names no source: always answer again)
+        late = catch_up(env.space)
+        if late == set() or env.space.forgotten & _cited(out):
+            catch_up(env.space, force=True)
+            out = _run(rt, strat, env, request)
+            env.space.forgotten -= _cited(out)   # fresh caches cite it: stored again since
     tokens = tokens_of(out.context)
     if tokens > budget:  # a strategy bug must never reach the host as an over-budget answer
         raise ToolError(f"internal error: strategy {strategy} overran the budget ({tokens} > {budget})")
@@ -100,8 +103,15 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
                  items=[i.model_dump(mode="json") for i in out.items],
                  latency_ms=round(1000 * (time.perf_counter() - t0), 2))
     source_ids = sorted({s for i in out.items for s in i.source_ids} | {s.id for s in out.sources})
+    from ..storage.logs import RecallPolicy
+
+    c = rt.config
+    policy = RecallPolicy(c.recall_log_days, c.recall_log_max, c.recall_trace_max_bytes)
     try:
-        env.space.log_recall(recall_id, query, strategy, source_ids, trace)
+        if not env.space.log_recall(recall_id, query, strategy, source_ids, trace, policy):
+            out.route_reason += (" [not logged: the recall log is off]" if c.recall_log_days <= 0
+                                 or c.recall_log_max <= 0 else
+                                 " [not logged: nothing is stored in this namespace]")
     except (OSError, RuntimeError) as exc:   # a read-only or full store still answers recalls
         from .errors import translate
 
@@ -112,6 +122,41 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
     return RecallResult(recall_id=recall_id, strategy=strategy, route_reason=out.route_reason,
                         context=out.context, tokens=tokens, items=out.items, sources=out.sources,
                         abstain=out.abstain)
+
+
+def _run(rt: Runtime, strat, env, request: RecallRequest):
+    try:
+        return strat.recall(env, request)
+    except RuntimeError as exc:   # a forget purged files under an older table handle
+        if "not found" not in str(exc).lower():
+            raise
+        rt.store.refresh()
+        return strat.recall(env, request)
+
+
+def _cited(out) -> set[str]:
+    return {s.id for s in out.sources} | {s for i in out.items for s in i.source_ids}
+
+
+def catch_up(space, force: bool = False) -> set[str] | None:
+    """Apply forgets made by any process since this one last looked (``storage/forgets.py``):
+    every in-process cache of the namespace is dropped, and recall records this process may
+    have written quoting the forgotten sources meanwhile are deleted. Cheap when nothing moved;
+    ``force`` looks now and drops the caches and table handles whatever it finds."""
+    gone = space.forget_news(force)
+    if gone is None and not force:
+        return None
+    from ..strategies.nscache import drop_namespace
+
+    drop_namespace(space)
+    if force:
+        space.store.refresh(f"ns_{space.key}__")
+    if gone:
+        try:
+            space.delete_recalls(space.recalls_citing(gone, in_trace=False))
+        except (OSError, RuntimeError) as exc:   # a read-only store: nothing was logged either
+            log.warning("could not scrub recall records of forgotten sources: %s", exc)
+    return gone
 
 
 QUERY = Annotated[str, Field(

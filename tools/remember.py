@@ -110,7 +110,7 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
              session_time: str | None = None, namespace: str = "default",
              curated: Curated | None = None) -> RememberResult:
     """Validate everything, embed, then write: sources in one commit (all or nothing)."""
-    from .curated import check_curated, curated_texts, resolve_refs, store_curated
+    from .curated import check_curated, curated_texts, resolve_refs
 
     ns = v.namespace(namespace, rt.limits)
     sid = v.text_field("session_id", session_id, rt.limits) or new_id("ses")
@@ -140,16 +140,50 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     from ..storage.sources import search_text
 
     all_vecs = rt.embed([search_text(r) for r in new_rows] + extra)
-    vectors, cur_vecs = all_vecs[:len(new_rows)], all_vecs[len(new_rows):]
-    now = space.now()
-    offset = space.count_sources(f"session_id = {_q(sid)}")
-    for k, (r, vec) in enumerate(zip(new_rows, vectors)):
-        r.update(session_id=sid, seq=offset + k, vector=vec, created_at=now,
-                 timestamp=r["timestamp"] or stime or now)
+    for r, vec in zip(new_rows, all_vecs[:len(new_rows)]):
+        r["vector"] = vec
+    cur_vecs = all_vecs[len(new_rows):]
 
     from ..strategies import registry
 
     curates = rt.config.curation and registry.curates()
+    # The check "is this ref stored yet?" and the write it decides must not interleave with
+    # another call's (a retry arriving twice at once, here or in another process): under the
+    # namespace's write lock the refs are checked again, and the offset and the session row are
+    # read from what is stored now, so n_messages stays the number of stored messages.
+    with space.store.write_lock(ns):
+        space.see_latest("sources", "sessions")   # another process's write, committed just now
+        session = space.get_session(sid)
+        again = {r["ref"]: r["id"] for r in space.sources_by_refs(
+            [r["ref"] for r in new_rows if r["ref"]]) if r["session_id"] == sid}
+        known.update(again)
+        new_rows = [r for r in new_rows if r["ref"] is None or r["ref"] not in again]
+        memory_ids = _write(space, sid, stime, session, new_rows, plan, by_ref, cur_vecs, curates)
+    ids = [known.get(r["ref"]) or r["id"] for r in rows]
+    try:
+        space.audit("remember", [r["id"] for r in new_rows] + memory_ids,
+                    {"session_id": sid, "stored": len(new_rows),
+                     "already_stored": len(rows) - len(new_rows),
+                     "refs": [r["ref"] for r in new_rows if r["ref"]], "curated": len(memory_ids)})
+    except (OSError, RuntimeError) as exc:
+        log.error("remember: %d messages stored, but their audit entry failed: %s", len(new_rows), exc)
+    if curates:
+        rt.curation.enqueue(ns, sid)
+    return RememberResult(session_id=sid, source_ids=ids, stored=len(new_rows),
+                          curation="queued" if curates else "done")
+
+
+def _write(space, sid: str, stime, session, new_rows: list[dict], plan, by_ref, cur_vecs,
+           curates: bool) -> list[str]:
+    """Number the new rows after what the session holds, then write (the caller holds the
+    namespace's write lock). Returns the ids of the curated memories stored."""
+    from .curated import store_curated
+
+    now = space.now()
+    offset = space.count_sources(f"session_id = {_q(sid)}")
+    for k, r in enumerate(new_rows):
+        r.update(session_id=sid, seq=offset + k, created_at=now,
+                 timestamp=r["timestamp"] or stime or now)
     times = [r["timestamp"] for r in new_rows] or [stime or now]
     # Write order, for crash safety and honest errors: what only describes or derives from the
     # messages goes first (curated memories and the session row, both idempotent on retry); the
@@ -169,18 +203,7 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
         "created_at": (session or {}).get("created_at") or now, "updated_at": now,
     })
     space.add_sources(new_rows)
-    ids = [known.get(r["ref"]) or r["id"] for r in rows]
-    try:
-        space.audit("remember", [r["id"] for r in new_rows] + memory_ids,
-                    {"session_id": sid, "stored": len(new_rows),
-                     "already_stored": len(rows) - len(new_rows),
-                     "refs": [r["ref"] for r in new_rows if r["ref"]], "curated": len(memory_ids)})
-    except (OSError, RuntimeError) as exc:
-        log.error("remember: %d messages stored, but their audit entry failed: %s", len(new_rows), exc)
-    if curates:
-        rt.curation.enqueue(ns, sid)
-    return RememberResult(session_id=sid, source_ids=ids, stored=len(new_rows),
-                          curation="queued" if curates else "done")
+    return memory_ids
 
 
 def stable_id(prefix: str, *parts: str) -> str:

@@ -48,6 +48,9 @@ class Config:
     curation_delay_s: float = 0.0
     curation: bool = True
     consolidate_every_sessions: int = 0
+    recall_log_days: float = 30.0         # see storage.logs.RecallPolicy
+    recall_log_max: int = 10_000
+    recall_trace_max_bytes: int = 65_536
     limits: Limits = Limits()
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..base import Env, RecallRequest
 from ..plain.strategy import search_sources
-from ..render import CLOSE, OPEN
+from ..frame import CLOSE, OPEN, one_line, shown
 
 RRF_K = 60
 DEFAULTS = {"k": 10, "fts": 1, "notes": 0.15, "per_episode": 3, "candidates": 100,
@@ -98,19 +98,16 @@ def date_label(row: dict) -> str:
 
 
 def fact_line(row: dict) -> str:
-    refs = ", ".join(row.get("refs") or [])
-    return f"- ({date_label(row)}) {row['text']}" + (f" [{refs}]" if refs else "") + "\n"
+    refs = ", ".join(one_line(r) for r in row.get("refs") or [])
+    return f"- ({date_label(row)}) {shown(row['text'])[0]}" + (f" [{refs}]" if refs else "") + "\n"
 
 
 def episode_line(row: dict) -> str:
+    """Stored strings through ``frame``: the title on one line, the summary indented."""
     b = row.get("body") or {}
-    title = b.get("title") or ""
-    summary = b.get("summary") or row["text"][:300]
+    title = one_line(b.get("title") or "")
+    summary = shown(b.get("summary") or row["text"][:300])[0]
     return f"- ({date_label(row)}) {title}: {summary}\n"
-
-
-def defang(text: str) -> str:
-    return text.replace("</memory", "<\\/memory").replace("</MEMORY", "<\\/memory")
 
 
 def notes_block(episodes: list[dict], facts: list[dict], limit_chars: int, max_notes: int):
@@ -128,7 +125,7 @@ def notes_block(episodes: list[dict], facts: list[dict], limit_chars: int, max_n
     lines, kept, dropped, used = [], [], [], 0
     header = "[notes: episodes and facts distilled from the quoted turns]\n"
     for kind, row in queue:
-        line = defang(fact_line(row) if kind == "fact" else episode_line(row))
+        line = fact_line(row) if kind == "fact" else episode_line(row)
         cost = len(line) + (0 if lines else len(header))
         if len(kept) >= max_notes:
             dropped.append((row["id"], "note limit"))

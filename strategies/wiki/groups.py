@@ -19,6 +19,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
+from ..frame import one_line
 from . import dates as dt
 from .store import VEC
 
@@ -41,11 +42,12 @@ def claim_line(c: dict) -> str:
         when = f" (≈{dt.label(ds[0])})"
     elif c.get("timestamp"):
         when = f" ({c['timestamp'][:10]})"
-    return f"- {c['subject']}: {c['text']}{when} [{c['ref'] or c['source_id']}]"
+    return (f"- {one_line(c['subject'])}: {one_line(c['text'])}{when} "
+            f"[{one_line(c['ref'] or c['source_id'])}]")
 
 
 def hist_line(c: dict, new: dict | None) -> str:
-    by = f" by: {new['text']} [{new['ref']}]" if new else ""
+    by = f" by: {one_line(new['text'])} [{one_line(new['ref'])}]" if new else ""
     return f"{claim_line(c)} — {c['status']}{by}"
 
 

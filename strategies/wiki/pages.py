@@ -39,6 +39,7 @@ import json
 
 import pyarrow as pa
 
+from ..frame import one_line
 from . import text as tx
 from .groups import Group
 from .store import PAGE, TS, VEC
@@ -129,6 +130,11 @@ def is_live(g: Group) -> bool:
 
 
 def title(g: Group) -> str:
+    """The page's name, on one line with no tag (``frame.one_line``): names are stored strings."""
+    return one_line(_title(g))
+
+
+def _title(g: Group) -> str:
     if g.kind == "entity":
         return min(g.spk or g.variants or {g.key})
     if g.kind == "inventory":

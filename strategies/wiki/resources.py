@@ -2,7 +2,9 @@
 
 Register with ``register_resources(server, rt)`` from ``server/app.py`` (one line after the
 tools are registered). Pages are read-only views of the stored ``wiki_pages`` rows: their
-Markdown content lists claims with their refs, then the linked trajectories.
+Markdown content lists claims with their refs, then the linked trajectories. Everything on a page
+derives from stored strings, so the page is returned inside a ``frame.wiki_frame`` (tags
+neutralised), and its lines were built with ``frame.one_line`` (no name can start a line).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 def read_page(rt, namespace: str, page: str) -> str:
     from ...tools.namespaces import require_for_resource
+    from ..frame import one_line, wiki_frame
     from .pages import PAGE
     from .store import ensure
 
@@ -20,10 +23,10 @@ def read_page(rt, namespace: str, page: str) -> str:
     rows = space.rows(PAGE, eq={"id": pid}, columns=["id", "type", "title", "text",
                                                      "trajectory_ids"])
     if not rows:
-        return f"no wiki page {page!r} in namespace {ns!r}; read trimem://{ns}/wiki/index"
+        return f"no wiki page {one_line(page)!r} in namespace {ns!r}; read trimem://{ns}/wiki/index"
     p = rows[0]
-    links = "\n".join(f"- {t}" for t in p["trajectory_ids"][:200])
-    return f"{p['text']}\n\n## trajectories ({len(p['trajectory_ids'])})\n{links}\n"
+    links = "\n".join(f"- {one_line(t)}" for t in p["trajectory_ids"][:200])
+    return wiki_frame(f"{p['text']}\n\n## trajectories ({len(p['trajectory_ids'])})\n{links}\n")
 
 
 def register_resources(server, rt) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..base import Item, Recollection, RecallRequest
 from ..plain.strategy import search_sources_named, source_ref
-from ..render import CLOSE, OPEN
+from ..frame import CLOSE, OPEN, one_line
 from . import roles
 from ..speakers import speaker_match
 from .select import greedy, kernel, path_costs, priorities, propagate
@@ -166,7 +166,8 @@ def workspace_recall(env, request: RecallRequest, s: dict, snap, scheme: str, t0
     picked = [cand_rows[i] for i, *_ in chosen]
     heads = []
     if s.get("heads"):
-        heads = [snap.threads[t]["head"] for t in dict.fromkeys(thread_of[i] for i, *_ in chosen)]
+        heads = [one_line(snap.threads[t]["head"])
+                 for t in dict.fromkeys(thread_of[i] for i, *_ in chosen)]
     context, verbatim = assemble(picked, heads, request.budget_tokens * 4)
     if not picked:
         context = ""
