@@ -14,9 +14,12 @@ def _logging(level: str) -> None:
 
 
 def cmd_serve(args) -> int:
+    import os
+
     from .app import build_server
     from .settings import load_settings
 
+    os.umask(0o077)   # memory, logs and tokens the server writes are its user's alone
     settings = load_settings(args.env_file)
     _logging(settings.log_level)
     server = build_server(settings)
