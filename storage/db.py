@@ -53,9 +53,11 @@ def sql_in(column: str, values: Iterable[str]) -> str:
 
 
 def sql_time(column: str, op: str, when: datetime) -> str:
-    """A timestamp comparison; ``when`` is a parsed datetime, never caller text."""
+    """A timestamp comparison; ``when`` is a parsed datetime, never caller text. The year is
+    always four digits (``strftime('%Y')`` writes year 999 as ``999``, which no filter parses)."""
     assert op in {"<", "<=", ">", ">="}
-    return f"{column} {op} timestamp '{when.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'"
+    utc = when.astimezone(timezone.utc).replace(tzinfo=None)
+    return f"{column} {op} timestamp '{utc.isoformat(timespec='microseconds')}Z'"
 
 
 def namespace_key(namespace: str) -> str:
