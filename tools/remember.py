@@ -163,7 +163,14 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
         "n_messages": offset + len(new_rows), "curation": "queued" if curates else "done",
         "created_at": (session or {}).get("created_at") or now, "updated_at": now,
     })
-    space.add_sources(new_rows)
+    try:
+        space.add_sources(new_rows)
+    except BaseException:   # nothing was stored: the session row must not claim otherwise
+        try:
+            space.put_session(session) if session is not None else space.delete_sessions([sid])
+        except Exception as exc:
+            log.error("remember: could not restore session %s after a failed write: %s", sid, exc)
+        raise
     ids = [known.get(r["ref"]) or r["id"] for r in rows]
     try:
         space.audit("remember", [r["id"] for r in new_rows] + memory_ids,
