@@ -34,6 +34,13 @@ def gid(kind: str, key: str) -> str:
     return f"{kind}|{key}"
 
 
+def clip(text: str, limit: int = 400) -> str:
+    """A claim as a page line: at most ``limit`` characters. Every page a claim belongs to keeps
+    its line, so a 100,000-character message copied whole into each cost gigabytes at the input
+    limits; the full text stays in its source, which the ref names."""
+    return text if len(text) <= limit else text[:limit].rstrip() + " …"
+
+
 def claim_line(c: dict) -> str:
     when = ""
     ds = json.loads(c["dates"]) if c.get("dates") else []
@@ -41,11 +48,11 @@ def claim_line(c: dict) -> str:
         when = f" (≈{dt.label(ds[0])})"
     elif c.get("timestamp"):
         when = f" ({c['timestamp'][:10]})"
-    return f"- {c['subject']}: {c['text']}{when} [{c['ref'] or c['source_id']}]"
+    return f"- {c['subject']}: {clip(c['text'])}{when} [{c['ref'] or c['source_id']}]"
 
 
 def hist_line(c: dict, new: dict | None) -> str:
-    by = f" by: {new['text']} [{new['ref']}]" if new else ""
+    by = f" by: {clip(new['text'])} [{new['ref']}]" if new else ""
     return f"{claim_line(c)} — {c['status']}{by}"
 
 
