@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 
-from mcp.server.mcpserver import MCPServer
 
 from .. import __version__
 from ..tools import consolidate, explain, forget, namespaces, recall, remember
 from ..strategies.wiki.resources import register_resources as register_wiki_pages
 from ..tools.runtime import Runtime
-from .settings import Settings
+from .settings import Settings, load_settings
+from .stdio import StdioServer
 
 INSTRUCTIONS = """trimem is your long-term memory across conversations.
 - After each exchange, call `remember` with the new messages (reuse a session_id per conversation).
@@ -22,11 +22,11 @@ INSTRUCTIONS = """trimem is your long-term memory across conversations.
   how each is doing."""
 
 
-def build_server(settings: Settings | None = None) -> MCPServer:
-    settings = settings or Settings()
+def build_server(settings: Settings | None = None) -> StdioServer:
+    settings = settings or load_settings()
     logging.getLogger("trimem").setLevel(settings.log_level.upper())
     rt = Runtime(settings.to_config())
-    server = MCPServer(name="trimem", version=__version__, instructions=INSTRUCTIONS)
+    server = StdioServer(name="trimem", version=__version__, instructions=INSTRUCTIONS)
     for tool in (remember, recall, consolidate, explain, forget):
         tool.register(server, rt)
     namespaces.register(server, rt)   # trimem://namespaces, trimem://{namespace}/status

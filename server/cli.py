@@ -21,9 +21,10 @@ def cmd_serve(args) -> int:
         signal.signal(sig, lambda *_: os._exit(0))  # handlers nothing is open: just go
     from .app import build_server
     from .lifecycle import serve
-    from .settings import Settings
+    from .settings import load_settings
 
-    settings = Settings()
+    os.umask(0o077)   # memory, logs and tokens the server writes are its user's alone
+    settings = load_settings(args.env_file)
     _logging(settings.log_level)
     server = build_server(settings)
     # stdin EOF, SIGTERM or one Ctrl-C: background work stops (bounded) and the process exits
@@ -42,9 +43,9 @@ def cmd_demo(args) -> int:
 
 def cmd_namespaces(args) -> int:
     from ..storage import open_store
-    from .settings import Settings
+    from .settings import load_settings
 
-    for name in open_store(Settings().home).namespaces():
+    for name in open_store(load_settings(args.env_file).home).namespaces():
         print(name)
     return 0
 
@@ -55,9 +56,9 @@ def cmd_consolidate(args) -> int:
 
     from ..tools.consolidate import consolidate
     from .app import build_server
-    from .settings import Settings
+    from .settings import load_settings
 
-    settings = Settings()
+    settings = load_settings(args.env_file)
     _logging(settings.log_level)
     rt = build_server(settings).runtime
 
@@ -79,9 +80,9 @@ def cmd_restore(args) -> int:
     import json
 
     from ..tools.runtime import Runtime
-    from .settings import Settings
+    from .settings import load_settings
 
-    settings = Settings()
+    settings = load_settings(args.env_file)
     _logging(settings.log_level)
     rt = Runtime(settings.to_config())
     rt.curation.stop(0)   # a one-shot command: queued sessions stay queued for the server
@@ -136,7 +137,13 @@ def main(argv: list[str] | None = None) -> int:
                                  "LLM agents, over MCP. Settings: TRIMEM_* environment variables.")
     ap.add_argument("--version", action="version", version=f"trimem {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sv = sub.add_parser("serve", help="run the MCP server over stdio (what hosts start)")
+    # settings: TRIMEM_* variables over one file (never a .env in the working directory)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--env-file", default=None, metavar="PATH",
+                        help="read settings from this file (default: TRIMEM_ENV_FILE, else "
+                        "settings.env in TRIMEM_HOME if present)")
+    sv = sub.add_parser("serve", parents=[common],
+                        help="run the MCP server over stdio (what hosts start)")
     sv.add_argument("--http", action="store_true",
                     help="serve streamable HTTP instead (bearer token required; the URL is "
                          "printed to stderr)")
@@ -145,13 +152,13 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("demo", help="remember a short conversation and recall from it")
     d.add_argument("--keep", action="store_true",
                    help="use TRIMEM_HOME instead of a throw-away folder")
-    sub.add_parser("namespaces", help="list the namespaces in TRIMEM_HOME")
-    c = sub.add_parser("consolidate", help="consolidate one namespace now")
+    sub.add_parser("namespaces", parents=[common], help="list the namespaces in TRIMEM_HOME")
+    c = sub.add_parser("consolidate", parents=[common], help="consolidate one namespace now")
     c.add_argument("--namespace", default="default")
     c.add_argument("--dry-run", action="store_true")
     c.add_argument("--min-cluster-size", type=int, default=10)
-    r = sub.add_parser("restore", help="make a memory that consolidation merged or superseded "
-                       "active again (prints what changed as JSON)")
+    r = sub.add_parser("restore", parents=[common], help="make a memory that consolidation "
+                       "merged or superseded active again (prints what changed as JSON)")
     r.add_argument("memory_id", help="the id of the merged or superseded episode or fact")
     r.add_argument("--namespace", default="default")
     args = ap.parse_args(argv)

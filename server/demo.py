@@ -31,13 +31,13 @@ async def run_demo(keep: bool = False) -> int:
     from mcp import Client
 
     from .app import build_server
-    from .settings import Settings
+    from .settings import load_settings
 
     tmp = None
     if not keep:
         tmp = tempfile.TemporaryDirectory(prefix="trimem-demo-")
         os.environ["TRIMEM_HOME"] = tmp.name
-    settings = Settings()
+    settings = load_settings()
     print(f"trimem demo · memory folder: {settings.home}\n")
     server = build_server(settings)
     async with Client(server) as client:

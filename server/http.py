@@ -7,6 +7,12 @@ mode 0600) and printed once to stderr. The MCP SDK's transport security checks t
 ``Origin`` headers against the loopback names (421 / 403 otherwise), as the MCP specification asks
 of local servers, so a web page the user visits cannot drive the server through DNS rebinding.
 For access from other machines put it behind a TLS-terminating reverse proxy (see README).
+
+Hardening: ``Host`` and ``Origin`` are parsed strictly and their host part must equal an allowed
+name (the SDK's own check is a prefix match, which let ``Host: 127.0.0.1:8765 evil.com``
+through); a client must finish sending each request (headers and body) within
+``REQUEST_READ_TIMEOUT_S`` or its connection is closed, so stalled sockets cannot pile up; a token
+file readable by others is made private (0600) with a warning before it is used.
 """
 
 from __future__ import annotations
@@ -14,12 +20,17 @@ from __future__ import annotations
 import hmac
 import logging
 import os
+import re
 import secrets
+import stat
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+REQUEST_READ_TIMEOUT_S = 10.0
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(?::(\d{1,5}))?")
 
 
 def token_path(settings) -> Path:
@@ -35,6 +46,7 @@ def load_or_create_token(settings) -> str:
         return settings.http_token
     path = token_path(settings)
     if path.exists():
+        _make_private(path)
         return path.read_text().strip()
     path.parent.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(32)
@@ -43,6 +55,62 @@ def load_or_create_token(settings) -> str:
         f.write(token + "\n")
     print(f"trimem: generated an HTTP bearer token (saved in {path}):\n  {token}", file=sys.stderr)
     return token
+
+
+def _make_private(path: Path) -> None:
+    """A token file others can read is no secret: make it 0600 (or refuse to start)."""
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        try:
+            os.chmod(path, 0o600)
+        except OSError as exc:
+            raise SystemExit(f"trimem: {path} is readable by others (mode {mode:04o}) and cannot "
+                             f"be made private ({exc}); fix its permissions or delete it") from exc
+        log.warning("%s was readable by others (mode %04o): made it private (0600); delete it to "
+                    "get a new token if others may have read it", path, mode)
+
+
+def host_name(value: str) -> str | None:
+    """The lower-cased name of a ``Host`` value ``name[:port]``, or None unless it is exactly
+    that (no spaces, no userinfo, no path, a numeric port)."""
+    m = _HOST.fullmatch(value)
+    if m is None or (m.group(2) is not None and int(m.group(2)) > 65535):
+        return None
+    return m.group(1).lower()
+
+
+def origin_name(value: str) -> str | None:
+    """The lower-cased host name of an ``Origin`` (``scheme://host[:port]`` and nothing else)."""
+    m = re.fullmatch(r"(https?)://([^/?#@\s]+)", value, flags=re.I)
+    return host_name(m.group(2)) if m else None
+
+
+class HostCheck:
+    """ASGI middleware: 421 unless ``Host`` names an allowed host exactly; 403 unless ``Origin``
+    (when sent) does too."""
+
+    def __init__(self, app, names: list[str]):
+        self.app = app
+        self.names = {host_name(n) or n.lower() for n in names}   # "name:port" -> "name"
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            headers = scope.get("headers") or []
+            hosts = [v for k, v in headers if k == b"host"]
+            origins = [v for k, v in headers if k == b"origin"]
+            host = hosts[0].decode("latin-1") if len(hosts) == 1 else ""
+            if host_name(host) not in self.names:
+                return await _refuse(send, 421, b"Invalid Host header\n")
+            if len(origins) > 1 or (origins and
+                                    origin_name(origins[0].decode("latin-1")) not in self.names):
+                return await _refuse(send, 403, b"Invalid Origin header\n")
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": body})
 
 
 class BearerAuth:
@@ -75,7 +143,45 @@ def http_app(server, settings, host: str):
         allowed_origins=[f"{scheme}://{n}:*" for n in names for scheme in ("http", "https")]
         + [f"{scheme}://{n}" for n in names for scheme in ("http", "https")])
     app = server.streamable_http_app(transport_security=security, host=host)
-    return BearerAuth(app, load_or_create_token(settings))
+    return HostCheck(BearerAuth(app, load_or_create_token(settings)), names)
+
+
+def slow_client_protocol():
+    """uvicorn's h11 protocol, closing a connection whose request (headers and body) is not
+    complete ``REQUEST_READ_TIMEOUT_S`` after the connection opened or the previous response
+    ended. uvicorn itself only times out idle keep-alive connections."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class SlowClientGuard(H11Protocol):
+        _read_timer = None
+
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self):
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc):
+            if self._read_timer is not None:
+                self._read_timer.cancel()
+            super().connection_lost(exc)
+
+        def _arm(self):
+            if self._read_timer is not None:
+                self._read_timer.cancel()
+            self._read_timer = self.loop.call_later(REQUEST_READ_TIMEOUT_S, self._read_timeout)
+
+        def _read_timeout(self):
+            self._read_timer = None
+            if self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not self.transport.is_closing():
+                log.info("closing a connection from %s: request not complete after %.0f s",
+                         self.client, REQUEST_READ_TIMEOUT_S)
+                self.transport.close()
+
+    return SlowClientGuard
 
 
 def url_of(host: str, port: int) -> str:
@@ -95,4 +201,4 @@ def serve_http(server, settings, host: str, port: int, graceful_s: float = 0.5) 
     print(f"trimem: serving MCP over streamable HTTP at {url_of(host, port)}", file=sys.stderr,
           flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning",
-                timeout_graceful_shutdown=graceful_s)
+                timeout_graceful_shutdown=graceful_s, http=slow_client_protocol())

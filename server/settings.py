@@ -1,7 +1,14 @@
-"""The one settings class. Read only here, in ``server/``; tools get plain values (Config)."""
+"""The one settings class. Read only here, in ``server/``; tools get plain values (Config).
+
+Settings come from ``TRIMEM_*`` environment variables and, below them, from one settings file:
+``--env-file`` / ``TRIMEM_ENV_FILE`` when given, else ``settings.env`` in ``TRIMEM_HOME`` if it
+exists. Never from the working directory: hosts start servers in arbitrary folders, and a
+project's ``.env`` must not be able to redirect memory (or the embedder) elsewhere.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -16,9 +23,10 @@ def default_home() -> str:
 
 
 class Settings(BaseSettings):
-    """Every option is an environment variable with the ``TRIMEM_`` prefix (or a .env file)."""
+    """Every option is an environment variable with the ``TRIMEM_`` prefix (see
+    :func:`load_settings` for the settings file; ``Settings()`` alone reads no file)."""
 
-    model_config = SettingsConfigDict(env_prefix="TRIMEM_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="TRIMEM_", env_file=None, extra="ignore")
 
     home: str = Field(default_factory=default_home,
                       description="data folder or object-store URI (s3://bucket/trimem)")
@@ -47,6 +55,8 @@ class Settings(BaseSettings):
                                         "recall; bigger traces drop their largest fields")
     max_messages: int = 1_000
     max_message_chars: int = 100_000
+    max_call_chars: int = Field(4_000_000, description="characters per remember call, all "
+                                "messages (and curated memories) together")
     max_budget_tokens: int = 100_000
     log_level: str = "WARNING"
     http_token: str | None = Field(None, description="bearer token for `serve --http`")
@@ -57,6 +67,7 @@ class Settings(BaseSettings):
         from ..tools.runtime import Config, Limits
 
         limits = Limits(max_messages=self.max_messages, max_message_chars=self.max_message_chars,
+                        max_call_chars=self.max_call_chars,
                         max_budget_tokens=self.max_budget_tokens)
         return Config(home=self.home, embedder=self.embedder, embed_model=self.embed_model,
                       embed_base_url=self.embed_base_url, embed_api_key=self.embed_api_key,
@@ -67,3 +78,34 @@ class Settings(BaseSettings):
                       consolidate_every_sessions=self.consolidate_every_sessions,
                       recall_log_days=self.recall_log_days, recall_log_max=self.recall_log_max,
                       recall_trace_max_bytes=self.recall_trace_max_bytes, limits=limits)
+
+
+SETTINGS_FILE = "settings.env"
+
+
+def settings_file(env_file: str | os.PathLike | None = None) -> Path | None:
+    """The one file settings are read from: ``env_file`` (or ``TRIMEM_ENV_FILE``), which must
+    exist, else ``TRIMEM_HOME/settings.env`` when there is one (local homes only)."""
+    explicit = env_file or os.environ.get("TRIMEM_ENV_FILE")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ValueError(f"settings file {path} (--env-file / TRIMEM_ENV_FILE) does not exist")
+        return path
+    home = os.environ.get("TRIMEM_HOME") or default_home()
+    if "://" in home:
+        return None
+    path = Path(home).expanduser() / SETTINGS_FILE
+    return path if path.is_file() else None
+
+
+def load_settings(env_file: str | os.PathLike | None = None) -> Settings:
+    """Settings from the environment over :func:`settings_file` (never a ``.env`` in the
+    working directory)."""
+    path = settings_file(env_file)
+    if path is None:
+        return Settings()
+    if env_file or os.environ.get("TRIMEM_ENV_FILE"):
+        return Settings(_env_file=path)
+    # the home's own file cannot move the home elsewhere
+    return Settings(_env_file=path, home=str(path.parent))

@@ -55,9 +55,11 @@ def sql_in(column: str, values: Iterable[str]) -> str:
 
 
 def sql_time(column: str, op: str, when: datetime) -> str:
-    """A timestamp comparison; ``when`` is a parsed datetime, never caller text."""
+    """A timestamp comparison; ``when`` is a parsed datetime, never caller text. The year is
+    always four digits (``strftime('%Y')`` writes year 999 as ``999``, which no filter parses)."""
     assert op in {"<", "<=", ">", ">="}
-    return f"{column} {op} timestamp '{when.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'"
+    utc = when.astimezone(timezone.utc).replace(tzinfo=None)
+    return f"{column} {op} timestamp '{utc.isoformat(timespec='microseconds')}Z'"
 
 
 def namespace_key(namespace: str) -> str:
@@ -110,6 +112,17 @@ def ensure_index(tbl, column: str, config, attempts: int = 12) -> bool:
     raise AssertionError("unreachable")
 
 
+def private_folder(path: Path) -> None:
+    """Create the memory folder readable by its owner only (0700); an existing one others can
+    enter is made private too (its files are then out of their reach, whatever their modes)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = path.stat()
+    if st.st_mode & 0o077 and hasattr(os, "getuid") and st.st_uid == os.getuid():
+        os.chmod(path, 0o700)
+        log.warning("made the memory folder %s private to its owner (it was mode %04o)", path,
+                    st.st_mode & 0o777)
+
+
 _OPEN_STORES: "weakref.WeakSet[Store]" = weakref.WeakSet()
 
 
@@ -131,7 +144,7 @@ class Store:
         self.uri = str(home)
         if "://" not in self.uri:
             try:
-                Path(self.uri).mkdir(parents=True, exist_ok=True)
+                private_folder(Path(self.uri))
             except OSError as exc:
                 raise StorageError(f"cannot create the data folder {self.uri}: {exc}") from exc
         self.vector_index_min_rows = vector_index_min_rows

@@ -58,6 +58,13 @@ class RecallRequest:
     until: datetime | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
+    def in_window(self, ts: datetime | None) -> bool:
+        """Whether a source's time falls within ``since``..``until`` (undated: only when no
+        bound is set)."""
+        if ts is None:
+            return self.since is None and self.until is None
+        return (self.since is None or ts >= self.since) and (self.until is None or ts <= self.until)
+
 
 @dataclass
 class Env:

@@ -50,6 +50,7 @@ def check_curated(rt: Runtime, curated) -> CuratedPlan:
 
 
 def _check_len(where: str, text: str, lim) -> None:
+    v.unicode(where, text)
     if len(text) > lim.max_message_chars:
         raise ToolError(f"{where} is {len(text)} characters; the limit is {lim.max_message_chars}")
 

@@ -69,6 +69,7 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
         raise ToolError(f"query is {len(query)} characters; the limit is {rt.limits.max_query_chars}")
     if "\x00" in query:
         raise ToolError("query must not contain NUL characters")
+    v.unicode("query", query)
     budget = v.budget(budget_tokens, rt.limits)
     t_since, t_until = v.when("since", since), v.when("until", until)
     if t_since and t_until and t_since > t_until:

@@ -84,6 +84,11 @@ def _check_messages(rt: Runtime, messages: list[Message], session_time) -> list[
     if len(messages) > lim.max_messages:
         raise ToolError(f"{len(messages)} messages in one call; the limit is {lim.max_messages}: "
                         "split them over several calls with the same session_id")
+    total = sum(len(m.content or "") for m in messages)
+    if total > lim.max_call_chars:
+        raise ToolError(f"the messages hold {total} characters in all; the limit per call is "
+                        f"{lim.max_call_chars}: split them over several calls with the same "
+                        "session_id")
     rows = []
     for i, m in enumerate(messages):
         where = f"messages[{i}]"
@@ -92,6 +97,7 @@ def _check_messages(rt: Runtime, messages: list[Message], session_time) -> list[
         if len(m.content) > lim.max_message_chars:
             raise ToolError(f"{where}.content is {len(m.content)} characters; the limit is "
                             f"{lim.max_message_chars}: split it into several messages")
+        v.unicode(f"{where}.content", m.content)
         rows.append({
             "id": new_id("src"), "text": m.content,
             "speaker": v.text_field(f"{where}.speaker", m.speaker, lim),
@@ -119,6 +125,11 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     stime = v.when("session_time", session_time)
     rows = _check_messages(rt, messages, stime)
     plan = check_curated(rt, curated) if curated is not None else None
+    if plan is not None:
+        total = sum(len(r["text"]) for r in rows) + sum(len(t) for t in curated_texts(plan))
+        if total > rt.limits.max_call_chars:
+            raise ToolError(f"the messages and curated memories hold {total} characters in all; "
+                            f"the limit per call is {rt.limits.max_call_chars}")
 
     space = rt.space(ns)
     session = space.get_session(sid)
@@ -202,7 +213,14 @@ def _write(space, sid: str, stime, session, new_rows: list[dict], plan, by_ref, 
         "n_messages": offset + len(new_rows), "curation": "queued" if curates else "done",
         "created_at": (session or {}).get("created_at") or now, "updated_at": now,
     })
-    space.add_sources(new_rows)
+    try:
+        space.add_sources(new_rows)
+    except BaseException:   # nothing was stored: the session row must not claim otherwise
+        try:
+            space.put_session(session) if session is not None else space.delete_sessions([sid])
+        except Exception as exc:
+            log.error("remember: could not restore session %s after a failed write: %s", sid, exc)
+        raise
     return memory_ids
 
 

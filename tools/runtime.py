@@ -16,6 +16,8 @@ from pathlib import Path
 from mcp.server.mcpserver.exceptions import ToolError
 
 log = logging.getLogger(__name__)
+EMBED_BATCH = 64               # texts per embedder call (the local model cuts them by tokens again)
+EMBED_BATCH_CHARS = 400_000    # characters per embedder call
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class Limits:
 
     max_messages: int = 1_000            # per remember call
     max_message_chars: int = 100_000     # per message
+    max_call_chars: int = 4_000_000      # per remember call: all messages and curated texts
     max_field_chars: int = 512           # speaker, ref, session_id, namespace, ids
     max_metadata_bytes: int = 16_384     # per message, as JSON
     max_metadata_depth: int = 8
@@ -115,12 +118,28 @@ class Runtime:
             return self._llm
 
     def embed(self, texts: list[str]):
+        """Embed in bounded batches (EMBED_BATCH texts, EMBED_BATCH_CHARS characters at most), so
+        that one large call never holds every text's tokens at once."""
+        import numpy as np
+
         from ..providers.base import ProviderError
 
+        texts = list(texts)
+        if len(texts) <= 1:
+            batches = [texts]
+        else:
+            batches, start, chars = [], 0, 0
+            for i, t in enumerate(texts):
+                if i > start and (i - start >= EMBED_BATCH or chars + len(t) > EMBED_BATCH_CHARS):
+                    batches.append(texts[start:i])
+                    start, chars = i, 0
+                chars += len(t)
+            batches.append(texts[start:])
         try:
-            return self.embedder.embed(texts)
+            parts = [self.embedder.embed(b) for b in batches]
         except ProviderError as exc:
             raise ToolError(f"embedding failed: {exc}") from exc
+        return parts[0] if len(parts) == 1 else np.concatenate([np.asarray(p) for p in parts])
 
     def embed_query(self, text: str):
         from ..providers.base import ProviderError

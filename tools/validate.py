@@ -12,6 +12,17 @@ from mcp.server.mcpserver.exceptions import ToolError
 from .runtime import Limits
 
 
+def unicode(name: str, value: str) -> str:
+    """Refuse a lone UTF-16 surrogate (\\ud800-\\udfff): it is not Unicode text, cannot be
+    stored as UTF-8, and would fail deep inside storage instead of here."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolError(f"{name} holds a lone UTF-16 surrogate at position {exc.start} "
+                        "(\\ud800-\\udfff), which is not valid Unicode text")
+    return value
+
+
 def text_field(name: str, value: str | None, limits: Limits, *, required: bool = False) -> str | None:
     """Ids, refs, speakers, session ids and namespaces: bounded, no NUL or other control chars."""
     if value is None:
@@ -26,7 +37,7 @@ def text_field(name: str, value: str | None, limits: Limits, *, required: bool =
         raise ToolError(f"{name} is {len(value)} characters; the limit is {limits.max_field_chars}")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise ToolError(f"{name} must not contain control characters (NUL, newline, ...)")
-    return value
+    return unicode(name, value)
 
 
 def namespace(value: str, limits: Limits) -> str:
@@ -34,7 +45,8 @@ def namespace(value: str, limits: Limits) -> str:
 
 
 def when(name: str, value: str | datetime | None) -> datetime | None:
-    """An ISO-8601 time; one without a zone is taken as UTC."""
+    """An ISO-8601 time; one without a zone is taken as UTC. Any time from 0001-01-01 to
+    9999-12-31 (UTC) is accepted, stored and searchable; anything else is refused here."""
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
@@ -43,13 +55,15 @@ def when(name: str, value: str | datetime | None) -> datetime | None:
         try:
             dt = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
         except ValueError:
-            raise ToolError(f"{name} {value!r} is not an ISO-8601 time such as 2024-05-08T13:56:00Z")
+            raise ToolError(f"{name} {value!r} is not an ISO-8601 time such as "
+                            "2024-05-08T13:56:00Z (years 0001 to 9999)")
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     try:
         dt.astimezone(timezone.utc)
     except (OverflowError, ValueError):
-        raise ToolError(f"{name} {value!r} is out of range")
+        raise ToolError(f"{name} {value!r} is out of range: times must fall between "
+                        "0001-01-01 and 9999-12-31 in UTC")
     return dt
 
 

@@ -113,7 +113,10 @@ def find_dates(text: str, when: datetime | date | None) -> list[tuple[int, int, 
         for m in rx.finditer(text):
             if any(s < m.end() and m.start() < e for s, e, _ in spans):
                 continue
-            out = _resolve(kind, m, ref)
+            try:
+                out = _resolve(kind, m, ref)
+            except (OverflowError, ValueError, IndexError):   # beyond year 1..9999
+                out = None
             if out:
                 spans.append((m.start(), m.end(), out))
     return sorted(spans)

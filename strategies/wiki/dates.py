@@ -99,7 +99,10 @@ def resolve(text: str, when: datetime | date | None) -> list[dict]:
         for m in rx.finditer(low):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
-            hit = _one(kind, m, d)
+            try:
+                hit = _one(kind, m, d)
+            except (OverflowError, ValueError, IndexError):   # beyond year 1..9999
+                hit = None
             if hit is not None:
                 taken.append((m.start(), m.end()))
                 out.append(_span(*hit, m.group(0)))

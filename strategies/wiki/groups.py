@@ -35,6 +35,13 @@ def gid(kind: str, key: str) -> str:
     return f"{kind}|{key}"
 
 
+def clip(text: str, limit: int = 400) -> str:
+    """A claim as a page line: at most ``limit`` characters. Every page a claim belongs to keeps
+    its line, so a 100,000-character message copied whole into each cost gigabytes at the input
+    limits; the full text stays in its source, which the ref names."""
+    return text if len(text) <= limit else text[:limit].rstrip() + " …"
+
+
 def claim_line(c: dict) -> str:
     when = ""
     ds = json.loads(c["dates"]) if c.get("dates") else []
@@ -42,12 +49,12 @@ def claim_line(c: dict) -> str:
         when = f" (≈{dt.label(ds[0])})"
     elif c.get("timestamp"):
         when = f" ({c['timestamp'][:10]})"
-    return (f"- {one_line(c['subject'])}: {one_line(c['text'])}{when} "
+    return (f"- {one_line(c['subject'])}: {one_line(clip(c['text']))}{when} "
             f"[{one_line(c['ref'] or c['source_id'])}]")
 
 
 def hist_line(c: dict, new: dict | None) -> str:
-    by = f" by: {one_line(new['text'])} [{one_line(new['ref'])}]" if new else ""
+    by = f" by: {one_line(clip(new['text']))} [{one_line(new['ref'])}]" if new else ""
     return f"{claim_line(c)} — {c['status']}{by}"
 
 

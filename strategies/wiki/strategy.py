@@ -123,7 +123,7 @@ class WikiStrategy:
         why = {i: ("selected trajectory " if owner.get(i) in sel else "trajectory ") +
                f"{owner.get(i)}: " + ", ".join(f"{k2}={v:.3f}" for k2, v in sc["parts"][i].items())
                for i in order2[:120]}
-        rows_src = space.get_sources(order2[:200])
+        rows_src = [r for r in space.get_sources(order2[:200]) if request.in_window(r["timestamp"])]
         packed = pack_sources(rows_src, request.budget_tokens)
         suff = ev.sufficiency(judge or f, chosen, packed.chosen)
         return {"f": f, "routed": routed, "rows": rows, "scores": scores, "chosen": chosen,

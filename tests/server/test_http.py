@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -28,9 +31,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def http_server(tmp_path):
-    port, home = free_port(), tmp_path / "home"
+def start(home: Path):
+    port = free_port()
     env = dict(os.environ, TRIMEM_HOME=str(home))
     env.pop("TRIMEM_HTTP_TOKEN", None)
     trimem = str(Path(sys.executable).parent / "trimem")
@@ -44,11 +46,22 @@ def http_server(tmp_path):
         except OSError:
             assert proc.poll() is None, proc.stderr.read()
             time.sleep(0.1)
-    token = (home / "http_token").read_text().strip()
-    yield f"http://127.0.0.1:{port}/mcp", token, home
+    return proc, port
+
+
+def stop(proc) -> str:
     proc.terminate()
     proc.wait(timeout=20)
-    assert token in proc.stderr.read()          # printed once, on first start
+    return proc.stderr.read()
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    home = tmp_path / "home"
+    proc, port = start(home)
+    token = (home / "http_token").read_text().strip()
+    yield f"http://127.0.0.1:{port}/mcp", token, home
+    assert token in stop(proc)          # printed once, on first start
 
 
 def test_requests_without_the_token_get_401(http_server):
@@ -77,3 +90,90 @@ async def test_same_tools_over_http(http_server):
         payload(await c.call_tool("remember", {"messages": turns("The spare key is under the mat.")}))
         rec = payload(await c.call_tool("recall", {"query": "where is the spare key?"}))
         assert rec["sources"][0]["ref"] == "t1"
+    # the memory folder is its user's alone: 0700, and nothing in it readable by others
+    _, _, home = http_server
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    shared = [str(p.relative_to(home)) for p in home.rglob("*") if p.stat().st_mode & 0o077]
+    assert not shared, shared[:5]
+
+
+def raw_status(port: int, host: str, origin: str | None = None, token: str = "") -> int:
+    """The status of one POST /mcp sent byte for byte as given (no client normalises it)."""
+    body = json.dumps(INIT).encode()
+    head = (f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            + (f"Origin: {origin}\r\n" if origin is not None else "")
+            + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head.encode("latin-1") + body)
+        return int(s.recv(64).split()[1])
+
+
+BAD_HOSTS = ["127.0.0.1:{port} evil.com", "localhost:{port}@evil.com", "localhost:{port}.evil.com",
+             "127.0.0.1:{port}/evil", "localhost:evil.com", "127.0.0.1:{port}:{port}",
+             "evil.com:{port}", "127.0.0.1.evil.com:{port}", "localhost:{port}, evil.com", ""]
+BAD_ORIGINS = ["http://localhost:3000@evil.com", "http://localhost:3000.evil.com",
+               "http://localhost:3000 evil.com", "http://localhost.evil.com", "http://localhost/x",
+               "null", "file://localhost"]
+
+
+def test_host_and_origin_must_match_exactly(http_server):
+    url, token, _ = http_server
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    accepted = [h for h in BAD_HOSTS if raw_status(port, h.format(port=port), token=token) != 421]
+    assert not accepted, accepted
+    accepted = [o for o in BAD_ORIGINS
+                if raw_status(port, f"127.0.0.1:{port}", o, token=token) != 403]
+    assert not accepted, accepted
+    for host in (f"127.0.0.1:{port}", "localhost", f"[::1]:{port}"):
+        assert raw_status(port, host, "http://localhost:3000", token=token) == 200, host
+    print(f"refused {len(BAD_HOSTS)} hosts and {len(BAD_ORIGINS)} origins")
+
+
+def test_slow_clients_are_cut_off(http_server):
+    """150 sockets stuck in their headers and 30 in their body are closed by the server, and a
+    normal request is still served meanwhile."""
+    import trimem.server.http as http
+
+    timeout = getattr(http, "REQUEST_READ_TIMEOUT_S", 10.0)
+    url, token, _ = http_server
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    socks = []
+    for i in range(180):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        if i < 150:
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        else:
+            s.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer "
+                      f"{token}\r\nContent-Type: application/json\r\nAccept: application/json, "
+                      "text/event-stream\r\nContent-Length: 5000\r\n\r\n{\"jsonrpc\"".encode())
+        socks.append(s)
+    assert raw_status(port, f"127.0.0.1:{port}", token=token) == 200
+    deadline = time.monotonic() + timeout + 10
+    open_ = list(socks)
+    while open_ and time.monotonic() < deadline:
+        ready, _, _ = select.select(open_, [], [], 0.5)
+        for s in ready:
+            try:
+                while s.recv(4096):
+                    pass
+            except (ConnectionResetError, BlockingIOError, socket.timeout):
+                pass
+            open_.remove(s)
+    for s in socks:
+        s.close()
+    assert not open_, f"{len(open_)} of 180 stalled connections still open"
+
+
+def test_a_token_file_others_can_read_is_made_private(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "http_token").write_text("shared-token\n")
+    os.chmod(home / "http_token", 0o644)
+    proc, port = start(home)
+    try:
+        assert raw_status(port, f"127.0.0.1:{port}", token="shared-token") == 200
+        assert stat.S_IMODE((home / "http_token").stat().st_mode) == 0o600
+    finally:
+        err = stop(proc)
+    assert "readable by others" in err

@@ -86,3 +86,79 @@ async def test_injection_in_filters_matches_nothing(client, seeded, hostile):
     assert error_text(await client.call_tool("explain", {"id": hostile}))
     # hostile text as a query is just words
     payload(await client.call_tool("recall", {"query": hostile, "strategy": "plain"}))
+
+
+def _peak_rss_mb() -> float:
+    from pathlib import Path
+
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def test_over_the_per_call_total_is_refused_at_once(client, seeded):
+    """41 messages of 100,000 characters: each within its own limit, together over the
+    4,000,000 a call may hold; refused in under a second, nothing written."""
+    import time
+
+    before = _count(seeded)
+    messages = [{"content": "word " * 20_000, "ref": f"big{i}"} for i in range(41)]
+    t0 = time.perf_counter()
+    msg = error_text(await client.call_tool("remember", {"messages": messages, "session_id": "big"}))
+    assert time.perf_counter() - t0 < 1.0
+    assert "4100000 characters" in msg and "limit per call is 4000000" in msg
+    assert _count(seeded) == before and seeded.get_session("big") is None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="Linux /proc")
+async def test_a_call_at_the_limit_is_stored_with_bounded_memory(tmp_path, tmp_path_factory):
+    """40 x 100,000 characters (the per-call total): stored whole, the session row agrees with
+    the rows stored, and the remember's peak stays far below what the old limits cost (>10 GB).
+    Curation is off here: its cost is measured by bench/limits.py."""
+    from pathlib import Path
+
+    from mcp import Client
+
+    from trimem.server.app import build_server
+    from trimem.server.settings import Settings
+
+    server = build_server(Settings(home=str(tmp_path / "home"), curation=False,
+                                   cache_dir=tmp_path_factory.getbasetemp() / "model-cache"))
+    messages = [{"content": f"message {i} " + "words and more words " * 4_760, "ref": f"at{i}"}
+                for i in range(40)]
+    assert sum(len(m["content"]) for m in messages) <= 4_000_000
+    async with Client(server) as c:
+        payload(await c.call_tool("remember", {"messages": turns("warm up the model")}))
+        Path("/proc/self/clear_refs").write_text("5")   # reset the peak to the current RSS
+        base = _peak_rss_mb()
+        out = payload(await c.call_tool("remember", {"messages": messages, "session_id": "at"}))
+    grew = _peak_rss_mb() - base
+    space = server.runtime.space("default")
+    assert out["stored"] == 40 and space.count_sources("session_id = 'at'") == 40
+    assert space.get_session("at")["n_messages"] == 40
+    print(f"remember of 40 x 100k chars: peak RSS grew {grew:.0f} MB")
+    assert grew < 1500, grew
+
+
+def test_lone_surrogates_are_refused_before_storage(server):
+    """The SDK's JSON reader already refuses them on the wire (tests/reliability/
+    test_malformed.py); a caller of the tool functions gets the same clear refusal."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from trimem.tools.recall import recall
+    from trimem.tools.remember import Message, remember
+
+    bad = "a\ud800b"
+    for kwargs in (dict(messages=[Message(content=bad)]),
+                   dict(messages=[Message(content="ok", speaker=bad)]),
+                   dict(messages=[Message(content="ok", ref=bad)]),
+                   dict(messages=[Message(content="ok", metadata={bad: 1})]),
+                   dict(messages=[Message(content="ok")], session_id=bad),
+                   dict(messages=[Message(content="ok")], namespace=bad)):
+        with pytest.raises(ToolError, match="surrogate|not plain JSON"):
+            remember(server.runtime, **kwargs)
+    with pytest.raises(ToolError, match="surrogate"):
+        recall(server.runtime, bad)
+    assert server.runtime.space("default").count_sources() == 0

@@ -1,0 +1,166 @@
+"""The stdio transport, with an answer for every line it cannot parse.
+
+The MCP SDK's stdio reader hands a line it cannot parse (a lone UTF-16 surrogate such as
+``\\ud800``, a 5,000-digit number, arrays nested 1,000 deep, plain garbage) to the server as an
+exception, and the server drops it with a debug log: the host waits for a reply that never
+comes. :class:`AnsweringReader` sits between the two and answers each such line at once with a
+JSON-RPC error (``-32700`` parse error, or ``-32600`` invalid request for valid JSON that is not
+a JSON-RPC message), carrying the request's ``id`` when it can be read from the line, else
+``null`` as JSON-RPC 2.0 asks. The id is found by a linear scan of the top level of the line, so
+no input can make it recurse or run long.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import mcp_types as types
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+log = logging.getLogger(__name__)
+_NUMBER = re.compile(r"-?\d{1,18}(?![\d.eE])")
+_STRING = re.compile(r'"((?:[^"\\]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}){0,512})"')
+
+
+def top_level_id(line: str) -> int | str | None:
+    """The value of the top-level ``"id"`` key of a JSON object line, when it is a plain
+    number or string; None otherwise (nested ``id`` keys, as in metadata, are skipped)."""
+    depth, i, n = 0, 0, len(line)
+    while i < n:
+        ch = line[i]
+        if ch == '"':
+            m = _STRING.match(line, i)
+            end = m.end() if m else _string_end(line, i)
+            if depth == 1 and m and m.group(1) == "id":
+                j = end
+                while j < n and line[j] in " \t\r\n":
+                    j += 1
+                if j < n and line[j] == ":":
+                    return _id_value(line, j + 1)
+            i = end
+            continue
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        i += 1
+    return None
+
+
+def _string_end(line: str, i: int) -> int:
+    """Index just past the JSON string starting at ``line[i]`` (or the end of the line)."""
+    i += 1
+    while i < len(line):
+        if line[i] == "\\":
+            i += 2
+            continue
+        if line[i] == '"':
+            return i + 1
+        i += 1
+    return len(line)
+
+
+def _id_value(line: str, j: int) -> int | str | None:
+    while j < len(line) and line[j] in " \t\r\n":
+        j += 1
+    if m := _NUMBER.match(line, j):
+        return int(m.group(0))
+    if (m := _STRING.match(line, j)) and "\\ud8" not in m.group(1).lower() \
+            and "\\udc" not in m.group(1).lower():
+        import json
+
+        try:
+            return json.loads(m.group(0))
+        except ValueError:
+            return None
+    return None
+
+
+def error_reply(exc: Exception) -> SessionMessage:
+    """The JSON-RPC error that answers a line the transport could not parse."""
+    rid, code, reason = None, types.PARSE_ERROR, str(exc)
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        got = first.get("input")
+        if first.get("type") == "json_invalid":
+            reason = _explain(first.get("msg", ""))
+            rid = top_level_id(got) if isinstance(got, str) else None
+        else:   # valid JSON, but not a JSON-RPC message
+            code, reason = types.INVALID_REQUEST, "not a JSON-RPC 2.0 request, notification or response"
+            rid = got.get("id") if isinstance(got, dict) else None
+            if isinstance(rid, bool) or not isinstance(rid, (int, str)) or \
+                    (isinstance(rid, str) and len(rid) > 512):
+                rid = None
+    message = ("Parse error: " if code == types.PARSE_ERROR else "Invalid request: ") + reason
+    log.warning("answered an unparsable stdin line (id %r) with %d: %s", rid, code, message)
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=rid,
+                                             error=types.ErrorData(code=code, message=message)))
+
+
+def _explain(msg: str) -> str:
+    low = msg.lower()
+    if "surrogate" in low or "hex escape" in low:
+        return (f"{msg} (a string holds a lone UTF-16 surrogate such as \\ud800, which is not "
+                "valid Unicode; send each character as UTF-8 or as a surrogate pair)")
+    if "recursion limit" in low:
+        return f"{msg} (the request is nested too deeply)"
+    if "number out of range" in low:
+        return f"{msg} (a number is too large)"
+    return msg
+
+
+class AnsweringReader:
+    """The transport's read stream, minus the exceptions: each one is answered on the write
+    stream (see module docstring) and never reaches the server."""
+
+    def __init__(self, inner: Any, write: Any):
+        self._inner, self._write = inner, write
+
+    @property
+    def last_context(self):
+        return getattr(self._inner, "last_context", None)
+
+    async def __aenter__(self):
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self._inner.__aexit__(*exc)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration
+
+    async def receive(self):
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._write.send(error_reply(item))
+
+
+class StdioServer(MCPServer):
+    """``MCPServer`` whose stdio transport answers every malformed line (see module docstring)."""
+
+    async def run_stdio_async(self) -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await self._lowlevel_server.run(AnsweringReader(read_stream, write_stream), write_stream,
+                                            self._lowlevel_server.create_initialization_options())
