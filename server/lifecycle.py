@@ -35,6 +35,7 @@ import threading
 log = logging.getLogger(__name__)
 STOP_S = 2.0          # the promise: every way of stopping ends the process within this
 GRACE_S = 1.0         # of which background work may take this much
+FLUSH_S = 0.3         # and the last flush of the logs this much
 HTTP_GRACE_S = 0.5    # and open HTTP connections this much
 RESUME_AFTER_S = 2.0   # after the host's handshake: importing the store competes with it
 
@@ -50,6 +51,16 @@ class Stopper:
         if self._started.is_set():   # a second signal while closing: go now
             os._exit(code)
         self._started.set()
+        # The close runs in its own thread and is waited for at most GRACE_S + FLUSH_S: a lock
+        # held by a thread inside LanceDB (an index build, a table creation) or a full stderr
+        # pipe must not keep the process alive past STOP_S.
+        closer = threading.Thread(target=self._close, args=(why,), name="trimem-close",
+                                  daemon=True)
+        closer.start()
+        closer.join(GRACE_S + FLUSH_S)
+        os._exit(code)
+
+    def _close(self, why: str) -> None:
         log.info("stopping (%s)", why)
         try:
             self.runtime.close(GRACE_S)
@@ -60,7 +71,6 @@ class Stopper:
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        os._exit(code)
 
     def on_signal(self, signum, frame) -> None:
         self.stop(signal.Signals(signum).name)
