@@ -34,7 +34,8 @@ def stored(home: Path, sessions: list[str]) -> tuple[dict, dict]:
 
 async def test_four_identical_concurrent_calls_store_each_ref_once(server, home):
     async with Client(server) as c:
-        payload(await c.call_tool("recall", {"query": "warm up", "namespace": "race"}))
+        payload(await c.call_tool("remember", {"messages": [{"content": "warm up"}],
+                                               "namespace": "warm-up"}))
         results = []
 
         async def one():
@@ -56,7 +57,8 @@ async def test_two_processes_racing_the_same_calls_store_each_ref_once(tmp_path)
     async with Client(stdio(home), read_timeout_seconds=180) as a, \
             Client(stdio(home), read_timeout_seconds=180) as b:
         for c in (a, b):
-            payload(await c.call_tool("recall", {"query": "warm up", "namespace": "race"}))
+            payload(await c.call_tool("remember", {"messages": [{"content": "warm up"}],
+                                               "namespace": "warm-up"}))
         for s in sessions:   # each round: both processes, two calls each, all at once
             async with anyio.create_task_group() as tg:
                 for c in (a, b, a, b):
