@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import time
 
+import anyio
+
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -133,3 +135,31 @@ async def test_no_request_without_capability_or_permission(home, cache, mode):
     async with Client(make(home, cache, llm="none"), mode=mode, sampling_callback=host) as c:
         out = payload(await c.call_tool("consolidate", {}))
         assert not host.requests and out["host_model"]["why"] == "TRIMEM_LLM=none"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_sampling_over_stdio(tmp_path, mode):
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    from mcp import StdioServerParameters
+
+    root = Path(__file__).resolve().parents[2]
+    entry = next(iter(json.loads((root / "mcp.json").read_text())["mcpServers"].values()))
+    env = dict(os.environ, **(entry.get("env") or {}), TRIMEM_HOME=str(tmp_path / "home"))
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    host = Host("good")
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env, cwd=str(root))
+    async with Client(params, mode=mode, sampling_callback=host, read_timeout_seconds=120) as c:
+        payload(await c.call_tool("remember", {"messages": S1, "session_id": "s1"}))
+        for _ in range(100):     # background curation in the server process
+            st = json.loads((await c.read_resource("trimem://default/status")).contents[0].text)
+            if st["curation"]["done"] == 1:
+                break
+            await anyio.sleep(0.2)
+        out = payload(await c.call_tool("consolidate", {}))
+        assert len(host.requests) == 1 and out["host_model"]["sessions"] == ["s1"]
+        rec = payload(await c.call_tool("recall", {"query": "Ben's beagle", "strategy": "hybrid"}))
+        assert any("6 May 2023" in i["text"] for i in rec["items"] if i["kind"] == "fact")
