@@ -93,7 +93,7 @@ def label(prefix: str, value: str) -> str:
 
 def plan_job(rt, namespace: str) -> HostJob | None:
     """What to ask the host's model about in ``namespace`` (deterministic for a given store)."""
-    from ..strategies.hybrid.store import DERIVED_ORIGINS, KEPT_ORIGINS
+    from ..strategies.hybrid.store import KEPT_ORIGINS
 
     if namespace not in rt.store.namespaces():
         return None
@@ -107,7 +107,10 @@ def plan_job(rt, namespace: str) -> HostJob | None:
     for sess in sessions:
         sid = sess["session_id"]
         got = origins.get(sid, set())
-        if got & (set(KEPT_ORIGINS) | {"llm"}) or "heuristic" not in got and got:
+        # heuristic rows only, or not curated yet (a session the heuristics found nothing in
+        # is not asked about again and again)
+        fresh = not got and sess.get("curation") == "queued"
+        if got & (set(KEPT_ORIGINS) | {"llm"}) or not ("heuristic" in got or fresh):
             continue
         turns = space.sources_by_session(sid)
         if not turns or len(turns) > TURNS_PER_CALL or n_turns + len(turns) > TURNS_PER_CALL:
