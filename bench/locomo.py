@@ -232,6 +232,11 @@ def run(args) -> dict:
     home = args.home or tempfile.mkdtemp(prefix="trimem-locomo-")
     rt = Runtime(Settings(home=home).to_config())
     strategies = args.strategies.split(",")
+    # one or more stores, asked the same questions in the same run: "" / "heuristics" = curated by
+    # trimem itself, "observations" = the conversations' own notes given as remember(curated=...)
+    modes = [("" if m == "heuristics" else m) for m in str(args.curated).split(",")]
+    if set(modes) - {"", "observations"}:
+        raise SystemExit(f"--curated: unknown store in {args.curated!r}")
     options = dict(kv.split("=", 1) for kv in args.opt)
     for k, val in options.items():   # numbers stay numbers, the rest are strings
         try:
@@ -239,53 +244,69 @@ def run(args) -> dict:
         except ValueError:
             pass
     budgets = [int(b) for b in str(args.budget).split(",")]
-    results = {(s, b): [] for s in strategies for b in budgets}
+    label = (lambda s, b, m: f"{s}@{b}" + (f" {m or 'heuristics'}" if len(modes) > 1 else ""))
+    keys = [(s, b, m) for m in modes for s in strategies for b in budgets]
+    results = {k: [] for k in keys}
     off_q = offtopic_questions(args.offtopic) if args.offtopic else []
-    off_abstain = {(s, b): [] for s in strategies for b in budgets}
+    off_abstain = {k: [] for k in keys}
     t_ingest, n_turns, dropped, dropped_questions, n_q = 0.0, 0, 0, 0, 0
     consolidation: dict[str, dict] = {}
     cats = dataset(Path(args.data))[1]
-    for ns, raw in load(Path(args.data), args.convs):
+    done: list[str] = []
+
+    def report(partial: bool) -> dict:
+        return {"date": datetime.now().strftime("%Y-%m-%d"), "questions": n_q, "options": options,
+                "evidence_dropped": dropped, "questions_dropped": dropped_questions,
+                "turns": n_turns, "categories": cats, "conversations": done, "partial": partial,
+                "ingest_turns_per_s": round(n_turns / t_ingest, 1) if n_turns else None,
+                "results": {label(*k): summarise(rows, cats) | abstain_rates(rows, off_abstain[k])
+                            for k, rows in results.items() if rows},
+                "curated": args.curated, "consolidation": consolidation}
+
+    for name, raw in load(Path(args.data), args.convs):
         conv = raw.get("conversation", raw)
-        t0 = time.perf_counter()
-        if args.reuse and rt.space(ns).count_sources():
-            print(f"  {ns}: reusing the stored conversation", file=sys.stderr)
-        else:
-            n_turns += ingest(rt, ns, raw, args.curated)
-        rt.curation.wait_idle()          # curation runs in the background; questions wait for it
-        t_ingest += time.perf_counter() - t0
-        if args.consolidate:
-            consolidation[ns] = consolidate_ns(rt, ns, args.min_cluster_size)
         texts = {t["dia_id"]: norm_ws(turn_text(t)) for _, _, ts in sessions(conv) for t in ts}
+        qas = []
         for qa in raw["qa"]:
             if qa.get("category") not in cats:
                 continue
             gold, d = norm_evidence(qa.get("evidence", []), set(texts))
             dropped += d
             dropped_questions += not gold
-            if not gold:
-                continue
-            n_q += 1
-            kind = features(qa["question"])["kind"]
-            for s in strategies:
-                for b in budgets:
-                    t1 = time.perf_counter()
-                    out = recall(rt, qa["question"], s, ns, b, options=options)
-                    ms = 1000 * (time.perf_counter() - t1)
-                    r = score(out, gold, texts, str(qa.get("answer", "")), b)
-                    results[(s, b)].append(r | {"cat": qa["category"], "ms": ms, "kind": kind})
-        for q in off_q:   # questions this memory cannot answer: a recall should abstain
-            for s in strategies:
-                for b in budgets:
-                    off_abstain[(s, b)].append(recall(rt, q, s, ns, b, options=options).abstain)
-        print(f"  {ns}: done", file=sys.stderr)
-    return {"date": datetime.now().strftime("%Y-%m-%d"), "questions": n_q, "options": options,
-            "evidence_dropped": dropped, "questions_dropped": dropped_questions, "turns": n_turns,
-            "categories": cats,
-            "ingest_turns_per_s": round(n_turns / t_ingest, 1) if n_turns else None,
-            "results": {f"{s}@{b}": summarise(rows, cats) | abstain_rates(rows, off_abstain[(s, b)])
-                        for (s, b), rows in results.items()},
-            "curated": args.curated, "consolidation": consolidation}
+            if gold:
+                qas.append((qa, gold))
+        n_q += len(qas)
+        for mode in modes:
+            ns = name if mode == modes[0] else f"{name}-{mode or 'heuristics'}"
+            t0 = time.perf_counter()
+            if args.reuse and rt.space(ns).count_sources():
+                print(f"  {ns}: reusing the stored conversation", file=sys.stderr)
+            else:
+                n_turns += ingest(rt, ns, raw, mode)
+            rt.curation.wait_idle()      # curation runs in the background; questions wait for it
+            t_ingest += time.perf_counter() - t0
+            if args.consolidate:
+                consolidation[ns] = consolidate_ns(rt, ns, args.min_cluster_size)
+            for qa, gold in qas:
+                kind = features(qa["question"])["kind"]
+                for s in strategies:
+                    for b in budgets:
+                        t1 = time.perf_counter()
+                        out = recall(rt, qa["question"], s, ns, b, options=options)
+                        ms = 1000 * (time.perf_counter() - t1)
+                        r = score(out, gold, texts, str(qa.get("answer", "")), b)
+                        results[(s, b, mode)].append(r | {"cat": qa["category"], "ms": ms,
+                                                          "kind": kind})
+            for q in off_q:   # questions this memory cannot answer: a recall should abstain
+                for s in strategies:
+                    for b in budgets:
+                        off_abstain[(s, b, mode)].append(
+                            recall(rt, q, s, ns, b, options=options).abstain)
+            print(f"  {ns}: done", file=sys.stderr)
+        done.append(name)
+        if args.json:    # a long run leaves its figures so far after each conversation
+            Path(args.json).write_text(json.dumps(report(True), indent=2))
+    return report(False)
 
 
 def table(out: dict) -> str:
@@ -334,9 +355,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", default="", help="also write the results here")
     ap.add_argument("--reuse", action="store_true",
                     help="skip ingesting conversations already in --home (for recall experiments)")
-    ap.add_argument("--curated", default="", choices=["", "observations"],
+    ap.add_argument("--curated", default="",
                     help="observations: feed each session's session_N_observation / _summary "
-                         "through remember(curated=...)")
+                         "through remember(curated=...); a comma list (e.g. "
+                         "heuristics,observations) asks the same questions of each store in one run")
     ap.add_argument("--consolidate", action="store_true",
                     help="run consolidation on each conversation after ingest; report compression")
     ap.add_argument("--min-cluster-size", type=int, default=10)

@@ -19,7 +19,7 @@ from .base import LLM, Embedder
 log = logging.getLogger(__name__)
 
 EMBEDDER_KINDS = ("local", "openai")
-LLM_KINDS = ("none", "openai")
+LLM_KINDS = ("none", "openai", "sampling", "auto")
 
 
 def _kind(kind: str | None, valid: tuple[str, ...], setting: str) -> str:
@@ -58,7 +58,7 @@ def make_llm(kind: str, *, model: str | None = None, base_url: str | None = None
     """LLM for ``TRIMEM_LLM``: ``none`` (heuristics only) or ``openai`` (any OpenAI-compatible
     ``/v1/chat/completions``; needs ``TRIMEM_LLM_BASE_URL`` and ``TRIMEM_LLM_MODEL``)."""
     k = _kind(kind, LLM_KINDS, "TRIMEM_LLM")
-    if k == "none":
+    if k in ("none", "sampling", "auto"):   # the host's model is asked per request, not here
         from .llm_none import NoLLM
 
         log.info("llm: none (heuristics only)")

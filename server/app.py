@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 
-
 from .. import __version__
 from ..tools import consolidate, explain, forget, namespaces, recall, remember
 from ..strategies.wiki.resources import register_resources as register_wiki_pages
 from ..tools.runtime import Runtime
+from . import prompts
 from .settings import Settings, load_settings
 from .stdio import StdioServer
 
@@ -31,5 +31,6 @@ def build_server(settings: Settings | None = None) -> StdioServer:
         tool.register(server, rt)
     namespaces.register(server, rt)   # trimem://namespaces, trimem://{namespace}/status
     register_wiki_pages(server, rt)   # trimem://{namespace}/wiki[/{page}]: browse the memory wiki
+    prompts.register(server)          # curate_conversation, use_memory
     server.runtime = rt  # for the CLI and tests: the same objects the tools use
     return server

@@ -34,7 +34,13 @@ class Settings(BaseSettings):
     embed_model: str | None = None
     embed_base_url: str | None = None
     embed_api_key: str | None = None
-    llm: Literal["none", "openai"] = "none"
+    llm: Literal["none", "openai", "sampling", "auto"] = Field(
+        "auto", description="who writes curated memories and merge texts: none (heuristics), "
+        "openai (an OpenAI-compatible endpoint, in the background), sampling (the host's own "
+        "model, asked during `consolidate`), auto (sampling when the client offers it, else "
+        "heuristics)")
+    sampling_timeout_s: float = Field(120.0, gt=0, description="how long consolidate waits for "
+                                      "the host's model over a 2025-11-25 back-channel")
     llm_model: str | None = None
     llm_base_url: str | None = None
     llm_api_key: str | None = None
@@ -73,6 +79,7 @@ class Settings(BaseSettings):
                       embed_base_url=self.embed_base_url, embed_api_key=self.embed_api_key,
                       llm=self.llm, llm_model=self.llm_model, llm_base_url=self.llm_base_url,
                       llm_api_key=self.llm_api_key, cache_dir=self.cache_dir,
+                      sampling_timeout_s=self.sampling_timeout_s,
                       vector_index_min_rows=self.vector_index_min_rows,
                       curation_delay_s=self.curation_delay_s, curation=self.curation,
                       consolidate_every_sessions=self.consolidate_every_sessions,

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from .answer import answer, doc, quoted
 from .errors import guard
+from .host_model import HOST, HostSkip, apply_answer
 from .namespaces import require
 from .params import NAMESPACE
 from .runtime import Runtime
@@ -39,6 +40,9 @@ class ConsolidateResult(BaseModel):
     clusters: int = Field(description="Clusters of similar memories found.")
     operations: list[dict[str, Any]] = Field(description="Every merge, supersede and upkeep step.")
     duration_s: float
+    host_model: dict[str, Any] | None = Field(None, description="What the host's model wrote "
+                                              "through sampling (sessions, merge texts, "
+                                              "written_by), or why it was not used.")
 
 
 LOGS = ("audit", "recalls")
@@ -142,8 +146,13 @@ def text_of(out: ConsolidateResult) -> str:
         ops[str(op.get("op"))] = ops.get(str(op.get("op")), 0) + 1
     steps = ", ".join(f"{n} {k}" for k, n in sorted(ops.items())) or "nothing to do"
     verb = "Planned (dry run, nothing changed)" if out.dry_run else "Consolidated"
+    host = out.host_model or {}
+    by = ""
+    if host.get("used"):
+        by = (f" Your model ({quoted(host['written_by'])}) curated {len(host['sessions'])} "
+              f"session(s) and wrote {host['merges']} merge text(s).")
     return (f"{verb} namespace {quoted(out.namespace)}: {out.clusters} cluster(s); {steps}; "
-            f"active memories after/before {out.compression_ratio:g}; {out.duration_s:g} s.")
+            f"active memories after/before {out.compression_ratio:g}; {out.duration_s:g} s.{by}")
 
 
 DRY_RUN = Annotated[bool, Field(description="true: return the plan only; nothing on disk changes.")]
@@ -156,7 +165,10 @@ DESCRIPTION = doc("""
     Clusters similar memories, merges and supersedes them (never destroying: merged ones keep
     their history and can be restored), folds new rows into the search indexes and compacts
     storage. `dry_run` returns the plan without changing anything. Reports progress while it
-    runs.
+    runs. If this client offers sampling (and TRIMEM_LLM is auto or sampling), it first asks
+    your model, in one request, to curate up to 3 sessions that only heuristics curated and to
+    write the text of pending merges; answer with the JSON object asked for. Declining, a bad
+    answer or no answer changes nothing: the heuristic memories stay.
     """)
 
 
@@ -166,8 +178,16 @@ def register(server, rt: Runtime) -> None:
         idempotent_hint=False, open_world_hint=False))
     @guard(rt)
     async def consolidate_tool(ctx: Context, namespace: NAMESPACE = "default",
-                               dry_run: DRY_RUN = False, min_cluster_size: MIN_CLUSTER = 10
-                               ) -> Annotated[CallToolResult, ConsolidateResult]:
+                               dry_run: DRY_RUN = False, min_cluster_size: MIN_CLUSTER = 10,
+                               host: HOST = None) -> Annotated[CallToolResult, ConsolidateResult]:
+        import anyio.to_thread
+
+        used = None
+        if host is not None and not dry_run:    # the host's model first (tools/host_model.py)
+            require(rt, namespace)
+            used = await anyio.to_thread.run_sync(lambda: apply_answer(rt, namespace, host))
         out = await consolidate(rt, namespace, dry_run, min_cluster_size,
                                 progress=ctx.report_progress)
+        out.host_model = used or ({"used": False, "why": host.why} if isinstance(host, HostSkip)
+                                  else None)
         return answer(text_of(out), out)

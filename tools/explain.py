@@ -66,9 +66,11 @@ def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
     if mem:
         m = mem[0]
         sources = [_source_view(s) for s in space.get_sources(m["source_ids"] or [])]
+        by = (m.get("body") or {}).get("written_by")
         return Explanation(id=mid, kind="memory", record=_memory_view(m), sources=sources,
                            history=space.audit_for(mid),
-                           summary=f"{m['kind']} ({m['origin']}, {m['status']}) from "
+                           summary=f"{m['kind']} ({m['origin']}, {m['status']}"
+                                   f"{', written by ' + by if by else ''}) from "
                                    f"{len(sources)} sources")
     from ..strategies import registry
 

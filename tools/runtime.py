@@ -46,6 +46,7 @@ class Config:
     llm_model: str | None = None
     llm_base_url: str | None = None
     llm_api_key: str | None = None
+    sampling_timeout_s: float = 120.0
     cache_dir: Path | None = None
     vector_index_min_rows: int = 10_000
     curation_delay_s: float = 0.0
@@ -182,6 +183,7 @@ class Runtime:
     def env(self, namespace: str):
         from ..strategies.base import Env
 
-        llm = None if self.config.llm == "none" else self.llm
+        # sampling / auto: no model in the background (the host's is asked inside consolidate)
+        llm = self.llm if self.config.llm == "openai" else None
         return Env(space=self.space(namespace), embed_query=self.embed_query, embed=self.embed,
                    llm=llm)

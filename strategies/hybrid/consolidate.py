@@ -13,6 +13,12 @@ starts, never at start-up. Choices the paper leaves open:
   same subject and relation and a newer, different object supersedes the older one. With an LLM
   configured, each cluster's plan comes from the model instead (``rules.llm_plan``), checked so
   it can only name rows of that cluster.
+* A merge writes the merged text on the survivor (and embeds it again), so what the absorbed
+  rows said stays searchable: the model's text when an LLM planned the cluster, else
+  ``rules.merged_text`` (survivor first, then each absorbed sentence not already there, bounded);
+  ``body.merged_text_by`` says who wrote it (``heuristic`` texts are rewritten by the host's
+  model at the next ``consolidate`` with sampling), ``lineage.text_before`` keeps the
+  survivor's own text.
 * Nothing is destroyed: a merged row gets ``status="merged"`` and ``lineage.merged_into``; the
   survivor lists it in ``lineage.absorbed`` (with its sources, which recall still quotes); a
   superseded row gets ``status="superseded"`` and ``lineage.superseded_by``. :func:`restore`
@@ -27,7 +33,7 @@ import time
 
 import numpy as np
 
-from .rules import llm_plan, rule_plan
+from .rules import llm_plan, merged_text, rule_plan
 from .store import KINDS
 
 log = logging.getLogger(__name__)
@@ -94,10 +100,15 @@ def consolidate(env, dry_run: bool = False, min_cluster_size: int = 10, progress
                 log.warning("LLM consolidation of a cluster failed (%s); using rules", exc)
         if plan is None:
             plan = rule_plan(kind, rows, vecs)
+        by_id = {r["id"]: r for r in rows}
         for op in plan:
+            if op["op"] == "merge":   # the survivor's new text: the model's, else the rule's
+                op["merged_text"] = op.pop("text", None) or merged_text(
+                    [by_id[op["into"]]["text"]] + [by_id[i]["text"] for i in op["ids"]])
+                op["text_by"] = op.get("text_by") or "heuristic"
             ops.append(dict(op, kind=kind, cluster=g))
     if not dry_run and ops:
-        apply(space, ops)
+        apply(space, ops, env.embed)
     for op in ops:
         op["done"] = not dry_run
     after = dict(before)
@@ -111,8 +122,9 @@ def consolidate(env, dry_run: bool = False, min_cluster_size: int = 10, progress
             "dry_run": dry_run, "duration_s": round(time.perf_counter() - t0, 3)}
 
 
-def apply(space, ops: list[dict]) -> None:
-    """Write the plan: statuses and lineage only; texts and vectors stay as they were."""
+def apply(space, ops: list[dict], embed=None) -> None:
+    """Write the plan: statuses and lineage, and each survivor of a merge gets the merged text
+    (re-embedded with ``embed``); the retired rows keep their texts and vectors."""
     ids = {i for op in ops for i in op["ids"] + [op["into"]]}
     rows = {r["id"]: r for r in space.rows("memories", eq={"id": sorted(ids)})}
     for r in rows.values():
@@ -137,6 +149,20 @@ def apply(space, ops: list[dict]) -> None:
                 keep["lineage"].setdefault("supersedes", []).append({"id": i, "at": now})
             lin.setdefault("history", []).append({"at": now, "op": op["op"], "into": keep["id"],
                                                   "why": op["why"]})
+    rewritten = []
+    for op in ops:
+        keep = rows.get(op["into"])
+        if op["op"] != "merge" or keep is None or not op.get("merged_text"):
+            continue
+        keep["lineage"].setdefault("text_before", keep["text"])
+        keep["text"] = op["merged_text"]
+        keep["body"]["merged_text_by"] = op["text_by"]
+        keep["lineage"].setdefault("history", []).append(
+            {"at": now, "op": "merged_text", "by": op["text_by"]})
+        rewritten.append(keep)
+    if rewritten and embed is not None:
+        for keep, vec in zip(rewritten, embed([k["text"] for k in rewritten])):
+            keep["vector"] = vec
     space.add_memories(list(rows.values()))
     space.audit("consolidate", sorted(ids), {"strategy": "hybrid", "operations": ops})
 
@@ -164,6 +190,10 @@ def restore(env, memory_id: str) -> dict:
         for key in ("absorbed", "supersedes"):
             olin[key] = [a for a in olin.get(key, []) if a["id"] != memory_id]
         olin.setdefault("history", []).append({"at": now, "op": "released", "id": memory_id})
+        if not olin.get("absorbed") and "text_before" in olin:   # its own text again
+            other["text"] = olin.pop("text_before")
+            other["body"].pop("merged_text_by", None)
+            other["vector"] = env.embed([other["text"]])[0]
         changed.append(other)
     lin.setdefault("history", []).append({"at": now, "op": "restored", "was": row["status"],
                                           "from": other_id})

@@ -1,7 +1,8 @@
 """Curation by an LLM: the paper's two prompts (appendices A and B) as structured outputs.
 
 ``env.llm.structured(system, user, schema)`` (OpenAI-compatible, see providers/openai_compat.py)
-returns the pydantic models below. Choices the paper leaves open:
+returns the shared, bounded models of ``llm_schema.py`` (the host's model, through sampling,
+answers the same ones). Choices the paper leaves open:
 
 * One call per prompt per session chunk of at most ``CHUNK_TURNS`` turns; turns are shown as
   ``[ref] speaker: text`` under the session's date, and the model cites those refs.
@@ -13,9 +14,9 @@ returns the pydantic models below. Choices the paper leaves open:
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import datetime
 
-from pydantic import BaseModel, Field
+from .llm_schema import EpisodesOut, TuplesOut, link
 
 log = logging.getLogger(__name__)
 CHUNK_TURNS = 120
@@ -46,48 +47,10 @@ Cover people, places, events, preferences, plans, relationships and possessions;
 tuple; never invent anything not in the turns."""
 
 
-class EpisodeOut(BaseModel):
-    title: str
-    summary: str
-    details: str
-    timestamp: str = Field(description="ISO date YYYY-MM-DD")
-    turn_refs: list[str]
-
-
-class EpisodesOut(BaseModel):
-    episodes: list[EpisodeOut]
-
-
-class TupleOut(BaseModel):
-    subject: str
-    relation: str
-    object: str
-    timestamp: str = Field(description="ISO date YYYY-MM-DD")
-    context: str
-    turn_refs: list[str]
-
-
-class TuplesOut(BaseModel):
-    tuples: list[TupleOut]
-
-
-def _when(text: str, fallback: datetime | None) -> datetime | None:
-    try:
-        d = datetime.fromisoformat(text.strip()[:19])
-    except (ValueError, AttributeError):
-        return fallback
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
-
-
 def render_turns(turns: list[dict], when: datetime | None) -> str:
     head = f"Session date: {when.strftime('%Y-%m-%d (%A)')}\n" if when else ""
     return head + "\n".join(f"[{t.get('ref') or t['id']}] {t.get('speaker') or '-'}: {t['text']}"
                             for t in turns)
-
-
-def _link(refs: list[str], by_ref: dict[str, dict], chunk: list[dict]) -> tuple[list, list]:
-    rows = [by_ref[r] for r in dict.fromkeys(refs) if r in by_ref] or chunk
-    return [r["id"] for r in rows], [r.get("ref") or r["id"] for r in rows]
 
 
 def curate_session(llm, turns: list[dict], when: datetime | None) -> tuple[list, list]:
@@ -99,25 +62,10 @@ def curate_session(llm, turns: list[dict], when: datetime | None) -> tuple[list,
         by_ref = {(t.get("ref") or t["id"]): t for t in chunk}
         user = render_turns(chunk, when)
         eps = llm.structured(EPISODIC_PROMPT, user, EpisodesOut)
-        for e in eps.episodes:
-            if not (e.title.strip() or e.summary.strip()):
-                continue
-            sids, refs = _link(e.turn_refs, by_ref, chunk)
-            episodes.append({"title": e.title.strip(), "summary": e.summary.strip(),
-                             "details": e.details.strip() or e.summary.strip(),
-                             "timestamp": _when(e.timestamp, when), "source_ids": sids,
-                             "refs": refs})
         tps = llm.structured(RELATIONAL_PROMPT, user, TuplesOut)
-        for t in tps.tuples:
-            if not (t.subject.strip() and t.relation.strip() and t.object.strip()):
-                continue
-            sids, refs = _link(t.turn_refs, by_ref, chunk)
-            ts = _when(t.timestamp, when)
-            tuples.append({"subject": t.subject.strip(), "relation": t.relation.strip(),
-                           "object": t.object.strip(), "context": t.context.strip(),
-                           "dates": [ts.strftime("%-d %B %Y")] if ts else [],
-                           "text": f"{t.subject.strip()} {t.relation.strip()} {t.object.strip()}",
-                           "timestamp": ts, "source_ids": sids, "refs": refs})
+        e, t = link(eps.episodes, tps.tuples, by_ref, chunk, when)
+        episodes += e
+        tuples += t
     log.info("LLM curated %d episodes and %d tuples from %d turns", len(episodes), len(tuples),
              len(turns))
     return episodes, tuples

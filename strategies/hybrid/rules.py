@@ -20,7 +20,9 @@ import re
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+from .llm_schema import MERGED_MAX_CHARS
 
 DUP, DUP_EPISODE, RELATED = 0.88, 0.90, 0.75
 STATE = {"is", "was", "are", "lives", "live", "lived", "works", "work", "worked", "has", "have",
@@ -106,7 +108,9 @@ clustered together because they are semantically similar. Propose operations:
   merged into the most complete, most recent entry ("into"); list the others in "ids";
 - supersede: entries that are outdated or contradicted by a newer entry ("into") are listed in
   "ids".
-Only use ids shown below; leave entries alone when in doubt; say why in one sentence."""
+Only use ids shown below; leave entries alone when in doubt; say why in one sentence.
+For a merge, also write "text": one entry that keeps every distinct detail, date and name of
+the merged entries without repeating anything."""
 
 
 class Operation(BaseModel):
@@ -114,6 +118,8 @@ class Operation(BaseModel):
     ids: list[str]
     into: str
     why: str
+    text: str = Field("", max_length=MERGED_MAX_CHARS,
+                      description="merge only: the merged entry, keeping every distinct detail")
 
 
 class ClusterPlan(BaseModel):
@@ -133,5 +139,31 @@ def llm_plan(llm, kind: str, rows: list[dict]) -> list[dict]:
         used.update(ids)
         used.add(op.into)
         ops.append({"op": op.op, "ids": ids, "into": op.into, "why": op.why.strip()[:300],
-                    "by": "llm"})
+                    "by": "llm", **({"text": op.text.strip(), "text_by": llm.name}
+                                    if op.op == "merge" and op.text.strip() else {})})
     return ops
+
+
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def merged_text(texts: list[str], limit: int = MERGED_MAX_CHARS) -> str:
+    """The deterministic merge of a survivor's text (first) with the rows it absorbs, sentence by
+    sentence (compared without case and punctuation): a sentence already said is skipped, one
+    that says a kept sentence and more replaces it, any other is appended, while the whole
+    stays within ``limit`` characters (the survivor's own text is always kept)."""
+    out = [p.strip() for p in _SENTENCE.split(texts[0]) if norm(p)] or [texts[0].strip()]
+    for t in texts[1:]:
+        for part in (p.strip() for p in _SENTENCE.split(t)):
+            key = norm(part)
+            if not key or key in norm(" ".join(out)):
+                continue
+            grown = next((i for i, o in enumerate(out) if norm(o) in key), None)
+            trial = out[:grown] + [part] + out[grown + 1:] if grown is not None else out + [part]
+            if len(_join(trial)) <= limit:
+                out = trial
+    return _join(out) if len(out) > 1 else out[0]
+
+
+def _join(parts: list[str]) -> str:
+    return " ".join(p if p[-1] in ".!?;" else p + "." for p in parts)

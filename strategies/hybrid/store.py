@@ -1,10 +1,13 @@
 """Session curation into the ``memories`` table: which curator runs, and the rows it writes.
 
 Order of preference for each session (issue 3): host-curated memories (``origin="host"``, written
-by ``remember(curated=...)``) > an LLM when one is configured (``origin="llm"``) > deterministic
-heuristics (``origin="heuristic"``). Curation is idempotent: it first deletes the session's own
-``heuristic``/``llm`` rows, then writes new ones unless the host curated the session. An LLM
-failure (endpoint down, bad answer) falls back to heuristics for that session and is logged.
+by ``remember(curated=...)``, or ``origin="sampled"``, written by the host's model through MCP
+sampling during ``consolidate``) > an LLM when one is configured (``origin="llm"``) >
+deterministic heuristics (``origin="heuristic"``). Curation is idempotent: it first deletes the
+session's own ``heuristic``/``llm`` rows, then writes new ones unless the host curated the
+session. An LLM failure (endpoint down, bad answer) falls back to heuristics for that session
+and is logged. Every row records who wrote it in ``body.written_by`` (the model's name, or
+``heuristic``).
 
 Row text (what is embedded and searched): an episode's ``details`` (the paper indexes episodes by
 their details; host episodes keep the text ``remember`` gave them); a tuple's natural-language
@@ -19,6 +22,7 @@ import uuid
 log = logging.getLogger(__name__)
 KINDS = ("episode", "fact")
 DERIVED_ORIGINS = ("heuristic", "llm")
+KEPT_ORIGINS = ("host", "sampled")   # written by the host (or its model): curation keeps them
 
 
 def new_id(prefix: str) -> str:
@@ -49,18 +53,19 @@ def tuple_text(t: dict) -> str:
 
 
 def build_rows(episodes: list[dict], tuples: list[dict], session_id: str, when, origin: str,
-               now) -> list[dict]:
+               now, written_by: str | None = None) -> list[dict]:
+    by = {"written_by": written_by or origin}
     rows = []
     for e in episodes:
         rows.append({"id": new_id("epi"), "kind": "episode", "text": e["details"] or e["summary"],
                      "body": {"title": e["title"], "summary": e["summary"], "details": e["details"],
-                              "strategy": "hybrid"},
+                              "strategy": "hybrid", **by},
                      "timestamp": e.get("timestamp") or when, **_common(e, session_id, origin, now)})
     for t in tuples:
         rows.append({"id": new_id("fct"), "kind": "fact", "text": tuple_text(t),
                      "body": {"subject": t["subject"], "relation": t["relation"],
                               "object": t["object"], "context": t["context"],
-                              "dates": t.get("dates") or [], "strategy": "hybrid"},
+                              "dates": t.get("dates") or [], "strategy": "hybrid", **by},
                      "timestamp": t.get("timestamp") or when, **_common(t, session_id, origin, now)})
     return rows
 
@@ -80,33 +85,55 @@ def curate(env, session_id: str) -> dict:
     stale = [r["id"] for r in existing if r["origin"] in DERIVED_ORIGINS]
     if stale:
         space.delete_memories(stale)
-    if any(r["origin"] == "host" for r in existing):
-        return {"origin": "host", "removed": len(stale), "added": 0}
+    kept = next((r["origin"] for r in existing if r["origin"] in KEPT_ORIGINS), None)
+    if kept:
+        return {"origin": kept, "removed": len(stale), "added": 0}
     turns = space.sources_by_session(session_id)
     if not turns:
         return {"origin": None, "removed": len(stale), "added": 0}
     sess = space.get_session(session_id) or {}
     when = sess.get("session_time") or turns[0].get("timestamp")
     episodes = tuples = None
-    origin = "heuristic"
+    origin, written_by = "heuristic", "heuristic"
     if llm_usable(env.llm):
         from ...providers.base import ProviderError
         from .llm_curate import curate_session as llm_session
 
         try:
             episodes, tuples = llm_session(env.llm, turns, when)
-            origin = "llm"
+            origin, written_by = "llm", env.llm.name
         except ProviderError as exc:
             log.warning("LLM curation of %s failed (%s); using heuristics", session_id, exc)
     if episodes is None:
         vectors = space.source_vectors([t["id"] for t in turns])
         episodes, tuples = heuristics.curate_session(turns, vectors, when)
     now = space.now()
-    rows = build_rows(episodes, tuples, session_id, when, origin, now)
+    rows = build_rows(episodes, tuples, session_id, when, origin, now, written_by)
+    write(env, rows)
+    return {"origin": origin, "removed": len(stale), "added": len(rows),
+            "episodes": len(episodes), "facts": len(tuples)}
+
+
+def write(env, rows: list[dict]) -> None:
     if rows:
         vecs = env.embed([r["text"] for r in rows])
         for r, v in zip(rows, vecs):
             r["vector"] = v
-        space.add_memories(rows)
-    return {"origin": origin, "removed": len(stale), "added": len(rows),
-            "episodes": len(episodes), "facts": len(tuples)}
+        env.space.add_memories(rows)
+
+
+def replace_session(env, session_id: str, episodes: list[dict], tuples: list[dict],
+                    written_by: str) -> dict:
+    """Store the host model's curation of a session (``origin="sampled"``) in place of the
+    heuristic / LLM rows it had; a session the host itself curated is left alone."""
+    space = env.space
+    existing = session_rows(space, session_id)
+    if any(r["origin"] in KEPT_ORIGINS for r in existing) or not (episodes or tuples):
+        return {"origin": None, "added": 0}
+    sess = space.get_session(session_id) or {}
+    now = space.now()
+    rows = build_rows(episodes, tuples, session_id, sess.get("session_time"), "sampled", now,
+                      written_by)
+    write(env, rows)                       # the new rows first: a failure leaves the old ones
+    space.delete_memories([r["id"] for r in existing if r["origin"] in DERIVED_ORIGINS])
+    return {"origin": "sampled", "added": len(rows), "removed": len(existing)}

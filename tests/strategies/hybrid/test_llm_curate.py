@@ -35,7 +35,8 @@ class Handler(BaseHTTPRequestHandler):
         if fmt["name"] == "ClusterPlan":
             ids = re.findall(r"^\[([^\]]+)\]", body["messages"][-1]["content"], re.M)
             answer = {"operations": [
-                {"op": "merge", "ids": [ids[0], "invented-id"], "into": ids[1], "why": "same fact"},
+                {"op": "merge", "ids": [ids[0], "invented-id"], "into": ids[1], "why": "same fact",
+                 "text": "fact numbers 0 and 1, merged by the model"},
                 {"op": "supersede", "ids": [ids[1]], "into": ids[2], "why": "already used"},
                 {"op": "supersede", "ids": [ids[2]], "into": ids[3], "why": "moved"}]}
         elif fmt["name"] == "EpisodesOut":
@@ -98,6 +99,9 @@ async def test_llm_curation_through_a_local_openai_server(llm_server, home, tmp_
         assert all(r["response_format"]["type"] == "json_schema" for r in ours)
         assert "[m2] Ben: I adopted" in ours[0]["messages"][1]["content"]
         assert {m["origin"] for m in facts + eps} == {"llm"}
+        assert {m["body"]["written_by"] for m in facts + eps} == {"openai:fake"}
+        exp = payload(await c.call_tool("explain", {"id": eps[0]["id"]}))
+        assert "written by openai:fake" in exp["summary"]
         (ep,) = eps
         assert ep["refs"] == ["m1", "m2"] and ep["body"]["title"] == "Biscuit the puppy"
         biscuit = next(f for f in facts if f["body"]["subject"] == "Ben")
@@ -128,3 +132,6 @@ def test_llm_consolidation_plan_is_checked_against_the_cluster(llm_server):
     # an invented id is dropped; a row already used by an earlier operation is not reused
     assert [(o["op"], o["ids"], o["into"]) for o in ops] == [
         ("merge", ["fct_0"], "fct_1"), ("supersede", ["fct_2"], "fct_3")]
+    # the merged text is the model's, and says which model wrote it
+    assert ops[0]["text"] == "fact numbers 0 and 1, merged by the model"
+    assert ops[0]["text_by"] == "openai:fake" and "text" not in ops[1]
