@@ -154,9 +154,12 @@ def main(argv: list[str] | None = None) -> int:
                        "active again (prints what changed as JSON)")
     r.add_argument("memory_id", help="the id of the merged or superseded episode or fact")
     r.add_argument("--namespace", default="default")
+    from .transfer_cli import add_parsers
+
+    more = add_parsers(sub)
     args = ap.parse_args(argv)
     handler = {"serve": cmd_serve, "demo": cmd_demo, "namespaces": cmd_namespaces,
-               "consolidate": cmd_consolidate, "restore": cmd_restore}[args.cmd]
+               "consolidate": cmd_consolidate, "restore": cmd_restore, **more}[args.cmd]
     return handler(args)
 
 
