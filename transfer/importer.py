@@ -172,18 +172,29 @@ def import_records(rt, records: list, progress: Progress | None = None) -> Impor
     report = ImportReport(namespaces=sorted({ns for ns, _ in plan.sessions} | set(plan.forgets)))
     total = sum(len(s.messages) for s in plan.sessions.values())
     done = 0
+    # refs of sessions not imported yet: a curated memory citing one (a fact linking this
+    # session to a later one) waits until every session's messages are in
+    pending = {(s.namespace, m.ref) for s in plan.sessions.values() for m in s.messages if m.ref}
+    later: list[tuple[_Session, list[CuratedRec]]] = []
     for s in plan.sessions.values():
+        pending -= {(s.namespace, m.ref) for m in s.messages if m.ref}
+        wait = [c for c in s.curated if any((s.namespace, r) in pending for r in c.refs)]
+        if wait:
+            later.append((s, wait))
         done += len(s.messages)
-        _import_session(rt, plan, s, report)
+        _import_session(rt, plan, s, [c for c in s.curated if c not in wait], report)
         report.sessions += 1
         if progress:
             progress(done, total, f"{s.namespace}: {s.session_id}")
+    for s, wait in later:
+        _import_session(rt, plan, s, wait, report, messages=False)
     for ns, fs in plan.forgets.items():
         report.forget_records_added += _import_forgets(rt, ns, fs, plan)
     return report
 
 
-def _import_session(rt, plan: Plan, s: _Session, report: ImportReport) -> None:
+def _import_session(rt, plan: Plan, s: _Session, curated: list[CuratedRec],
+                    report: ImportReport, messages: bool = True) -> None:
     from ..tools.curated import check_curated
     from ..tools.remember import remember, stable_id
 
@@ -194,7 +205,7 @@ def _import_session(rt, plan: Plan, s: _Session, report: ImportReport) -> None:
     have_refs = {r["ref"] for r in have if r["ref"]}
     have_plain = Counter((r["speaker"], r["timestamp"], r["text"]) for r in have if not r["ref"])
     new = []
-    for m in s.messages:
+    for m in (s.messages if messages else []):
         if plan.is_forgotten(s, m):
             report.messages_forgotten += 1
         elif m.ref is not None and m.ref in have_refs:
@@ -205,8 +216,8 @@ def _import_session(rt, plan: Plan, s: _Session, report: ImportReport) -> None:
         else:
             new.append(m)
     gone_refs = plan._forgotten_refs(s)
-    keep = [c for c in s.curated if not gone_refs.intersection(c.refs)]
-    report.curated_skipped += len(s.curated) - len(keep)
+    keep = [c for c in curated if not gone_refs.intersection(c.refs)]
+    report.curated_skipped += len(curated) - len(keep)
     if keep:
         cplan = check_curated(rt, _curated(keep))
         ids = [stable_id("epi" if m["kind"] == "episode" else "fct", ns, sid, m["text"], *m["refs"])
@@ -216,6 +227,8 @@ def _import_session(rt, plan: Plan, s: _Session, report: ImportReport) -> None:
         keep = [c for c, i in zip(ordered, ids) if i not in stored]
         report.curated_already_stored += len(ids) - len(keep)
     if not new and keep:
+        if not messages:   # the messages went in a moment ago
+            have_refs = {r["ref"] for r in space.sources_by_session(sid) if r["ref"]}
         carrier = next((m for m in s.messages if m.ref in have_refs), None)
         if carrier is None:
             report.curated_skipped += len(keep)
