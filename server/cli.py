@@ -61,11 +61,14 @@ def cmd_consolidate(args) -> int:
     _logging(settings.log_level)
     rt = build_server(settings).runtime
 
-    async def progress(done, total, message):
-        print(f"[{done}/{total}] {message}", file=sys.stderr)
+    from .transfer_cli import bar
 
-    out = asyncio.run(consolidate(rt, args.namespace, args.dry_run, args.min_cluster_size,
-                                  progress=progress))
+    with bar("consolidate", unit="step") as shown:
+        async def progress(done, total, message):
+            shown(done, total, message)
+
+        out = asyncio.run(consolidate(rt, args.namespace, args.dry_run, args.min_cluster_size,
+                                      progress=progress))
     print(json.dumps(out.model_dump(mode="json"), indent=2))
     return 0
 
