@@ -159,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--namespace", default="default")
     from .transfer_cli import add_parsers
 
-    more = add_parsers(sub)
+    from .view import add_parser as add_view
+
+    more = add_parsers(sub) | add_view(sub)
     args = ap.parse_args(argv)
     handler = {"serve": cmd_serve, "demo": cmd_demo, "namespaces": cmd_namespaces,
                "consolidate": cmd_consolidate, "restore": cmd_restore, **more}[args.cmd]
