@@ -25,14 +25,13 @@ from trimem.server.view import view_app
 pytestmark = pytest.mark.anyio
 TOKEN = "view-test-token-0123456789"
 EVIL = '<script>alert(1)</script><img src=x onerror=alert(2)>"\'&amp;'
-SESSIONS = [
-    ("s1", "2023-01-10T10:00:00Z", [("Ana", "I moved to Berlin last month for a new job at Lumen."),
-                                    ("Ben", "Berlin sounds great! How is the new job at Lumen?"),
-                                    ("Ana", "My dog Rex loves the big parks in Berlin.")]),
-    ("s2", "2023-02-11T10:00:00Z", [("Ana", "Rex chewed my new running shoes again."),
-                                    ("Ben", "Ha, Rex is a menace. Did you run in Berlin?")]),
-    ("s3", "2023-05-12T10:00:00Z", [("Ana", "I left Lumen; I work at Kiln Studio now."),
-                                    ("Ana", "Rex is learning to swim in the lake.")]),
+SESSIONS = [   # Ana moves twice: her residence claim is revised twice (a claim history)
+    ("s1", "2023-01-10T10:00:00Z", [("Ana", "I moved to Oslo last month for a new job."),
+                                    ("Ana", "Oslo winters are dark but the fjords are great.")]),
+    ("s2", "2023-04-02T10:00:00Z", [("Ana", "Big news: I moved to Porto two weeks ago!"),
+                                    ("Ben", "The tiles in Porto are lovely.")]),
+    ("s3", "2023-09-05T10:00:00Z", [("Ana", "Update: I moved to Quito yesterday."),
+                                    ("Ana", "My dog Rex loves the parks in Quito.")]),
 ]
 
 
@@ -117,9 +116,7 @@ async def test_wiki_page_with_claim_histories_in_headless_chromium(served):
 
     from trimem.server.view_data import wiki_pages
 
-    pages = [p for p in wiki_pages(rt.space("team")) if p["type"] == "entity"]
-    assert pages, "curation built no entity page"
-    target = max(pages, key=lambda p: len(p["trajectory_ids"] or []))
+    target = next(p for p in wiki_pages(rt.space("team")) if p["id"] == "wiki-entity-ana")
     out = Path(os.environ.get("TRIMEM_ARTIFACTS") or tempfile.mkdtemp(prefix="trimem-view-"))
     out.mkdir(parents=True, exist_ok=True)
     async with pw.async_playwright() as p:
@@ -136,10 +133,12 @@ async def test_wiki_page_with_claim_histories_in_headless_chromium(served):
             assert await page.get_by_role("heading", name="Claim histories").is_visible()
             assert await page.locator("h3").count() >= 1
             assert await page.locator("table").count() >= 1
+            assert await page.locator("span.st-revised").count() >= 2   # Oslo, then Porto
+            assert await page.locator("span.st-active", has_text="active").count() >= 1
             shot = out / "view-wiki-page.png"
             await page.screenshot(path=str(shot), full_page=True)
             print(f"\nscreenshot: {shot}")
-            await page.goto(f"{base}/recall?" + urlencode({"ns": "team", "q": "Where does Ana work?",
+            await page.goto(f"{base}/recall?" + urlencode({"ns": "team", "q": "Where does Ana live now?",
                                                            "strategy": "wiki"}))
             assert await page.get_by_role("heading", name="Explain trace").is_visible()
             await page.goto(f"{base}/ns?" + urlencode({"name": EVIL}))
