@@ -106,6 +106,7 @@ async def test_every_stored_string_is_escaped(served):
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text
 
 
+@pytest.mark.slow
 async def test_wiki_page_with_claim_histories_in_headless_chromium(served):
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     if not os.path.exists(chromium):
