@@ -94,7 +94,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from ..transfer.foreign import FOREIGN, read_foreign
+    from ..transfer.foreign import read_foreign
     from ..transfer.format import FormatError, read_all
     from ..transfer.importer import ImportError_, import_records
 
@@ -123,7 +123,7 @@ def cmd_import(args) -> int:
 
 
 def add_parsers(sub) -> dict:
-    from ..transfer.foreign import FOREIGN
+    from ..transfer import FOREIGN
 
     e = sub.add_parser("export", help="write namespaces to a file (the versioned trimem-export "
                        "JSONL, or a readable Markdown folder)")

@@ -23,9 +23,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from . import FOREIGN  # noqa: F401 - re-exported
 from .format import CuratedRec, MessageRec, SessionRec
-
-FOREIGN = ("memory-json", "chatgpt", "claude")
 
 
 def _epoch(t: Any) -> datetime | None:
