@@ -62,11 +62,14 @@ def cmd_consolidate(args) -> int:
     _logging(settings.log_level)
     rt = build_server(settings).runtime
 
-    async def progress(done, total, message):
-        print(f"[{done}/{total}] {message}", file=sys.stderr)
+    from .transfer_cli import bar
 
-    out = asyncio.run(consolidate(rt, args.namespace, args.dry_run, args.min_cluster_size,
-                                  progress=progress))
+    with bar("consolidate", unit="step") as shown:
+        async def progress(done, total, message):
+            shown(done, total, message)
+
+        out = asyncio.run(consolidate(rt, args.namespace, args.dry_run, args.min_cluster_size,
+                                      progress=progress))
     print(json.dumps(out.model_dump(mode="json"), indent=2))
     return 0
 
@@ -161,9 +164,14 @@ def main(argv: list[str] | None = None) -> int:
                        "merged or superseded active again (prints what changed as JSON)")
     r.add_argument("memory_id", help="the id of the merged or superseded episode or fact")
     r.add_argument("--namespace", default="default")
+    from .transfer_cli import add_parsers
+
+    from .view import add_parser as add_view
+
+    more = add_parsers(sub) | add_view(sub)
     args = ap.parse_args(argv)
     handler = {"serve": cmd_serve, "demo": cmd_demo, "namespaces": cmd_namespaces,
-               "consolidate": cmd_consolidate, "restore": cmd_restore}[args.cmd]
+               "consolidate": cmd_consolidate, "restore": cmd_restore, **more}[args.cmd]
     return handler(args)
 
 

@@ -132,16 +132,21 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def http_app(server, settings, host: str):
+def transport_security(settings, host: str):
+    """The Host / Origin rules (DNS-rebinding protection) of every HTTP surface of trimem."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     names = list(LOOPBACK) + ([host] if host not in LOOPBACK and host != "0.0.0.0" else [])
     names += [h for h in settings.http_allowed_hosts if h not in names]
-    security = TransportSecuritySettings(
+    return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{n}:*" for n in names] + names,
         allowed_origins=[f"{scheme}://{n}:*" for n in names for scheme in ("http", "https")]
         + [f"{scheme}://{n}" for n in names for scheme in ("http", "https")])
+
+
+def http_app(server, settings, host: str):
+    security = transport_security(settings, host)
     app = server.streamable_http_app(transport_security=security, host=host)
     return HostCheck(BearerAuth(app, load_or_create_token(settings)), names)
 

@@ -6,6 +6,7 @@ import logging
 import uuid
 from typing import Annotated, Any, Literal
 
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
@@ -114,8 +115,9 @@ def _check_messages(rt: Runtime, messages: list[Message], session_time) -> list[
 
 def remember(rt: Runtime, messages: list[Message], session_id: str | None = None,
              session_time: str | None = None, namespace: str = "default",
-             curated: Curated | None = None) -> RememberResult:
-    """Validate everything, embed, then write: sources in one commit (all or nothing)."""
+             curated: Curated | None = None, progress=None) -> RememberResult:
+    """Validate everything, embed, then write: sources in one commit (all or nothing).
+    ``progress(done, total, message)``, if given, hears how far the embedding got."""
     from .curated import check_curated, curated_texts, resolve_refs
 
     ns = v.namespace(namespace, rt.limits)
@@ -150,7 +152,7 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     extra = curated_texts(plan) if plan is not None else []
     from ..storage.sources import search_text
 
-    all_vecs = rt.embed([search_text(r) for r in new_rows] + extra)
+    all_vecs = rt.embed([search_text(r) for r in new_rows] + extra, progress)
     for r, vec in zip(new_rows, all_vecs[:len(new_rows)]):
         r["vector"] = vec
     cur_vecs = all_vecs[len(new_rows):]
@@ -180,6 +182,8 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
         log.error("remember: %d messages stored, but their audit entry failed: %s", len(new_rows), exc)
     if curates:
         rt.curation.enqueue(ns, sid)
+    if progress is not None:
+        progress(len(new_rows) + len(extra), len(new_rows) + len(extra), "stored")
     return RememberResult(session_id=sid, source_ids=ids, stored=len(new_rows),
                           curation="queued" if curates else "done")
 
@@ -272,8 +276,14 @@ def register(server, rt: Runtime) -> None:
         title="Remember messages", read_only_hint=False, destructive_hint=False,
         idempotent_hint=True, open_world_hint=False))
     @guard(rt)
-    def remember_tool(messages: MESSAGES, session_id: SESSION_ID = None,
-                      session_time: SESSION_TIME = None, namespace: NAMESPACE = "default",
-                      curated: CURATED = None) -> Annotated[CallToolResult, RememberResult]:
-        out = remember(rt, messages, session_id, session_time, namespace, curated)
+    async def remember_tool(ctx: Context, messages: MESSAGES, session_id: SESSION_ID = None,
+                            session_time: SESSION_TIME = None, namespace: NAMESPACE = "default",
+                            curated: CURATED = None) -> Annotated[CallToolResult, RememberResult]:
+        import anyio.to_thread
+
+        from .progress import relay
+
+        out = await anyio.to_thread.run_sync(lambda: remember(
+            rt, messages, session_id, session_time, namespace, curated,
+            progress=relay(ctx.report_progress)))
         return answer(text_of(out, len(messages), namespace), out)

@@ -118,9 +118,10 @@ class Runtime:
                     raise ToolError(f"LLM settings: {exc}") from exc
             return self._llm
 
-    def embed(self, texts: list[str]):
+    def embed(self, texts: list[str], progress=None):
         """Embed in bounded batches (EMBED_BATCH texts, EMBED_BATCH_CHARS characters at most), so
-        that one large call never holds every text's tokens at once."""
+        that one large call never holds every text's tokens at once. ``progress(done, total,
+        message)``, if given, hears after each batch of a call that needs more than one."""
         import numpy as np
 
         from ..providers.base import ProviderError
@@ -136,8 +137,13 @@ class Runtime:
                     start, chars = i, 0
                 chars += len(t)
             batches.append(texts[start:])
+        parts, done = [], 0
         try:
-            parts = [self.embedder.embed(b) for b in batches]
+            for b in batches:
+                parts.append(self.embedder.embed(b))
+                done += len(b)
+                if progress is not None and len(batches) > 1:
+                    progress(done, len(texts), "embedding")
         except ProviderError as exc:
             raise ToolError(f"embedding failed: {exc}") from exc
         return parts[0] if len(parts) == 1 else np.concatenate([np.asarray(p) for p in parts])

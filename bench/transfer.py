@@ -1,0 +1,169 @@
+"""Export -> import round trip: LoCoMo recall before and after, and sizes / times at 10k turns.
+
+    python -m trimem.bench.transfer locomo --data ../shared/data/locomo --convs 26,30
+    python -m trimem.bench.transfer scale --turns 10000
+
+``locomo``: each conversation is remembered into a home (curation off: the plain strategy reads
+the raw sources only), exported with the ``trimem export`` code, imported into a fresh home with
+the ``trimem import`` code; every category 1-4 question is then recalled (plain, 2,000 tokens) in
+both homes, and R / H and the contexts are compared question by question.
+``scale``: a synthetic namespace of ``--turns`` turns (bench/synth.py) is exported (JSONL and
+Markdown), imported into a fresh home, and imported again (nothing new): sizes and times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+
+def _rt(home: str):
+    from ..server.settings import Settings
+    from ..tools.runtime import Runtime
+
+    return Runtime(Settings(home=home, curation=False).to_config())
+
+
+def export_to(rt, namespaces: list[str], path: Path) -> tuple[int, float]:
+    from ..transfer.export import export_records
+    from ..transfer.format import write_all
+
+    t0 = time.perf_counter()
+    header, records = export_records(rt, namespaces)
+    with open(path, "w", encoding="utf-8") as fp:
+        n = write_all(fp, header, records)
+    return n, time.perf_counter() - t0
+
+
+def import_from(rt, path: Path):
+    from ..transfer.format import read_all
+    from ..transfer.importer import import_records
+
+    t0 = time.perf_counter()
+    with open(path, encoding="utf-8") as fp:
+        _, records = read_all(fp)
+    report = import_records(rt, records)
+    return report, time.perf_counter() - t0
+
+
+def compare_sources(sa, sb) -> bool:
+    """Same ids, sessions, order, text, speakers, times, refs, metadata and vectors."""
+    import numpy as np
+
+    cols = ("id", "session_id", "seq", "ref", "speaker", "timestamp", "text", "metadata")
+    ra = sorted(sa.all_sources(), key=lambda r: r["id"])
+    rb = sorted(sb.all_sources(), key=lambda r: r["id"])
+    if [[r[c] for c in cols] for r in ra] != [[r[c] for c in cols] for r in rb]:
+        return False
+    ids = [r["id"] for r in ra]
+    va, vb = sa.source_vectors(ids), sb.source_vectors(ids)
+    return all(np.array_equal(va[i], vb[i]) for i in ids)
+
+
+def settle(space) -> None:
+    """Background upkeep folds rows into the indexes at moments that depend on timing, and a
+    BM25 index built in steps scores like no other: wait for upkeep, compact, and build the
+    full-text index once from the rows (what ``forget`` does), so both homes search alike."""
+    space.wait_upkeep(flush=True)
+    space.optimize()
+    space.rebuild_text_index()
+
+
+def locomo(args) -> dict:
+    from . import locomo as lc
+    from ..tools.recall import recall
+
+    tmp = Path(tempfile.mkdtemp(prefix="trimem-transfer-"))
+    a, b = _rt(str(tmp / "a")), _rt(str(tmp / "b"))
+    convs = lc.load(Path(args.data), args.convs)
+    for ns, raw in convs:
+        lc.ingest(a, ns, raw)
+    dump = tmp / "locomo.jsonl"
+    n, t_exp = export_to(a, [ns for ns, _ in convs], dump)
+    report, t_imp = import_from(b, dump)
+    same_rows = all(compare_sources(a.space(ns), b.space(ns)) for ns, _ in convs)
+    for rt in (a, b):   # the same rows; make the search indexes the same too (see settle)
+        for ns, _ in convs:
+            settle(rt.space(ns))
+    rows = {"a": [], "b": []}
+    same_ctx = same_src = n_q = 0
+    for ns, raw in convs:
+        conv = raw.get("conversation", raw)
+        texts = {t["dia_id"]: lc.norm_ws(lc.turn_text(t)) for _, _, ts in lc.sessions(conv)
+                 for t in ts}
+        for qa in raw["qa"]:
+            if qa.get("category") not in lc.CATS:
+                continue
+            gold, _ = lc.norm_evidence(qa.get("evidence", []), set(texts))
+            if not gold:
+                continue
+            n_q += 1
+            outs = {}
+            for k, rt in (("a", a), ("b", b)):
+                t0 = time.perf_counter()
+                outs[k] = recall(rt, qa["question"], "plain", ns, 2000)
+                rows[k].append(lc.score(outs[k], gold, texts, str(qa.get("answer", "")), 2000)
+                               | {"cat": qa["category"], "ms": 1000 * (time.perf_counter() - t0)})
+            same_ctx += outs["a"].context == outs["b"].context
+            same_src += ([s.ref for s in outs["a"].sources] == [s.ref for s in outs["b"].sources])
+    a.close(), b.close()
+    summ = {k: {m: round(sum(r[m] for r in v) / len(v), 4) for m in ("R", "H")}
+            for k, v in rows.items()}
+    return {"convs": [ns for ns, _ in convs], "records": n, "bytes": dump.stat().st_size,
+            "export_s": round(t_exp, 2), "import_s": round(t_imp, 2),
+            "imported": report.messages_stored, "identical_rows_and_vectors": same_rows,
+            "questions": n_q,
+            "identical_contexts": same_ctx, "identical_source_lists": same_src,
+            "before": summ["a"], "after": summ["b"]}
+
+
+def scale(args) -> dict:
+    from .synth import Synth
+    from ..tools.remember import Message, remember
+    from ..transfer.markdown import write_markdown
+
+    tmp = Path(tempfile.mkdtemp(prefix="trimem-transfer-"))
+    a = _rt(str(tmp / "a"))
+    n, t0 = 0, time.perf_counter()
+    for sid, when, msgs in Synth(seed=11).sessions():
+        remember(a, [Message(**m) for m in msgs], sid, when, "bench")
+        n += len(msgs)
+        if n >= args.turns:
+            break
+    t_fill = time.perf_counter() - t0
+    dump = tmp / "bench.jsonl"
+    records, t_exp = export_to(a, ["bench"], dump)
+    t0 = time.perf_counter()
+    files = write_markdown(a, ["bench"], tmp / "md")
+    t_md = time.perf_counter() - t0
+    a.close()
+    b = _rt(str(tmp / "b"))
+    first, t_imp = import_from(b, dump)
+    again, t_again = import_from(b, dump)
+    b.close()
+    return {"turns": n, "remember_s": round(t_fill, 1), "records": records,
+            "jsonl_bytes": dump.stat().st_size, "export_s": round(t_exp, 2),
+            "markdown_bytes": sum(f.stat().st_size for f in files), "markdown_s": round(t_md, 2),
+            "import_s": round(t_imp, 1), "imported": first.messages_stored,
+            "reimport_s": round(t_again, 2), "reimported": again.messages_stored,
+            "already_stored": again.messages_already_stored}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    lo = sub.add_parser("locomo")
+    lo.add_argument("--data", default="../shared/data/locomo")
+    lo.add_argument("--convs", default="26")
+    sc = sub.add_parser("scale")
+    sc.add_argument("--turns", type=int, default=10_000)
+    args = ap.parse_args(argv)
+    out = locomo(args) if args.cmd == "locomo" else scale(args)
+    print(json.dumps(out, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""``trimem view``: a local, read-only web page to browse memory.
+
+Namespaces, sessions with their messages, the Memory Wiki pages with every linked trajectory's
+claim history, and a recall with its explain trace. It answers GET only and never curates (the
+runtime's background curation is stopped: queued sessions stay queued for ``trimem serve``);
+the recall form logs its recall like the ``recall`` tool does, so ``explain`` can replay it.
+
+Security is that of ``serve --http`` (server/http.py, reused): the same bearer token
+(``BearerAuth``) and the same Host / Origin rules (``transport_security``). A browser cannot
+send a bearer header on navigation, so the URL printed at start carries ``?token=``: the first
+request with a right token sets an HttpOnly, SameSite=Strict cookie and redirects to the same
+page without it; later requests present the cookie, which is turned into the bearer header
+before ``BearerAuth`` checks it. Every page is sent with a CSP that allows no script at all.
+"""
+
+from __future__ import annotations
+
+import sys
+from urllib.parse import parse_qs, urlencode
+
+from . import view_html as V
+
+COOKIE = "trimem_view"
+HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; "
+           "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+           "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
+           "cache-control": "no-store", "x-frame-options": "DENY"}
+
+
+def _html(body: str, status: int = 200):
+    from starlette.responses import HTMLResponse
+
+    return HTMLResponse(body, status_code=status, headers=HEADERS)
+
+
+def routes(rt):
+    """The Starlette app of the pages (no auth here: see :func:`view_app`)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from starlette.applications import Starlette
+    from starlette.responses import RedirectResponse
+    from starlette.routing import Route
+
+    from ..tools import namespaces as nsmod
+
+    def guarded(fn):
+        def endpoint(request):
+            q = request.query_params
+            if "token" in q:   # BearerAuth already accepted it: keep it in a cookie, drop it
+                rest = urlencode([(k, v) for k, v in q.multi_items() if k != "token"])
+                resp = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), 303)
+                resp.set_cookie(COOKIE, q["token"], httponly=True, samesite="strict", path="/")
+                return resp
+            try:
+                return _html(fn(q))
+            except ToolError as exc:
+                return _html(V.error(404, str(exc)), 404)
+        return endpoint
+
+    def space_of(q):
+        ns = nsmod.require(rt, q.get("ns") or q.get("name") or "")
+        return ns, rt.space(ns)
+
+    def home(q):
+        return V.namespaces(nsmod.listing(rt)["namespaces"])
+
+    def namespace(q):
+        from .view_data import sessions, wiki_pages
+
+        ns, space = space_of(q)
+        return V.namespace(ns, sessions(space), wiki_pages(space))
+
+    def session(q):
+        ns, space = space_of(q)
+        sid = q.get("id") or ""
+        msgs = space.sources_by_session(sid)
+        if not msgs:
+            raise ToolError(f"no session {sid!r} in namespace {ns!r}")
+        return V.session(ns, sid, space.get_session(sid), msgs)
+
+    def wiki(q):
+        from .view_data import page_with_claims
+
+        ns, space = space_of(q)
+        p, trajs, claims = page_with_claims(space, q.get("id") or "")
+        if p is None:
+            raise ToolError(f"no wiki page {q.get('id')!r} in namespace {ns!r}")
+        return V.wiki_page(ns, p, trajs, claims)
+
+    def recall(q):
+        from ..tools.explain import explain
+        from ..tools.recall import recall as run
+
+        ns, _ = space_of(q)
+        strategy = q.get("strategy") if q.get("strategy") in V.STRATEGIES else "auto"
+        text = q.get("q") or ""
+        out = run(rt, text, strategy, ns, 2000)
+        return V.recall(ns, text, out, explain(rt, out.recall_id, ns).record)
+
+    def not_found(request, exc):
+        return _html(V.error(404, "no such page"), 404)
+
+    pages = {"/": home, "/ns": namespace, "/session": session, "/page": wiki, "/recall": recall}
+    return Starlette(routes=[Route(p, guarded(f), methods=["GET", "HEAD"]) for p, f in pages.items()],
+                     exception_handlers={404: not_found})
+
+
+class CookieToBearer:
+    """ASGI: a request without an Authorization header presents its ``?token=`` or its view
+    cookie as the bearer token, for ``BearerAuth`` to check (it alone compares tokens)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            headers = list(scope.get("headers") or [])
+            if not any(k == b"authorization" for k, _ in headers):
+                token = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [""])[0]
+                if not token:
+                    from http.cookies import SimpleCookie
+
+                    jar = SimpleCookie()
+                    for k, v in headers:
+                        if k == b"cookie":
+                            try:
+                                jar.load(v.decode("latin-1"))
+                            except Exception:   # a malformed cookie header: no token
+                                pass
+                    token = jar[COOKIE].value if COOKIE in jar else ""
+                if token:
+                    headers.append((b"authorization", f"Bearer {token}".encode("latin-1")))
+                    scope = dict(scope, headers=headers)
+        await self.app(scope, receive, send)
+
+
+class HostOrigin:
+    """ASGI: the Host / Origin checks of ``serve --http`` (the MCP SDK's middleware)."""
+
+    def __init__(self, app, security):
+        from mcp.server.transport_security import TransportSecurityMiddleware
+
+        self.app, self.check = app, TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            from starlette.requests import Request
+
+            bad = await self.check.validate_request(Request(scope, receive), is_post=False)
+            if bad is not None:
+                return await bad(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+def view_app(rt, settings, host: str):
+    from .http import BearerAuth, load_or_create_token, transport_security
+
+    auth = BearerAuth(routes(rt), load_or_create_token(settings))
+    return HostOrigin(CookieToBearer(auth), transport_security(settings, host))
+
+
+def cmd_view(args) -> int:
+    import uvicorn
+
+    from ..tools.runtime import Runtime
+    from .cli import _logging
+    from .http import load_or_create_token
+    from .settings import Settings
+
+    settings = Settings()
+    _logging(settings.log_level)
+    rt = Runtime(settings.to_config())
+    rt.curation.stop(0)     # read-only: nothing is curated by the viewer
+    app = view_app(rt, settings, args.host)
+    start = "/ns?" + urlencode({"name": args.namespace}) + "&" if args.namespace else "/?"
+    url = f"http://{args.host}:{args.port}{start}token={load_or_create_token(settings)}"
+    print(f"trimem: read-only view at {url}", file=sys.stderr, flush=True)
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    finally:
+        rt.close()
+    return 0
+
+
+def add_parser(sub) -> dict:
+    v = sub.add_parser("view", help="browse memory in a local, read-only web page (the URL, "
+                       "with its token, is printed to stderr)")
+    v.add_argument("--namespace", help="open this namespace's page")
+    v.add_argument("--host", default="127.0.0.1")
+    v.add_argument("--port", type=int, default=8766)
+    return {"view": cmd_view}

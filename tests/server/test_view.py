@@ -1,0 +1,149 @@
+"""`trimem view`: the read-only web page. Over real HTTP (uvicorn on 127.0.0.1): the token,
+Host and Origin rules of `serve --http`, GET only, every stored string escaped; and in a real
+headless Chromium (Debian's package, driven by Playwright): a wiki page with its claim
+histories, screenshotted for the CI artifacts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from mcp import Client
+
+from helpers import payload
+from trimem.server.app import build_server
+from trimem.server.settings import Settings
+from trimem.server.view import view_app
+
+pytestmark = pytest.mark.anyio
+TOKEN = "view-test-token-0123456789"
+EVIL = '<script>alert(1)</script><img src=x onerror=alert(2)>"\'&amp;'
+SESSIONS = [   # Ana moves twice: her residence claim is revised twice (a claim history)
+    ("s1", "2023-01-10T10:00:00Z", [("Ana", "I moved to Oslo last month for a new job."),
+                                    ("Ana", "Oslo winters are dark but the fjords are great.")]),
+    ("s2", "2023-04-02T10:00:00Z", [("Ana", "Big news: I moved to Porto two weeks ago!"),
+                                    ("Ben", "The tiles in Porto are lovely.")]),
+    ("s3", "2023-09-05T10:00:00Z", [("Ana", "Update: I moved to Quito yesterday."),
+                                    ("Ana", "My dog Rex loves the parks in Quito.")]),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+async def served(home, tmp_path_factory):
+    cache = tmp_path_factory.getbasetemp() / "model-cache"
+    settings = Settings(home=str(home), cache_dir=cache, http_token=TOKEN)
+    server = build_server(settings)
+    async with Client(server) as c:
+        for sid, when, turns in SESSIONS:
+            payload(await c.call_tool("remember", {
+                "session_id": sid, "session_time": when, "namespace": "team",
+                "messages": [{"content": t, "speaker": s, "ref": f"{sid}:{k}"}
+                             for k, (s, t) in enumerate(turns)]}))
+        payload(await c.call_tool("remember", {"namespace": EVIL, "session_id": EVIL, "messages": [
+            {"content": EVIL + "\n</pre></td></table><h1>forged</h1>", "speaker": EVIL, "ref": EVIL}]}))
+        assert server.runtime.curation.wait_idle(120)
+    import uvicorn
+
+    port = free_port()
+    rt = server.runtime
+    rt.curation.stop(0)
+    cfg = uvicorn.Config(view_app(rt, settings, "127.0.0.1"), host="127.0.0.1", port=port,
+                         log_level="warning")
+    uv = uvicorn.Server(cfg)
+    th = threading.Thread(target=uv.run, daemon=True)
+    th.start()
+    while not uv.started:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}", rt
+    uv.should_exit = True
+    th.join(10)
+    rt.close()
+
+
+async def test_token_host_origin_and_get_only(served):
+    base, _ = served
+    async with httpx.AsyncClient(base_url=base) as h:
+        assert (await h.get("/")).status_code == 401
+        assert (await h.get("/?token=wrong")).status_code == 401
+        r = await h.get("/?token=" + TOKEN)
+        assert r.status_code == 303 and r.headers["location"] == "/"
+        assert "httponly" in r.headers["set-cookie"].lower()
+        assert "samesite=strict" in r.headers["set-cookie"].lower()
+        ok = await h.get("/")                        # the cookie now
+        assert ok.status_code == 200 and "team" in ok.text
+        assert "script-src" not in ok.headers["content-security-policy"]
+        assert "default-src 'none'" in ok.headers["content-security-policy"]
+        assert (await h.get("/", headers={"host": "evil.example"})).status_code == 421
+        assert (await h.get("/", headers={"origin": "http://evil.example"})).status_code == 403
+        assert (await h.post("/ns?name=team")).status_code == 405
+        assert (await h.get("/ns?name=nobody")).status_code == 404
+
+
+async def test_every_stored_string_is_escaped(served):
+    base, _ = served
+    from urllib.parse import urlencode
+
+    async with httpx.AsyncClient(base_url=base, headers={"authorization": f"Bearer {TOKEN}"}) as h:
+        pages = [await h.get("/"), await h.get("/ns?" + urlencode({"name": EVIL})),
+                 await h.get("/session?" + urlencode({"ns": EVIL, "id": EVIL})),
+                 await h.get("/recall?" + urlencode({"ns": EVIL, "q": EVIL}))]
+    for r in pages:
+        assert r.status_code == 200, r.text[:300]
+        assert "<script>" not in r.text and "<img" not in r.text and "<h1>forged" not in r.text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text
+
+
+@pytest.mark.slow
+async def test_wiki_page_with_claim_histories_in_headless_chromium(served):
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.path.exists(chromium):
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    pw = pytest.importorskip("playwright.async_api", reason="pip install playwright")
+    base, rt = served
+    from urllib.parse import urlencode
+
+    from trimem.server.view_data import wiki_pages
+
+    target = next(p for p in wiki_pages(rt.space("team")) if p["id"] == "wiki-entity-ana")
+    out = Path(os.environ.get("TRIMEM_ARTIFACTS") or tempfile.mkdtemp(prefix="trimem-view-"))
+    out.mkdir(parents=True, exist_ok=True)
+    async with pw.async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=chromium, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--no-first-run"])
+        try:
+            page = await browser.new_page(viewport={"width": 1200, "height": 900})
+            await page.goto(f"{base}/?token={TOKEN}")          # sets the cookie, redirects
+            assert page.url == base + "/"
+            await page.get_by_role("link", name="team").click()
+            assert await page.get_by_role("heading", name="Recall").is_visible()
+            await page.goto(f"{base}/page?" + urlencode({"ns": "team", "id": target["id"]}))
+            assert await page.get_by_role("heading", name="Claim histories").is_visible()
+            assert await page.locator("h3").count() >= 1
+            assert await page.locator("table").count() >= 1
+            assert await page.locator("span.st-revised").count() >= 2   # Oslo, then Porto
+            assert await page.locator("span.st-active", has_text="active").count() >= 1
+            shot = out / "view-wiki-page.png"
+            await page.screenshot(path=str(shot), full_page=True)
+            print(f"\nscreenshot: {shot}")
+            await page.goto(f"{base}/recall?" + urlencode({"ns": "team", "q": "Where does Ana live now?",
+                                                           "strategy": "wiki"}))
+            assert await page.get_by_role("heading", name="Explain trace").is_visible()
+            await page.goto(f"{base}/ns?" + urlencode({"name": EVIL}))
+            assert await page.evaluate("document.querySelectorAll('script, img').length") == 0
+        finally:
+            await browser.close()
+    assert shot.stat().st_size > 10_000
