@@ -32,12 +32,13 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     quoted them are deleted; then the text index is rebuilt and old table versions are purged,
     so the text is gone from disk, not just hidden. Memory ids in ``ids`` delete that memory only.
     """
-    ns = require(rt, namespace)
+    v.namespace(namespace, rt.limits)
     ids = [v.text_field(f"ids[{k}]", x, rt.limits, required=True) for k, x in enumerate(ids or [])]
     refs = [v.text_field(f"refs[{k}]", x, rt.limits, required=True) for k, x in enumerate(refs or [])]
     sid = v.text_field("session_id", session_id, rt.limits)
     if not (ids or refs or sid):
         raise ToolError("say what to forget: ids, refs or session_id")
+    ns = require(rt, namespace)
     with rt.namespace_lock(ns):
         return _forget(rt, ns, ids, refs, sid)
 
