@@ -77,11 +77,11 @@ def run_consolidation(rt: Runtime, namespace: str = "default", dry_run: bool = F
     """
     from ..strategies import registry
 
-    ns = require(rt, namespace)
     if isinstance(min_cluster_size, bool) or not isinstance(min_cluster_size, int) or min_cluster_size < 2:
         from mcp.server.mcpserver.exceptions import ToolError
 
         raise ToolError("min_cluster_size must be a whole number ≥ 2")
+    ns = require(rt, namespace)
     report = progress if progress is not None else (lambda done, total, message: None)
     with rt.namespace_lock(ns):
         t0 = time.perf_counter()

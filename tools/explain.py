@@ -40,8 +40,9 @@ def _memory_view(row: dict) -> dict:
 
 
 def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
-    ns = require(rt, namespace)
+    v.namespace(namespace, rt.limits)
     mid = v.text_field("id", id, rt.limits, required=True)
+    ns = require(rt, namespace)
     space = rt.space(ns)
     if mid.startswith("rcl_"):
         from ..storage import NotFound

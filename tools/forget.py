@@ -37,7 +37,7 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     Recall records (queries and what they returned) go by ``recall_ids``, by time
     (``recalls_before``: created at or before it) or all of them (``all_recalls``).
     """
-    ns = require(rt, namespace)
+    v.namespace(namespace, rt.limits)
     ids = [v.text_field(f"ids[{k}]", x, rt.limits, required=True) for k, x in enumerate(ids or [])]
     refs = [v.text_field(f"refs[{k}]", x, rt.limits, required=True) for k, x in enumerate(refs or [])]
     sid = v.text_field("session_id", session_id, rt.limits)
@@ -47,6 +47,7 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     if not (ids or refs or sid or rids or before or all_recalls):
         raise ToolError("say what to forget: ids, refs, session_id, recall_ids, recalls_before "
                         "or all_recalls")
+    ns = require(rt, namespace)
     with rt.namespace_lock(ns):
         gone = _forget_recalls(rt, ns, rids, before, all_recalls)
         if not (ids or refs or sid):

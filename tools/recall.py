@@ -62,6 +62,7 @@ def text_of(out: RecallResult, budget: int) -> str:
 def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "default",
            budget_tokens: int = 2000, since: str | None = None, until: str | None = None,
            options: dict | None = None) -> RecallResult:
+    v.namespace(namespace, rt.limits)
     if not isinstance(query, str) or not query.strip():
         raise ToolError("query is empty: say what to remember, e.g. 'where does Ana work now?'")
     if len(query) > rt.limits.max_query_chars:
@@ -77,7 +78,7 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
         strat = registry.get(strategy)
     except KeyError as exc:
         raise ToolError(str(exc.args[0])) from exc
-    ns = require(rt, namespace)   # after the arguments: a bad one is named whatever the namespace
+    ns = require(rt, namespace)   # bad input is named first; then an unknown namespace
 
     t0 = time.perf_counter()
     env = rt.env(ns)

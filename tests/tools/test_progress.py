@@ -1,4 +1,4 @@
-"""Long tool calls report MCP progress: remember of many messages (embedding in chunks, then
+"""Long tool calls report MCP progress: remember of many messages (embedding batch by batch, then
 stored) and consolidate, heard through the client's progress_callback."""
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ async def test_remember_of_many_messages_reports_progress(client):
     out = payload(await client.call_tool("remember", {"messages": msgs, "session_id": "big"},
                                          progress_callback=cb))
     assert out["stored"] == 600
-    assert [h[0] for h in heard] == [256, 512, 600, 600]
+    steps = [h[0] for h in heard]
+    assert len(steps) > 2 and steps == sorted(steps) and steps[-2:] == [600, 600]
     assert all(h[1] == 600 for h in heard)
-    assert [h[2] for h in heard] == ["embedding"] * 3 + ["stored"]
+    assert [h[2] for h in heard] == ["embedding"] * (len(heard) - 1) + ["stored"]
 
 
 async def test_a_short_remember_reports_once_and_works_without_a_callback(client):
