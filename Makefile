@@ -8,7 +8,7 @@ BIN     = $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q -e ".[test,e2e]"
 	touch $@
 
 demo: $(BIN)/.installed      ## install, then remember a short conversation and recall from it

@@ -132,12 +132,23 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+def allowed_names(settings, host: str) -> list[str]:
+    """The names a request's Host / Origin may carry: loopback, the served host, the settings'."""
+    names = list(LOOPBACK) + ([host] if host not in LOOPBACK and host != "0.0.0.0" else [])
+    return names + [h for h in settings.http_allowed_hosts if h not in names]
+
+
+def guarded(app, settings, host: str):
+    """What every HTTP surface of trimem (``serve --http``, ``view``) checks before ``app``:
+    Host / Origin exactly (DNS rebinding), then the bearer token."""
+    return HostCheck(BearerAuth(app, load_or_create_token(settings)), allowed_names(settings, host))
+
+
 def transport_security(settings, host: str):
-    """The Host / Origin rules (DNS-rebinding protection) of every HTTP surface of trimem."""
+    """The MCP SDK's own Host / Origin rules for its transport (inside :func:`guarded`)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    names = list(LOOPBACK) + ([host] if host not in LOOPBACK and host != "0.0.0.0" else [])
-    names += [h for h in settings.http_allowed_hosts if h not in names]
+    names = allowed_names(settings, host)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{n}:*" for n in names] + names,
@@ -148,7 +159,7 @@ def transport_security(settings, host: str):
 def http_app(server, settings, host: str):
     security = transport_security(settings, host)
     app = server.streamable_http_app(transport_security=security, host=host)
-    return HostCheck(BearerAuth(app, load_or_create_token(settings)), names)
+    return guarded(app, settings, host)
 
 
 def slow_client_protocol():

@@ -6,7 +6,7 @@ runtime's background curation is stopped: queued sessions stay queued for ``trim
 the recall form logs its recall like the ``recall`` tool does, so ``explain`` can replay it.
 
 Security is that of ``serve --http`` (server/http.py, reused): the same bearer token
-(``BearerAuth``) and the same Host / Origin rules (``transport_security``). A browser cannot
+(``BearerAuth``) and the same exact Host / Origin rules (``HostCheck``). A browser cannot
 send a bearer header on navigation, so the URL printed at start carries ``?token=``: the first
 request with a right token sets an HttpOnly, SameSite=Strict cookie and redirects to the same
 page without it; later requests present the cookie, which is turned into the bearer header
@@ -133,29 +133,11 @@ class CookieToBearer:
         await self.app(scope, receive, send)
 
 
-class HostOrigin:
-    """ASGI: the Host / Origin checks of ``serve --http`` (the MCP SDK's middleware)."""
-
-    def __init__(self, app, security):
-        from mcp.server.transport_security import TransportSecurityMiddleware
-
-        self.app, self.check = app, TransportSecurityMiddleware(security)
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] == "http":
-            from starlette.requests import Request
-
-            bad = await self.check.validate_request(Request(scope, receive), is_post=False)
-            if bad is not None:
-                return await bad(scope, receive, send)
-        await self.app(scope, receive, send)
-
-
 def view_app(rt, settings, host: str):
-    from .http import BearerAuth, load_or_create_token, transport_security
+    from .http import BearerAuth, HostCheck, allowed_names, load_or_create_token
 
     auth = BearerAuth(routes(rt), load_or_create_token(settings))
-    return HostOrigin(CookieToBearer(auth), transport_security(settings, host))
+    return HostCheck(CookieToBearer(auth), allowed_names(settings, host))
 
 
 def cmd_view(args) -> int:

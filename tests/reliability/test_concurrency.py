@@ -49,10 +49,11 @@ def check_exactly_once(home: Path, acked: list, ns: str = "shared") -> None:
 async def test_eight_clients_in_parallel_on_one_server(server, home):
     acked: list = []
     # one warm-up call loads the model, so the parallel part measures the store, not the load
-    # (in a namespace of its own: a recall on "shared" before anything is stored is an error)
+    # (a remember: only remember creates the namespace the clients then share)
     async with Client(server) as c:
-        payload(await c.call_tool("remember", {"messages": [{"content": "warm up"}],
-                                               "namespace": "warm-up"}))
+        warm = payload(await c.call_tool("remember", {"messages": [
+            {"content": "warm up", "ref": "warm-up"}], "namespace": "shared"}))
+    acked.append((warm["source_ids"][0], "warm-up"))
 
     async def one(client_no: int):
         async with Client(server) as c:
