@@ -10,7 +10,7 @@ details (every informative sentence, first person rewritten to the speaker's nam
 resolved), capped at ``MAX_DETAILS`` characters by dropping the least central sentences.
 
 Tuples (appendix B without a model): one per informative sentence, subject = the speaker, relation
-= the verb after the speaker's name once first person is rewritten ("I went" -> "Caroline went"),
+= the verb after the speaker's name once first person is rewritten ("I went" -> "Ana went"),
 object = the rest of the sentence with dates resolved; a sentence without such a verb becomes
 (speaker, "said", sentence). The source context is the turn itself. "Informative": at least
 ``MIN_CONTENT`` content words, so greetings and acknowledgements make no tuples.
@@ -56,7 +56,7 @@ def sentences(text: str) -> list[str]:
 
 
 def third_person(sentence: str, speaker: str | None, other: str | None) -> str:
-    """First and second person rewritten to names ("I went" -> "Caroline went")."""
+    """First and second person rewritten to names ("I went" -> "Ana went")."""
     if not speaker:
         return sentence
     out = sentence

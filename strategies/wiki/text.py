@@ -125,7 +125,7 @@ def named_entities(text: str) -> list[str]:
     out: list[str] = []
     for m in _CAP.finditer(text):
         runs, cur = [], []
-        for w in m.group(1).split():      # a possessive ends a run: "Caroline's LGBTQ"
+        for w in m.group(1).split():      # a possessive ends a run: "Ana's Book Club"
             cur.append(w[:-2] if w.endswith("'s") else w)
             if w.endswith("'s"):
                 runs.append(cur)
