@@ -4,7 +4,9 @@ Strategies declare a pyarrow schema and use these methods; they never touch Lanc
 Tables are per namespace like every other. A schema with a ``vector`` column gets a model-tagged
 table name (see ``Space.name``); derived data can always be rebuilt from the sources, so on a
 model switch such tables are dropped rather than re-embedded and their sessions re-curated.
-Every row must carry ``id`` (the upsert key) and ``namespace`` (filled in here).
+Every row must carry ``id`` (the upsert key) and ``namespace`` (filled in here). A ``vector``
+column is sized here to the dimension of the namespace's embedding model (``sized``), so a
+strategy never states one.
 """
 
 from __future__ import annotations
@@ -24,6 +26,15 @@ def model_tag(model: str, dim: int) -> str:
     from .space import model_tag as tag
 
     return tag(model, dim)
+
+
+def sized(schema: pa.Schema, dim: int | None) -> pa.Schema:
+    """``schema`` with its ``vector`` column as ``dim`` float32s: a strategy declares that a
+    table has vectors, the namespace's bound model says how long they are."""
+    i = schema.get_field_index("vector")
+    if i < 0 or dim is None:
+        return schema
+    return schema.set(i, pa.field("vector", pa.list_(pa.float32(), dim)))
 
 
 def _where(eq: dict[str, Any] | None, extra: str | None = None,
@@ -47,6 +58,8 @@ class DerivedMixin:
     """Methods of :class:`~trimem.storage.space.Space` for strategy-owned tables."""
 
     def derived_table(self, kind: str, schema: pa.Schema | None = None, create: bool = False):
+        if schema is not None:
+            schema = sized(schema, self.dim)
         if schema is not None and "vector" in schema.names:
             self._vector_kinds.setdefault(kind, schema)
         elif schema is None and kind not in self._vector_kinds and kind not in self._plain_kinds:

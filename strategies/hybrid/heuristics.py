@@ -165,13 +165,15 @@ def episode_of(turns: list[dict], vectors: np.ndarray, when, speakers: list[str]
             "summary": summary, "details": details}
 
 
-def curate_session(turns: list[dict], vectors: dict[str, np.ndarray], when) -> tuple[list, list]:
+def curate_session(turns: list[dict], vectors: dict[str, np.ndarray], when,
+                   dim: int | None = None) -> tuple[list, list]:
     """(episodes, tuples) of a session's turns (source rows ordered by seq); each carries the
-    ``source_ids`` and ``refs`` of the turns it came from."""
+    ``source_ids`` and ``refs`` of the turns it came from. ``dim``: the model's vector size, for
+    turns without a vector (default: the size of those in ``vectors``)."""
     if not turns:
         return [], []
     speakers = [s for s, _ in Counter(t.get("speaker") for t in turns if t.get("speaker")).most_common()]
-    dim = len(next(iter(vectors.values()))) if vectors else 384
+    dim = dim or next((len(v) for v in vectors.values()), None)
     mat = np.stack([vectors.get(t["id"], np.zeros(dim, np.float32)) for t in turns])
     episodes = []
     for a, b in segment(mat):

@@ -106,7 +106,7 @@ def curate(env, session_id: str) -> dict:
             log.warning("LLM curation of %s failed (%s); using heuristics", session_id, exc)
     if episodes is None:
         vectors = space.source_vectors([t["id"] for t in turns])
-        episodes, tuples = heuristics.curate_session(turns, vectors, when)
+        episodes, tuples = heuristics.curate_session(turns, vectors, when, space.dim)
     now = space.now()
     rows = build_rows(episodes, tuples, session_id, when, origin, now, written_by)
     write(env, rows)

@@ -158,10 +158,12 @@ def llm_claims(llm, rows: list[dict], when) -> list[dict] | None:
 
 
 def build_snapshots(session_id: str, rows: list[dict], session_time, vectors: dict,
-                    llm=None, opener=_FIRST, idx0: int = 0) -> list[dict]:
+                    llm=None, opener=_FIRST, idx0: int = 0, dim: int | None = None) -> list[dict]:
     """One snapshot per exchange of ``rows`` (ordered by seq): the whole session, or the messages
     appended to it since its last curation (then ``opener`` is the session's first speaker and
-    ``idx0`` the number of its earlier exchanges)."""
+    ``idx0`` the number of its earlier exchanges). ``dim``: the model's vector size, for an
+    exchange none of whose messages has a vector (default: the size of those in ``vectors``)."""
+    dim = dim or next((len(v) for v in vectors.values()), None)
     snaps = []
     for idx, ex in enumerate(exchanges(rows, opener), start=idx0):
         when = session_time or ex[0].get("timestamp")
@@ -169,7 +171,7 @@ def build_snapshots(session_id: str, rows: list[dict], session_time, vectors: di
         if claims is None:
             claims = [c for r in ex for c in claims_of(r, when)]
         vecs = [vectors[r["id"]] for r in ex if r["id"] in vectors]
-        v = np.mean(vecs, axis=0) if vecs else np.zeros(384, dtype=np.float32)
+        v = np.mean(vecs, axis=0) if vecs else np.zeros(dim, dtype=np.float32)
         v = v / (np.linalg.norm(v) or 1.0)
         names = sorted({n for c in claims for n in c["names"]})
         heads = sorted({h for c in claims for h in c["heads"]})

@@ -78,7 +78,7 @@ def new_snapshots(space, session_id: str, llm=None) -> list[dict]:
         when = sess.get("session_time") or rows[0]["timestamp"]
         out = build_snapshots(session_id, new, when, space.source_vectors([r["id"] for r in new]),
                               llm, opener=rows[0].get("speaker"),
-                              idx0=max((s["idx"] for s in have), default=-1) + 1)
+                              idx0=max((s["idx"] for s in have), default=-1) + 1, dim=space.dim)
         space.upsert(SNAP, SNAP_SCHEMA, [dict(s) for s in out])
     if have:
         placed = {i for t in space.rows(TRAJ, contains={"sessions": session_id},

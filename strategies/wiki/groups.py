@@ -59,13 +59,13 @@ def hist_line(c: dict, new: dict | None) -> str:
 
 
 class Group:
-    def __init__(self, kind: str, key: str, state: str | None = None):
+    def __init__(self, kind: str, key: str, state: str | None = None, *, dim: int):
         self.kind, self.key = kind, key
         d = json.loads(state) if state else {}
         for k in SETS:
             setattr(self, k, set(d.get(k, ())))
         self.v = (np.frombuffer(base64.b64decode(d["v"]), dtype=np.float64).copy()
-                  if d.get("v") else np.zeros(384))
+                  if d.get("v") else np.zeros(dim))
         self.first, self.last = d.get("first"), d.get("last")
         self.n_act, self.n_hist = d.get("n_act", 0), d.get("n_hist", 0)
         self.act, self.hist = d.get("act", []), d.get("hist", [])
@@ -167,7 +167,7 @@ def _newest_first(items: list[list]) -> list[list]:
 def load(space, keys) -> dict[tuple[str, str], Group]:
     """The stored groups for ``keys`` ((kind, key) pairs); missing ones start empty."""
     keys = set(keys)
-    got = {(r["kind"], r["key"]): Group(r["kind"], r["key"], r["state"])
+    got = {(r["kind"], r["key"]): Group(r["kind"], r["key"], r["state"], dim=space.dim)
            for r in space.rows(GROUP, eq={"id": sorted(gid(*k) for k in keys)},
                                columns=["id", "kind", "key", "state"])} if keys else {}
-    return {k: got.get(k) or Group(*k) for k in keys}
+    return {k: got.get(k) or Group(*k, dim=space.dim) for k in keys}

@@ -24,7 +24,7 @@ from .trajectories import dump_state
 log = logging.getLogger(__name__)
 SNAP, CLAIM, TRAJ, PAGE = "wiki_snapshots", "wiki_claims", "wiki_trajectories", "wiki_pages"
 TS = pa.timestamp("us", tz="UTC")
-VEC = pa.list_(pa.float32(), 384)
+VEC = pa.list_(pa.float32())   # sized to the namespace's model by storage (derived.sized)
 S = pa.string()
 L = pa.list_(pa.string())
 

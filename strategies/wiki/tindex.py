@@ -25,7 +25,9 @@ KINDS = 3   # entities, facets, words
 
 
 class TrajIndex:
-    def __init__(self, dim: int = 384):
+    """``dim``: the vectors' size; None until the first vector arrives (the model says it)."""
+
+    def __init__(self, dim: int | None = None):
         self.dim, self.n = dim, 0
         self.ids: list[str] = []
         self.pos: dict[str, int] = {}
@@ -39,9 +41,9 @@ class TrajIndex:
 
     def _alloc(self, cap: int) -> None:
         old = getattr(self, "head", None)
-        new = {"head": np.zeros((cap, self.dim), np.float32),
-               "last": np.zeros((cap, self.dim), np.float32),
-               "sum": np.zeros((cap, self.dim), np.float32),
+        d = self.dim or 0
+        new = {"head": np.zeros((cap, d), np.float32), "last": np.zeros((cap, d), np.float32),
+               "sum": np.zeros((cap, d), np.float32),
                "idx": np.zeros(cap, np.int64), "ts": np.full(cap, np.nan),
                "size": np.zeros((cap, KINDS)), "alive": np.zeros(cap, bool),
                "length": np.zeros(cap, np.int64)}
@@ -49,6 +51,13 @@ class TrajIndex:
             if old is not None:
                 arr[:self.n] = getattr(self, k)[:self.n]
             setattr(self, k, arr)
+
+    def _fit(self, v) -> None:
+        """Size the vector arrays on the first vector (none was held before: all zero)."""
+        if self.dim is None:
+            self.dim = len(v)
+            for k in ("head", "last", "sum"):
+                setattr(self, k, np.zeros((len(self.alive), self.dim), np.float32))
 
     # -- updates --------------------------------------------------------------------------
     def add(self, tid: str, T) -> int:
@@ -65,6 +74,7 @@ class TrajIndex:
         self.slots.append(set())
         self.alive[p] = not T.closed
         if T.head is not None:
+            self._fit(T.head)
             self.head[p], self.last[p], self.sum[p] = T.head, T.last, T.sum
             x = T.snapshots[-1]
             self._last(p, x)
@@ -104,6 +114,7 @@ class TrajIndex:
         """Snapshot ``s`` was appended to ``tid``."""
         p = self.pos[tid]
         v = np.asarray(s["vector"], dtype=np.float32)
+        self._fit(v)
         if not self.length[p]:
             self.head[p], self.sum[p] = v, 0.0
         self.last[p] = v
@@ -140,6 +151,7 @@ class TrajIndex:
         n = self.n
         es, fs, ws = terms
         v = np.asarray(s["vector"], dtype=np.float32)
+        self._fit(v)
         slot = np.zeros(n, bool)
         for sl in slots:
             slot[list(self.spost.get(sl, ()))] = True

@@ -23,7 +23,7 @@ from .store import CLAIM, TRAJ, ensure, load_snapshots
 
 def sync_state(space) -> dict | None:
     rows = space.rows(GROUP, eq={"id": gid(*INDEX)}, columns=["id", "state"])
-    return Group(*INDEX, rows[0]["state"]).sync if rows else None
+    return Group(*INDEX, rows[0]["state"], dim=space.dim).sync if rows else None
 
 
 def _claims(rows) -> list[dict]:
@@ -107,7 +107,7 @@ def rebuild_all(space) -> dict:
         if s["id"] not in owner:
             continue
         for key, roles in snap_keys(s).items():
-            g = groups.setdefault(key, Group(*key))
+            g = groups.setdefault(key, Group(*key, dim=space.dim))
             g.link(owner[s["id"]])
             g.add_snapshot(s)
             mention(g, roles, owner[s["id"]])

@@ -10,7 +10,7 @@ lists, per store and namespace. It is kept current by the rules of ``strategies/
   every ``RECHECK_S`` seconds (counting costs ~15 ms, so it is not done on every recall). An
   equal-count rewrite by another process is only seen after a restart.
 
-Memory: about 1.6 kB per thread (384 float32 + metadata), i.e. ~270 MB at a million units
+Memory: about 1.6 kB per thread (384 float32 at the packaged model's size, + metadata), i.e. ~270 MB at a million units
 (~170k threads).
 """
 

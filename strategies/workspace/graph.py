@@ -32,14 +32,13 @@ SCHEMES = ("topic", "fixed")
 ADJ_FLOOR, K_SEM, SEM_MIN = 0.5, 4, 0.55
 
 
-def thread_schema(dim: int = 384) -> pa.Schema:
-    return pa.schema([
-        ("id", pa.string()), ("namespace", pa.string()), ("session_id", pa.string()),
-        ("scheme", pa.string()), ("idx", pa.int32()), ("seq_start", pa.int64()),
-        ("seq_end", pa.int64()), ("source_ids", pa.list_(pa.string())), ("head", pa.string()),
-        ("head_by", pa.string()), ("t_start", pa.string()), ("t_end", pa.string()),
-        ("vector", pa.list_(pa.float32(), dim)),
-    ])
+THREAD_SCHEMA = pa.schema([   # the vector is sized to the namespace's model by storage
+    ("id", pa.string()), ("namespace", pa.string()), ("session_id", pa.string()),
+    ("scheme", pa.string()), ("idx", pa.int32()), ("seq_start", pa.int64()),
+    ("seq_end", pa.int64()), ("source_ids", pa.list_(pa.string())), ("head", pa.string()),
+    ("head_by", pa.string()), ("t_start", pa.string()), ("t_end", pa.string()),
+    ("vector", pa.list_(pa.float32())),
+])
 
 
 EDGE_SCHEMA = pa.schema([
@@ -54,7 +53,7 @@ THREAD_COLUMNS = ["id", "session_id", "scheme", "idx", "seq_start", "seq_end", "
 def declare(space) -> None:
     """Tell the space that ``ws_threads`` carries vectors (so its model-tagged name is used even
     in a process that has not written it yet)."""
-    space.derived_table(THREADS, thread_schema(space.dim or 384))
+    space.derived_table(THREADS, THREAD_SCHEMA)
 
 
 def thread_id(namespace: str, session_id: str, scheme: str, idx: int) -> str:
@@ -73,7 +72,7 @@ def build_threads(env, session_id: str) -> list[dict]:
         return []
     vecs = env.space.source_vectors([s["id"] for s in sources])
     sources = [s for s in sources if s["id"] in vecs]
-    mat = np.stack([vecs[s["id"]] for s in sources]) if sources else np.zeros((0, 384))
+    mat = np.stack([vecs[s["id"]] for s in sources]) if sources else np.zeros((0, env.space.dim))
     speakers = [s.get("speaker") for s in sources]
     texts = [s["text"] for s in sources]
     rows = []
@@ -194,7 +193,7 @@ def curate_session(env, session_id: str) -> dict:
     rows = build_threads(env, session_id)
     if not rows:
         return {"threads": 0, "edges": 0, "rows": [], "edge_rows": []}
-    space.upsert(THREADS, thread_schema(len(rows[0]["vector"])), rows)
+    space.upsert(THREADS, THREAD_SCHEMA, rows)
     edges = edges_for_session(env, session_id, rows, session_order(space))
     space.upsert(EDGES, EDGE_SCHEMA, edges)
     return {"threads": len(rows), "edges": len(edges), "rows": rows, "edge_rows": edges}
