@@ -62,15 +62,13 @@ class LocalEmbedder:
     Batches are cut from the length-sorted texts so that ``rows x padded_width`` stays within
     ``batch_tokens`` (and rows within ``batch_size``): ~16 short turns or ~2 long texts per
     forward pass. ``threads`` overrides ``min(2, cpu_count)`` for onnxruntime's intra-op pool.
-    ``cache_dir`` is accepted for settings compatibility and unused: the model needs no cache.
     """
 
     name = "all-MiniLM-L6-v2-int8"
     dim = 384
 
-    def __init__(self, cache_dir: Path | None = None, *, batch_size: int = 64,
-                 batch_tokens: int = 512, threads: int | None = None) -> None:
-        del cache_dir  # nothing is built or cached any more
+    def __init__(self, *, batch_size: int = 64, batch_tokens: int = 512,
+                 threads: int | None = None) -> None:
         self.batch_size = max(1, int(batch_size))
         self.batch_tokens = max(1, int(batch_tokens))
         self._threads = threads or min(2, os.cpu_count() or 1)

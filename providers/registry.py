@@ -12,8 +12,6 @@ is not configured.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
-
 from .base import LLM, Embedder
 
 log = logging.getLogger(__name__)
@@ -36,15 +34,15 @@ def _require(value: str | None, setting: str, kind_setting: str) -> str:
 
 
 def make_embedder(kind: str, *, model: str | None = None, base_url: str | None = None,
-                  api_key: str | None = None, cache_dir: str | Path | None = None) -> Embedder:
+                  api_key: str | None = None) -> Embedder:
     """Embedder for ``TRIMEM_EMBEDDER``: ``local`` (bundled ONNX model) or ``openai`` (any
     OpenAI-compatible ``/v1/embeddings``; needs ``TRIMEM_EMBED_BASE_URL`` and ``TRIMEM_EMBED_MODEL``)."""
     k = _kind(kind, EMBEDDER_KINDS, "TRIMEM_EMBEDDER")
     if k == "local":
         from .local import LocalEmbedder  # lazy: heavy imports, see module docstring
 
-        log.info("embedder: local (cache_dir=%s)", cache_dir)
-        return LocalEmbedder(cache_dir=cache_dir)
+        log.info("embedder: local (packaged model)")
+        return LocalEmbedder()
     from .openai_compat import OpenAIEmbedder
 
     url = _require(base_url, "TRIMEM_EMBED_BASE_URL", "TRIMEM_EMBEDDER")

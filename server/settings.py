@@ -44,7 +44,6 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_base_url: str | None = None
     llm_api_key: str | None = None
-    cache_dir: Path | None = Field(None, description="where the built embedding model is cached")
     vector_index_min_rows: int = 10_000
     curation_delay_s: float = Field(0.0, description="curate a session once idle this long")
     curation: bool = Field(True, description="false: keep raw sources only (plain recall); "
@@ -78,7 +77,7 @@ class Settings(BaseSettings):
         return Config(home=self.home, embedder=self.embedder, embed_model=self.embed_model,
                       embed_base_url=self.embed_base_url, embed_api_key=self.embed_api_key,
                       llm=self.llm, llm_model=self.llm_model, llm_base_url=self.llm_base_url,
-                      llm_api_key=self.llm_api_key, cache_dir=self.cache_dir,
+                      llm_api_key=self.llm_api_key,
                       sampling_timeout_s=self.sampling_timeout_s,
                       vector_index_min_rows=self.vector_index_min_rows,
                       curation_delay_s=self.curation_delay_s, curation=self.curation,

@@ -22,8 +22,7 @@ def home(tmp_path):
 
 @pytest.fixture
 def server(home, tmp_path_factory):
-    cache = tmp_path_factory.getbasetemp() / "model-cache"
-    return build_server(Settings(home=str(home), cache_dir=cache))
+    return build_server(Settings(home=str(home)))
 
 
 @pytest.fixture

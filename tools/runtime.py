@@ -11,7 +11,6 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -47,7 +46,6 @@ class Config:
     llm_base_url: str | None = None
     llm_api_key: str | None = None
     sampling_timeout_s: float = 120.0
-    cache_dir: Path | None = None
     vector_index_min_rows: int = 10_000
     curation_delay_s: float = 0.0
     curation: bool = True
@@ -99,7 +97,7 @@ class Runtime:
                 try:
                     self._embedder = make_embedder(c.embedder, model=c.embed_model,
                                                    base_url=c.embed_base_url,
-                                                   api_key=c.embed_api_key, cache_dir=c.cache_dir)
+                                                   api_key=c.embed_api_key)
                 except ValueError as exc:
                     raise ToolError(f"embedder settings: {exc}") from exc
             return self._embedder

@@ -57,7 +57,7 @@ def test_loading_imports_neither_model_package():
 
 
 def test_construction_is_lazy(tmp_path):
-    e = LocalEmbedder(cache_dir=tmp_path)
+    e = LocalEmbedder()
     assert isinstance(e, Embedder)
     assert e._session is None and e._tokenizer is None and not e.loaded
     assert e.embed([]).shape == (0, 384)  # an empty call does not load either

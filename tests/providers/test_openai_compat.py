@@ -349,31 +349,30 @@ def test_no_llm():
 
 
 def test_registry_builds_providers(server, monkeypatch, tmp_path):
-    emb = make_embedder("openai", model="e", base_url=server.url, api_key=None, cache_dir=None)
+    emb = make_embedder("openai", model="e", base_url=server.url, api_key=None)
     assert isinstance(emb, OpenAIEmbedder) and emb.name == "openai:e"
     assert isinstance(make_llm("None", model=None, base_url=None, api_key=None), NoLLM)
     llm = make_llm("openai", model="c", base_url=server.url, api_key="k")
     assert isinstance(llm, OpenAILLM) and llm.complete("s", "hi") == "echo: hi"
 
     class FakeLocal:  # stands in for the bundled-model embedder, which is not under test here
-        def __init__(self, cache_dir):
-            self.cache_dir = cache_dir
+        pass
 
     fake = types.ModuleType("trimem.providers.local")
     fake.LocalEmbedder = FakeLocal
     monkeypatch.setitem(sys.modules, "trimem.providers.local", fake)
-    local = make_embedder("local", model=None, base_url=None, api_key=None, cache_dir=tmp_path)
-    assert isinstance(local, FakeLocal) and local.cache_dir == tmp_path
+    local = make_embedder("local", model=None, base_url=None, api_key=None)
+    assert isinstance(local, FakeLocal)
 
 
 @pytest.mark.parametrize(("call", "pattern"), [
-    (lambda: make_embedder("bert", model=None, base_url=None, api_key=None, cache_dir=None),
+    (lambda: make_embedder("bert", model=None, base_url=None, api_key=None),
      r"TRIMEM_EMBEDDER='bert'.*local, openai"),
     (lambda: make_llm("gpt", model=None, base_url=None, api_key=None),
      r"TRIMEM_LLM='gpt'.*none, openai"),
-    (lambda: make_embedder("openai", model="m", base_url=None, api_key=None, cache_dir=None),
+    (lambda: make_embedder("openai", model="m", base_url=None, api_key=None),
      "TRIMEM_EMBED_BASE_URL"),
-    (lambda: make_embedder("openai", model="", base_url="http://x/v1", api_key=None, cache_dir=None),
+    (lambda: make_embedder("openai", model="", base_url="http://x/v1", api_key=None),
      "TRIMEM_EMBED_MODEL"),
     (lambda: make_llm("openai", model="m", base_url=" ", api_key=None), "TRIMEM_LLM_BASE_URL"),
     (lambda: make_llm("openai", model=None, base_url="http://x/v1", api_key=None), "TRIMEM_LLM_MODEL"),

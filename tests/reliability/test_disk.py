@@ -44,7 +44,7 @@ def ro_home(tmp_path):
 async def test_full_disk_is_a_clear_error_and_the_server_stays_up(tiny_home, tmp_path):
     from mcp import Client
 
-    server = build_server(Settings(home=str(tiny_home), cache_dir=tmp_path / "cache"))
+    server = build_server(Settings(home=str(tiny_home)))
     acked, error = [], None
     async with Client(server) as c:
         for i in range(400):
@@ -66,11 +66,11 @@ async def test_full_disk_is_a_clear_error_and_the_server_stays_up(tiny_home, tmp
 async def test_read_only_home(ro_home, tmp_path):
     from mcp import Client
 
-    server = build_server(Settings(home=str(ro_home), cache_dir=tmp_path / "cache"))
+    server = build_server(Settings(home=str(ro_home)))
     async with Client(server) as c:
         payload(await c.call_tool("remember", {"messages": turns("The boat is called Marlin.")}))
     mount("-o", "remount,bind,ro", str(ro_home))
-    server = build_server(Settings(home=str(ro_home), cache_dir=tmp_path / "cache"))
+    server = build_server(Settings(home=str(ro_home)))
     async with Client(server) as c:
         err = error_text(await c.call_tool("remember", {"messages": turns("More.", prefix="m")}))
         assert "not writable" in err

@@ -20,8 +20,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 async def test_remember_recall_every_strategy_forget_on_s3(s3_env, tmp_path_factory):
-    cache = tmp_path_factory.getbasetemp() / "model-cache"
-    server = build_server(Settings(home=s3_env["TRIMEM_HOME"], cache_dir=cache))
+    server = build_server(Settings(home=s3_env["TRIMEM_HOME"]))
     async with Client(server) as c:
         for sid, when, turns in WIKI_SESSIONS:
             payload(await c.call_tool("remember", {
@@ -59,8 +58,7 @@ def _params(env: dict) -> StdioServerParameters:
 
 
 async def test_two_serve_processes_share_one_bucket(s3_env, tmp_path_factory):
-    cache = tmp_path_factory.getbasetemp() / "model-cache"
-    env = dict(s3_env, TRIMEM_CACHE_DIR=str(cache))
+    env = dict(s3_env)
     n_calls, per_call = 12, 5
     results: dict[str, list] = {}
 
@@ -87,7 +85,7 @@ async def test_two_serve_processes_share_one_bucket(s3_env, tmp_path_factory):
         assert out["sources"]
     from trimem.tools.runtime import Runtime
 
-    rt = Runtime(Settings(home=s3_env["TRIMEM_HOME"], cache_dir=cache, curation=False).to_config())
+    rt = Runtime(Settings(home=s3_env["TRIMEM_HOME"], curation=False).to_config())
     try:
         rows = rt.space("team").all_sources()
         refs = [r["ref"] for r in rows]

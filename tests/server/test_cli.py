@@ -29,10 +29,8 @@ SESSIONS = [("c1", "2023-01-10T10:00:00", [fact("Ana", "lives in", "Lisbon", "c1
 @pytest.fixture
 def cli_env(home, tmp_path_factory, monkeypatch):
     """The CLI reads its settings from the environment, as a user's shell would give them."""
-    cache = tmp_path_factory.getbasetemp() / "model-cache"
     monkeypatch.setenv("TRIMEM_HOME", str(home))
-    monkeypatch.setenv("TRIMEM_CACHE_DIR", str(cache))
-    return Settings(home=str(home), cache_dir=cache)
+    return Settings(home=str(home))
 
 
 async def _merged_store(settings) -> tuple[str, str, str]:

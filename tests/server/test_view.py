@@ -43,8 +43,7 @@ def free_port() -> int:
 
 @pytest.fixture
 async def served(home, tmp_path_factory):
-    cache = tmp_path_factory.getbasetemp() / "model-cache"
-    settings = Settings(home=str(home), cache_dir=cache, http_token=TOKEN)
+    settings = Settings(home=str(home), http_token=TOKEN)
     server = build_server(settings)
     async with Client(server) as c:
         for sid, when, turns in SESSIONS:

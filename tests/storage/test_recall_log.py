@@ -96,7 +96,7 @@ async def test_forget_removes_recall_records_by_id_by_time_and_all(server):
 
 async def test_the_recall_log_is_bounded_in_count_age_and_trace_size(tmp_path):
     home = tmp_path / "home"
-    server = build_server(Settings(home=str(home), cache_dir=tmp_path / "cache", curation=False,
+    server = build_server(Settings(home=str(home), curation=False,
                                    recall_log_max=5, recall_trace_max_bytes=4096,
                                    recall_log_days=2 / 86400))
     async with Client(server) as c:

@@ -56,14 +56,13 @@ async def test_remember_queues_and_the_worker_curates(counter, client, server):
 async def test_queued_sessions_resume_after_a_restart(counter, home, tmp_path_factory):
     from mcp import Client
 
-    cache = tmp_path_factory.getbasetemp() / "model-cache"
-    first = build_server(Settings(home=str(home), cache_dir=cache))
+    first = build_server(Settings(home=str(home)))
     first.runtime.curation.delay_s = 3600          # the process "dies" before curating
     async with Client(first) as c:
         payload(await c.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
     assert first.runtime.space("default").get_session("s")["curation"] == "queued"
 
-    second = build_server(Settings(home=str(home), cache_dir=cache))
+    second = build_server(Settings(home=str(home)))
     space = second.runtime.space("default")        # opening the store resumes the queue
     assert second.runtime.curation.wait_idle(30)
     assert space.get_session("s")["curation"] == "done"
@@ -75,16 +74,15 @@ async def test_switched_off_curation_resumes_nothing(counter, home, tmp_path_fac
     process stays queued (it is curated when curation is switched back on)."""
     from mcp import Client
 
-    cache = tmp_path_factory.getbasetemp() / "model-cache"
-    first = build_server(Settings(home=str(home), cache_dir=cache))
+    first = build_server(Settings(home=str(home)))
     first.runtime.curation.delay_s = 3600
     async with Client(first) as c:
         payload(await c.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
-    off = build_server(Settings(home=str(home), cache_dir=cache, curation=False))
+    off = build_server(Settings(home=str(home), curation=False))
     space = off.runtime.space("default")
     assert off.runtime.curation.wait_idle(30)
     assert space.get_session("s")["curation"] == "queued" and space.rows("counts") == []
-    on = build_server(Settings(home=str(home), cache_dir=cache))
+    on = build_server(Settings(home=str(home)))
     assert on.runtime.space("default") is not None and on.runtime.curation.wait_idle(30)
     assert [r["n"] for r in on.runtime.space("default").rows("counts")] == [1]
 
@@ -92,8 +90,7 @@ async def test_switched_off_curation_resumes_nothing(counter, home, tmp_path_fac
 async def test_curation_can_be_switched_off(counter, home, tmp_path_factory):
     from mcp import Client
 
-    cache = tmp_path_factory.getbasetemp() / "model-cache"
-    server = build_server(Settings(home=str(home), cache_dir=cache, curation=False))
+    server = build_server(Settings(home=str(home), curation=False))
     async with Client(server) as c:
         res = payload(await c.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
     assert res["curation"] == "done"

@@ -124,8 +124,7 @@ async def test_a_call_at_the_limit_is_stored_with_bounded_memory(tmp_path, tmp_p
     from trimem.server.app import build_server
     from trimem.server.settings import Settings
 
-    server = build_server(Settings(home=str(tmp_path / "home"), curation=False,
-                                   cache_dir=tmp_path_factory.getbasetemp() / "model-cache"))
+    server = build_server(Settings(home=str(tmp_path / "home"), curation=False))
     messages = [{"content": f"message {i} " + "words and more words " * 4_760, "ref": f"at{i}"}
                 for i in range(40)]
     assert sum(len(m["content"]) for m in messages) <= 4_000_000

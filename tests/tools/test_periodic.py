@@ -16,11 +16,10 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def make_server(home, tmp_path_factory):
-    cache = tmp_path_factory.getbasetemp() / "model-cache"
     made = []
 
     def make(**kw):
-        made.append(build_server(Settings(home=str(home), cache_dir=cache, **kw)))
+        made.append(build_server(Settings(home=str(home), **kw)))
         return made[-1]
 
     yield make

@@ -25,13 +25,8 @@ S1 = [{"content": "I adopted a beagle named Biscuit last Saturday!", "speaker": 
       {"content": "I live in Lisbon and I love the trams.", "speaker": "Ana", "ref": "m3"}]
 
 
-def make(home, cache, **kw):
-    return build_server(Settings(home=str(home), cache_dir=cache, **kw))
-
-
-@pytest.fixture
-def cache(tmp_path_factory):
-    return tmp_path_factory.getbasetemp() / "model-cache"
+def make(home, **kw):
+    return build_server(Settings(home=str(home), **kw))
 
 
 async def _remember(server, c):
@@ -49,8 +44,8 @@ def _rows(space):
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_consolidate_curates_through_the_hosts_model(home, cache, mode):
-    server, host = make(home, cache), Host("good")
+async def test_consolidate_curates_through_the_hosts_model(home, mode):
+    server, host = make(home), Host("good")
     async with Client(server, mode=mode, sampling_callback=host) as c:
         space = await _remember(server, c)
         res = await c.call_tool("consolidate", {})
@@ -78,8 +73,8 @@ async def test_consolidate_curates_through_the_hosts_model(home, cache, mode):
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_garbage_keeps_the_heuristics(home, cache, mode):
-    server, host = make(home, cache), Host("garbage")
+async def test_garbage_keeps_the_heuristics(home, mode):
+    server, host = make(home), Host("garbage")
     async with Client(server, mode=mode, sampling_callback=host) as c:
         space = await _remember(server, c)
         before = sorted(r["id"] for r in _rows(space))
@@ -90,8 +85,8 @@ async def test_garbage_keeps_the_heuristics(home, cache, mode):
         assert len(space.sources_by_session("s1")) == 3
 
 
-async def test_a_refusal_over_the_back_channel_is_not_an_error(home, cache):
-    server, host = make(home, cache), Host("refuse")
+async def test_a_refusal_over_the_back_channel_is_not_an_error(home):
+    server, host = make(home), Host("refuse")
     async with Client(server, mode="legacy", sampling_callback=host) as c:
         space = await _remember(server, c)
         out = payload(await c.call_tool("consolidate", {}))
@@ -99,10 +94,10 @@ async def test_a_refusal_over_the_back_channel_is_not_an_error(home, cache):
         assert {r["origin"] for r in _rows(space)} == {"heuristic"}
 
 
-async def test_a_refusal_on_the_stateless_protocol_loses_nothing(home, cache):
+async def test_a_refusal_on_the_stateless_protocol_loses_nothing(home):
     """On 2026-07-28 the client itself ends the call when its callback refuses (the server
     never hears of it): the session keeps its heuristic memories and sources."""
-    server, host = make(home, cache), Host("refuse")
+    server, host = make(home), Host("refuse")
     async with Client(server, sampling_callback=host) as c:
         space = await _remember(server, c)
         with pytest.raises(MCPError, match="rejected"):
@@ -113,8 +108,8 @@ async def test_a_refusal_on_the_stateless_protocol_loses_nothing(home, cache):
         assert "m1" in {s["ref"] for s in rec["sources"]}
 
 
-async def test_a_host_that_never_answers_is_timed_out(home, cache):
-    server, host = make(home, cache, sampling_timeout_s=1.5), Host("hang")
+async def test_a_host_that_never_answers_is_timed_out(home):
+    server, host = make(home, sampling_timeout_s=1.5), Host("hang")
     async with Client(server, mode="legacy", sampling_callback=host) as c:
         space = await _remember(server, c)
         t0 = time.perf_counter()
@@ -125,14 +120,14 @@ async def test_a_host_that_never_answers_is_timed_out(home, cache):
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_no_request_without_capability_or_permission(home, cache, mode):
-    server = make(home, cache)
+async def test_no_request_without_capability_or_permission(home, mode):
+    server = make(home)
     async with Client(server, mode=mode) as c:               # no sampling capability
         await _remember(server, c)
         out = payload(await c.call_tool("consolidate", {}))
         assert out["host_model"] == {"used": False, "why": "the client does not offer sampling"}
     host = Host("good")
-    async with Client(make(home, cache, llm="none"), mode=mode, sampling_callback=host) as c:
+    async with Client(make(home, llm="none"), mode=mode, sampling_callback=host) as c:
         out = payload(await c.call_tool("consolidate", {}))
         assert not host.requests and out["host_model"]["why"] == "TRIMEM_LLM=none"
 

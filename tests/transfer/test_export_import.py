@@ -27,14 +27,13 @@ CURATED = {"episodes": [{"title": "Ana's move", "summary": "Ana moved to Lisbon.
                       "context": "moved last week", "refs": ["m1"]}]}
 
 
-def env(monkeypatch, home, cache):
+def env(monkeypatch, home):
     monkeypatch.setenv("TRIMEM_HOME", str(home))
-    monkeypatch.setenv("TRIMEM_CACHE_DIR", str(cache))
     monkeypatch.setenv("TRIMEM_CURATION", "false")
 
 
-async def fill(home, cache, forget: bool = True) -> None:
-    server = build_server(Settings(home=str(home), cache_dir=cache, curation=False))
+async def fill(home, forget: bool = True) -> None:
+    server = build_server(Settings(home=str(home), curation=False))
     async with Client(server) as c:
         payload(await c.call_tool("remember", {"messages": S1, "session_id": "s1",
                                                "session_time": "2024-05-08T09:00:00Z",
@@ -49,10 +48,10 @@ async def fill(home, cache, forget: bool = True) -> None:
     server.runtime.close()
 
 
-def snapshot(home, cache, ns="work") -> dict:
+def snapshot(home, ns="work") -> dict:
     from trimem.tools.runtime import Runtime
 
-    rt = Runtime(Settings(home=str(home), cache_dir=cache, curation=False).to_config())
+    rt = Runtime(Settings(home=str(home), curation=False).to_config())
     try:
         sp = rt.space(ns)
         src = sorted((r["session_id"], r["seq"], r["ref"], r["speaker"], r["timestamp"], r["text"],
@@ -75,15 +74,10 @@ def run(capsys, *argv) -> tuple[int, str, str]:
     return rc, out.out, out.err
 
 
-@pytest.fixture
-def cache(tmp_path_factory):
-    return tmp_path_factory.getbasetemp() / "model-cache"
-
-
-async def test_round_trip_into_a_fresh_home(tmp_path, cache, monkeypatch, capsys):
+async def test_round_trip_into_a_fresh_home(tmp_path, monkeypatch, capsys):
     a, b = tmp_path / "a", tmp_path / "b"
-    await fill(a, cache)
-    env(monkeypatch, a, cache)
+    await fill(a)
+    env(monkeypatch, a)
     dump = tmp_path / "all.jsonl"
     assert run(capsys, "export", str(dump), "--quiet")[0] == 0
     lines = [json.loads(x) for x in dump.read_text().splitlines()]
@@ -91,56 +85,56 @@ async def test_round_trip_into_a_fresh_home(tmp_path, cache, monkeypatch, capsys
     assert {x["type"] for x in lines[1:]} == {"session", "message", "curated", "forget"}
     assert "4421" not in dump.read_text()            # the forgotten text is not exported
 
-    env(monkeypatch, b, cache)
+    env(monkeypatch, b)
     rc, out, _ = run(capsys, "import", str(dump), "--quiet")
     assert rc == 0, out
     report = json.loads(out)
     assert report["messages_stored"] == 5 and report["curated_stored"] == 2
     assert report["forget_records_added"] == 1
-    assert snapshot(b, cache) == snapshot(a, cache)
-    assert snapshot(b, cache, "home")["sources"] == snapshot(a, cache, "home")["sources"]
+    assert snapshot(b) == snapshot(a)
+    assert snapshot(b, "home")["sources"] == snapshot(a, "home")["sources"]
 
     rc, out, _ = run(capsys, "import", str(dump), "--quiet")   # again: nothing new
     again = json.loads(out)
     assert again["messages_stored"] == 0 and again["messages_already_stored"] == 5
     assert again["curated_stored"] == 0 and again["forget_records_added"] == 0
-    assert snapshot(b, cache) == snapshot(a, cache)
+    assert snapshot(b) == snapshot(a)
 
 
-async def test_forgotten_stays_forgotten(tmp_path, cache, monkeypatch, capsys):
+async def test_forgotten_stays_forgotten(tmp_path, monkeypatch, capsys):
     a = tmp_path / "a"
-    await fill(a, cache, forget=False)
-    env(monkeypatch, a, cache)
+    await fill(a, forget=False)
+    env(monkeypatch, a)
     old = tmp_path / "before-forget.jsonl"
     assert run(capsys, "export", str(old), "--quiet")[0] == 0
     assert "4421" in old.read_text()
-    server = build_server(Settings(home=str(a), cache_dir=cache, curation=False))
+    server = build_server(Settings(home=str(a), curation=False))
     async with Client(server) as c:
         payload(await c.call_tool("forget", {"refs": ["secret"], "namespace": "work"}))
     server.runtime.close()
     rc, out, _ = run(capsys, "import", str(old), "--quiet")    # the same home
     assert rc == 0 and json.loads(out)["messages_forgotten"] == 1
-    assert not any("4421" in s[5] for s in snapshot(a, cache)["sources"])
+    assert not any("4421" in s[5] for s in snapshot(a)["sources"])
 
     new = tmp_path / "after-forget.jsonl"           # a fresh home gets the forget record first
     assert run(capsys, "export", str(new), "--quiet")[0] == 0
     b = tmp_path / "b"
-    env(monkeypatch, b, cache)
+    env(monkeypatch, b)
     assert run(capsys, "import", str(new), "--quiet")[0] == 0
     rc, out, _ = run(capsys, "import", str(old), "--quiet")    # then the old file
     assert rc == 0 and json.loads(out)["messages_forgotten"] == 1
-    assert not any("4421" in s[5] for s in snapshot(b, cache)["sources"])
+    assert not any("4421" in s[5] for s in snapshot(b)["sources"])
 
 
-async def test_a_bad_line_anywhere_writes_nothing(tmp_path, cache, monkeypatch, capsys):
+async def test_a_bad_line_anywhere_writes_nothing(tmp_path, monkeypatch, capsys):
     a = tmp_path / "a"
-    await fill(a, cache)
-    env(monkeypatch, a, cache)
+    await fill(a)
+    env(monkeypatch, a)
     dump = tmp_path / "all.jsonl"
     run(capsys, "export", str(dump), "--quiet")
     good = dump.read_text().splitlines()
     b = tmp_path / "b"
-    env(monkeypatch, b, cache)
+    env(monkeypatch, b)
     cases = {
         "not JSON": good + ["{oops"],
         "type": good + ['{"type": "message", "namespace": "work", "session_id": "s9"}'],
@@ -156,19 +150,19 @@ async def test_a_bad_line_anywhere_writes_nothing(tmp_path, cache, monkeypatch, 
         bad.write_text("\n".join(lines) + "\n")
         rc, _, err = run(capsys, "import", str(bad), "--quiet")
         assert rc == 1 and "nothing was imported" in err, (what, err)
-        assert not b.exists() or snapshot(b, cache)["namespaces"] == [], what
+        assert not b.exists() or snapshot(b)["namespaces"] == [], what
 
 
-async def test_markdown_rendering_escapes_stored_strings(tmp_path, cache, monkeypatch, capsys):
+async def test_markdown_rendering_escapes_stored_strings(tmp_path, monkeypatch, capsys):
     a = tmp_path / "a"
-    server = build_server(Settings(home=str(a), cache_dir=cache, curation=False))
+    server = build_server(Settings(home=str(a), curation=False))
     async with Client(server) as c:
         payload(await c.call_tool("remember", {"messages": [
             {"content": "# Not a heading\n- not a list\n<script>x</script> [link](http://e.vil)",
              "speaker": "**Eve** ## injected", "ref": "r`1"}], "session_id": "s # x",
             "session_time": "2024-01-02T03:04:05Z", "namespace": "n"}))
     server.runtime.close()
-    env(monkeypatch, a, cache)
+    env(monkeypatch, a)
     rc, out, _ = run(capsys, "export", str(tmp_path / "md"), "--format", "markdown", "--quiet")
     assert rc == 0
     md = (tmp_path / "md" / json.loads(out)["files"][0].split("/md/")[1]).read_text()

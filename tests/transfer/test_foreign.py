@@ -17,9 +17,8 @@ FIX = Path(__file__).parent.parent / "fixtures"
 
 @pytest.fixture
 def cli(tmp_path, tmp_path_factory, monkeypatch, capsys):
-    home, cache = tmp_path / "home", tmp_path_factory.getbasetemp() / "model-cache"
+    home = tmp_path / "home"
     monkeypatch.setenv("TRIMEM_HOME", str(home))
-    monkeypatch.setenv("TRIMEM_CACHE_DIR", str(cache))
     monkeypatch.setenv("TRIMEM_CURATION", "false")
 
     def run(*argv):
@@ -28,7 +27,7 @@ def cli(tmp_path, tmp_path_factory, monkeypatch, capsys):
         out = capsys.readouterr()
         assert rc == 0, out.err
         return json.loads(out.out)
-    run.settings = Settings(home=str(home), cache_dir=cache, curation=False)
+    run.settings = Settings(home=str(home), curation=False)
     return run
 
 

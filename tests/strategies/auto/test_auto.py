@@ -70,8 +70,7 @@ def test_fusion_rewards_agreement_respects_weights_and_dedupes():
 
 
 async def test_without_curated_memory_auto_answers_with_plain(home, tmp_path_factory):
-    server = build_server(Settings(home=str(home), curation=False,
-                                   cache_dir=tmp_path_factory.getbasetemp() / "model-cache"))
+    server = build_server(Settings(home=str(home), curation=False))
     async with Client(server) as c:
         await remember_all(c)
         out = payload(await c.call_tool("recall", {"query": "What is the puppy called?"}))

@@ -13,8 +13,8 @@ CODE = textwrap.dedent("""
     from trimem.server.app import build_server
     from trimem.server.settings import Settings
 
-    async def main(home, cache):
-        server = build_server(Settings(home=home, cache_dir=cache))
+    async def main(home):
+        server = build_server(Settings(home=home))
         heavy = {"umap", "hdbscan", "numba", "pynndescent"}
         assert not heavy & set(sys.modules), heavy & set(sys.modules)
         async with Client(server) as c:
@@ -29,13 +29,12 @@ CODE = textwrap.dedent("""
         print("LOADED", loaded)
         sys.exit(1 if loaded else 0)
 
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(sys.argv[1]))
 """)
 
 
 def test_umap_hdbscan_numba_not_imported_before_consolidate(tmp_path, tmp_path_factory):
-    cache = tmp_path_factory.getbasetemp() / "model-cache"
-    run = subprocess.run([sys.executable, "-c", CODE, str(tmp_path / "home"), str(cache)],
+    run = subprocess.run([sys.executable, "-c", CODE, str(tmp_path / "home")],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "LOADED []" in run.stdout

@@ -18,8 +18,7 @@ SESSIONS = WIKI_SESSIONS
 
 @pytest.fixture
 def env(home, tmp_path_factory):
-    rt = build_server(Settings(home=str(home), cache_dir=tmp_path_factory.getbasetemp() /
-                               "model-cache", curation=False)).runtime
+    rt = build_server(Settings(home=str(home), curation=False)).runtime
     wiki = WikiStrategy()
     for sid, when, turns in SESSIONS:
         msgs = [Message(content=t, speaker=sp, ref=f"{sid}-{i}") for i, (sp, t) in

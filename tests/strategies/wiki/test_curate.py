@@ -19,8 +19,7 @@ MORE_S3 = [("Cara", "My first pottery bowl cracked in the kiln, sadly."),
 
 @pytest.fixture
 def rt(home, tmp_path_factory):
-    server = build_server(Settings(home=str(home), cache_dir=tmp_path_factory.getbasetemp() /
-                                   "model-cache", curation=False))
+    server = build_server(Settings(home=str(home), curation=False))
     rt = server.runtime
     st = rt.store     # no background compaction: it would move rows and change their row ids
     st.optimize_every_commits, st.optimize_every_rows, st.optimize_idle_s = 10**9, 10**9, 10**9

@@ -20,8 +20,7 @@ CHAT = ["Wow, cool!", "Haha, yes.", "Nice!", "Oh really?", "Sure thing.", "Good 
 
 @pytest.fixture
 def rt(tmp_path, tmp_path_factory):
-    rt = Runtime(Settings(home=str(tmp_path / "home"),
-                          cache_dir=tmp_path_factory.getbasetemp() / "model-cache").to_config())
+    rt = Runtime(Settings(home=str(tmp_path / "home")).to_config())
     for n in range(3):
         msgs = []
         for i, t in enumerate(CHAT):
