@@ -154,7 +154,8 @@ class Store:
         # Another process (a second host's server on the same home) may write too: reads look
         # for newer versions at most once a second, so its writes show up without a restart.
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(seconds=1))
-        self.lock = threading.RLock()
+        self.lock = threading.RLock()   # guards the handle caches below; held only briefly
+        self._index_locks: dict[str, threading.RLock] = {}
         self._spaces: dict[str, object] = {}
         self._tables: dict[str, object] = {}
         self._write_locks: dict[str, threading.Lock] = {}
@@ -227,6 +228,14 @@ class Store:
                     yield
                 finally:
                     fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def index_lock(self, namespace: str) -> threading.RLock:
+        """Held while one of ``namespace``'s FTS or scalar indexes is built (one builder per
+        table in this process; another process may race it, see :func:`ensure_index`). Per
+        namespace, and never ``lock``: a first index build takes seconds on a large table, and
+        recalls in other namespaces must not wait for it."""
+        with self.lock:
+            return self._index_locks.setdefault(namespace, threading.RLock())
 
     def drop_table(self, name: str) -> None:
         with self.lock:

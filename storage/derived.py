@@ -104,7 +104,7 @@ class DerivedMixin:
         if tbl is None:
             return
         try:
-            with self.store.lock:
+            with self.store.index_lock(self.namespace):
                 for col, how in columns.items():
                     cfg = Bitmap() if how == "bitmap" else BTree()
                     if rebuild:
@@ -198,7 +198,7 @@ class DerivedMixin:
             return []
         if not any(ix.columns == [column] for ix in tbl.list_indices()):
             try:
-                with self.store.lock:
+                with self.store.index_lock(self.namespace):
                     ensure_index(tbl, column, _fts())
             except (OSError, RuntimeError, ValueError) as exc:
                 # a read path must not fail on a write it only does to speed itself up (a full

@@ -40,7 +40,9 @@ class SourcesMixin:
     def _sources(self, create: bool = False):
         tbl = self.table("sources", create=create)
         if create and not self._fts_ready:
-            with self.store.lock:   # one creator per process; another process may race us
+            # one creator per process (another process may race us), per namespace: the other
+            # namespaces' reads do not wait for this build
+            with self.store.index_lock(self.namespace):
                 if not tbl.list_indices():
                     from lancedb.index import BTree
 
