@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from .context import NamespaceContext
 
 ItemKind = Literal["episode", "fact", "unit", "thread", "claim", "page", "source"]
 
@@ -68,9 +71,12 @@ class RecallRequest:
 
 @dataclass
 class Env:
-    """What a strategy may use: one namespace's storage, the embedder and the LLM."""
+    """What a strategy may use: one namespace's storage, what this process keeps for the
+    namespace between calls (its caches, lock and pool: ``context.NamespaceContext``), the
+    embedder and the LLM."""
 
     space: Any                        # trimem.storage.space.Space, bound to the embedder's model
+    ns: "NamespaceContext"            # owned by the runtime; a strategy keeps no state elsewhere
     embed_query: Callable[[str], Any]  # str -> np.ndarray (dim,)
     embed: Callable[[list[str]], Any]  # list[str] -> np.ndarray (n, dim)
     llm: Any = None                    # trimem.providers.base.LLM or None

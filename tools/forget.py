@@ -115,9 +115,7 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | No
     space.rebuild_text_index()
     space.optimize(purge=True)
     space.mark_forgotten(sorted(src_ids))   # other processes drop their caches (storage/forgets.py)
-    from ..strategies.nscache import drop_namespace
-
-    drop_namespace(space)
+    env.ns.invalidate()
     if derived:  # what remains of a touched session is curated again, without the deleted text
         for sess in {r["session_id"] for r in sources.values()} - set(emptied):
             row = space.get_session(sess)

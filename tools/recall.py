@@ -85,14 +85,14 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
     request = RecallRequest(query=query, budget_tokens=budget, since=t_since, until=t_until,
                             options=dict(options or {}))
     with rt.recalls:   # background curation lets running recalls pass (tools/curation.py)
-        catch_up(env.space)
+        catch_up(env)
         out = _run(rt, strat, env, request)
         # a forget (here or in another process) that landed during this recall and touched what
         # it returned, or that this process's caches have not caught up with: drop the caches
         # and answer again (a forget of memories only names no source: always answer again)
-        late = catch_up(env.space)
+        late = catch_up(env)
         if late == set() or env.space.forgotten & _cited(out):
-            catch_up(env.space, force=True)
+            catch_up(env, force=True)
             out = _run(rt, strat, env, request)
             env.space.forgotten -= _cited(out)   # fresh caches cite it: stored again since
     tokens = tokens_of(out.context)
@@ -140,17 +140,16 @@ def _cited(out) -> set[str]:
     return {s.id for s in out.sources} | {s for i in out.items for s in i.source_ids}
 
 
-def catch_up(space, force: bool = False) -> set[str] | None:
+def catch_up(env, force: bool = False) -> set[str] | None:
     """Apply forgets made by any process since this one last looked (``storage/forgets.py``):
     every in-process cache of the namespace is dropped, and recall records this process may
     have written quoting the forgotten sources meanwhile are deleted. Cheap when nothing moved;
     ``force`` looks now and drops the caches and table handles whatever it finds."""
+    space = env.space
     gone = space.forget_news(force)
     if gone is None and not force:
         return None
-    from ..strategies.nscache import drop_namespace
-
-    drop_namespace(space)
+    env.ns.invalidate()
     if force:
         space.store.refresh(f"ns_{space.key}__")
     if gone:

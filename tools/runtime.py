@@ -64,7 +64,8 @@ class Runtime:
         self._store = None
         self._embedder = None
         self._llm = None
-        self._ns_locks: dict[str, threading.RLock] = {}
+        self._ctx_lock = threading.Lock()   # not _lock: that one is held while the store opens
+        self._contexts: dict = {}           # namespace -> strategies.context.NamespaceContext
         from .curation import CurationWorker, RecallGate
 
         self.recalls = RecallGate()   # recall holds it; curation waits for it to clear
@@ -154,15 +155,27 @@ class Runtime:
         except ProviderError as exc:
             raise ToolError(f"embedding failed: {exc}") from exc
 
+    def context(self, namespace: str):
+        """What this process keeps for ``namespace`` (``strategies.context``): made on first
+        use, closed by :meth:`close`."""
+        from ..strategies.context import NamespaceContext
+
+        with self._ctx_lock:
+            ctx = self._contexts.get(namespace)
+            if ctx is None:
+                ctx = self._contexts[namespace] = NamespaceContext(namespace)
+            return ctx
+
     def namespace_lock(self, namespace: str) -> threading.RLock:
-        """Held by curation of a namespace and by forget in it: a curation that read a source
-        before it was forgotten must not write memories derived from it afterwards."""
-        with self._lock:
-            return self._ns_locks.setdefault(namespace, threading.RLock())
+        """Held by curation of a namespace and by forget in it (``NamespaceContext.lock``)."""
+        return self.context(namespace).lock
 
     def space(self, namespace: str):
         """The namespace's storage, bound to the current embedding model."""
-        sp = self.store.space(namespace)
+        ctx = self.context(namespace)
+        sp = ctx.space
+        if sp is None:
+            sp = ctx.space = self.store.space(namespace)
         emb = self.embedder
         if getattr(emb, "dim", None) is None:   # remote embedders learn their size on first use
             self.embed(["dimension probe"])
@@ -170,9 +183,14 @@ class Runtime:
         return sp
 
     def close(self, timeout: float = 30.0) -> bool:
-        """Before the process exits: stop curation, let storage upkeep finish."""
+        """Before the process exits: stop curation, close every namespace's context (its pool
+        shut down, its caches dropped), let storage upkeep finish."""
         end = time.monotonic() + timeout
         ok = self.curation.stop(timeout)
+        with self._ctx_lock:
+            contexts, self._contexts = list(self._contexts.values()), {}
+        for ctx in contexts:
+            ctx.close()
         # the store may be opening in another thread (start-up resume): wait for it, bounded
         if not self._lock.acquire(timeout=max(0.0, end - time.monotonic())):
             return False
@@ -189,5 +207,5 @@ class Runtime:
 
         # sampling / auto: no model in the background (the host's is asked inside consolidate)
         llm = self.llm if self.config.llm == "openai" else None
-        return Env(space=self.space(namespace), embed_query=self.embed_query, embed=self.embed,
-                   llm=llm)
+        return Env(space=self.space(namespace), ns=self.context(namespace),
+                   embed_query=self.embed_query, embed=self.embed, llm=llm)

@@ -16,16 +16,13 @@ the meaning nor the words of the question are in memory. Both are round values, 
 dev conversations (bench/README.md: the off-topic questions of bench/offtopic.txt and the
 benchmarks' answerable ones, so in-sample there); a model whose cosines run higher or lower moves
 ``mu`` and ``sd`` with it. Below ``MIN_TURNS`` turns there are too few pairs to say what is
-typical, and the recall abstains only when it found nothing. The calibration is cached per
-namespace handle and redone when the namespace has grown or shrunk by a quarter (``REFIT``).
+typical, and the recall abstains only when it found nothing. The calibration is kept in the
+namespace's context (``Env.ns``) and redone when the namespace has grown or shrunk by a quarter (``REFIT``).
 
 The flag never changes the context: the evidence is still returned, ranked as before.
 """
 
 from __future__ import annotations
-
-import threading
-import weakref
 
 import numpy as np
 
@@ -36,15 +33,14 @@ TOP = 5
 Z_CLOSE = 1.0
 COVER = 0.5
 
-_CAL: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
+CAL_KEY = "auto.calibration"
 
 
-def calibration(space) -> dict | None:
-    """``{"turns", "mu", "sd"}`` of the namespace's pairwise turn cosines, or None (too few)."""
+def calibration(ns, space) -> dict | None:
+    """``{"turns", "mu", "sd"}`` of the namespace's pairwise turn cosines, or None (too few);
+    ``ns``: the namespace's context, where the last calibration is kept."""
     n = space.count_sources()
-    with _LOCK:
-        cal = _CAL.get(space)
+    cal = ns.get(CAL_KEY)
     if cal is not None and abs(n - cal["turns"]) <= REFIT * cal["turns"]:
         return cal if cal["sd"] > 0 else None
     if n < MIN_TURNS:
@@ -54,8 +50,7 @@ def calibration(space) -> dict | None:
     v = v / np.where(norms > 0, norms, 1.0)
     pairs = (v @ v.T)[np.triu_indices(len(v), 1)]
     cal = {"turns": n, "mu": float(pairs.mean()), "sd": float(pairs.std())}
-    with _LOCK:
-        _CAL[space] = cal
+    ns.put(CAL_KEY, cal)
     return cal if cal["sd"] > 0 else None
 
 
@@ -80,11 +75,11 @@ def coverage(query: str, texts: list[str]) -> float:
     return len(words & seen) / len(words)
 
 
-def judge(space, best_cosine: float | None, cover: float = 0.0) -> dict:
+def judge(ns, space, best_cosine: float | None, cover: float = 0.0) -> dict:
     """Whether the evidence is off the query: ``{"abstain", "why", ...}`` for trace and reason."""
     if best_cosine is None:
         return {"abstain": True, "why": "no turn matched"}
-    cal = calibration(space)
+    cal = calibration(ns, space)
     if cal is None:
         return {"abstain": False, "best_cosine": round(best_cosine, 4),
                 "why": f"fewer than {MIN_TURNS} turns: nothing to calibrate against"}

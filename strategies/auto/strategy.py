@@ -24,10 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
-import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from ..base import Env, Item, Recollection, RecallRequest
@@ -77,7 +74,7 @@ class AutoStrategy:
             out.trace["route"] = {"kind": kind, "features": _show(f), "voters": ["plain"],
                                   "ready": ready}
             where = env.space.time_filter(request.since, request.until)
-            return _judged(env.space, out, *evidence(env.space, request.query,
+            return _judged(env, out, *evidence(env.space, request.query,
                                                      env.embed_query(request.query), where),
                            request.query)
 
@@ -130,15 +127,15 @@ class AutoStrategy:
             reason += f"; left out after an error: {', '.join(failed)}"
         out = Recollection(context=packed.context, items=items, sources=sources,
                            abstain=not packed.chosen, route_reason=reason, trace=trace)
-        return _judged(env.space, out, *evidence(view, request.query, qv, view.where),
+        return _judged(env, out, *evidence(view, request.query, qv, view.where),
                        request.query)
 
 
-def _judged(space, out: Recollection, best_cosine: float | None, texts: list[str],
+def _judged(env: Env, out: Recollection, best_cosine: float | None, texts: list[str],
             query: str) -> Recollection:
     """Abstain also when the best evidence is off the query (``relevance.py``); the context
     stays as it is."""
-    verdict = judge(space, best_cosine, coverage(query, texts))
+    verdict = judge(env.ns, env.space, best_cosine, coverage(query, texts))
     out.trace["relevance"] = verdict
     if verdict["abstain"] and out.items:
         out.route_reason += f"; abstains: {verdict['why']}"
@@ -180,7 +177,9 @@ def _run_voters(env: Env, sub: RecallRequest, voters: list[str]):
     still answer), with its error kept for the trace."""
     from ..registry import get
 
-    futures = {s: _pool().submit(_timed, get(s).recall, env, sub) for s in voters}
+    # side by side: most of their time is LanceDB searches and numpy, which release the GIL
+    pool = env.ns.pool(len(VOTERS))
+    futures = {s: pool.submit(_timed, get(s).recall, env, sub) for s in voters}
     runs, failed, ms = {}, {}, {}
     for s, fut in futures.items():
         try:
@@ -197,17 +196,15 @@ def _timed(fn, *args):
     return out, round(1000 * (time.perf_counter() - t0), 1)
 
 
-_READY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def _ready(env: Env, available: list[str]) -> list[str]:
     """The strategies with memory in this namespace (``plain`` always). A strategy's memory,
     once built, stays (curation only adds; forgetting every source leaves a voter that ranks
     nothing, which fusion ignores), so a yes is remembered per namespace handle and only a no
-    is asked again on the next recall: no row counts on the hot path once curation has run."""
+    is asked again on the next recall: no row counts on the hot path once curation has run
+    (the yeses are kept in the namespace's context, ``env.ns.ready``)."""
     from ..registry import get
 
-    known = _READY.setdefault(env.space, set())
+    known = env.ns.ready
     for s in available:
         if s == "plain" or s in known:
             continue
@@ -215,20 +212,6 @@ def _ready(env: Env, available: list[str]) -> list[str]:
         if callable(hook) and hook(env):
             known.add(s)
     return [s for s in available if s == "plain" or s in known]
-
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The voters run side by side: most of their time is LanceDB searches and numpy, which
-    release the GIL (recall was already safe to run from several threads at once)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=len(VOTERS), thread_name_prefix="trimem-auto")
-        return _POOL
 
 
 def _show(f: dict) -> dict:

@@ -12,7 +12,8 @@ from .pages import rebuild
 from .store import CLAIM, PAGE, TRAJ, ensure
 
 
-def consolidate(space, dry_run: bool, progress, m: int) -> dict:
+def consolidate(space, st, dry_run: bool, progress, m: int) -> dict:
+    """``st``: the namespace's ``curate.WikiState``."""
     ensure(space)
     before = {"trajectories": space.count_rows(TRAJ), "claims": space.count_rows(CLAIM),
               "pages": space.count_rows(PAGE)}
@@ -20,7 +21,7 @@ def consolidate(space, dry_run: bool, progress, m: int) -> dict:
         return {"before": before, "after": before, "clusters": 0, "operations": []}
     if progress:
         progress(0, 2, "replaying trajectories")
-    info = replay(space, m)
+    info = replay(space, st, m)
     if progress:
         progress(1, 2, "rebuilding wiki pages")
     pages = rebuild(space)

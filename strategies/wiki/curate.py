@@ -26,8 +26,9 @@ then, and pages whose count of snapshots differs from the trajectories' are rebu
 from __future__ import annotations
 
 import threading
-import weakref
+from dataclasses import dataclass, field
 
+from ..nscache import NamespaceCache
 from . import turnmap
 from .claims import build_snapshots
 from .store import (CLAIM, CLAIM_SCHEMA, SNAP, SNAP_SCHEMA, TRAJ, TRAJ_SCHEMA, claim_row, ensure,
@@ -38,31 +39,46 @@ from .wikiupdate import rebuild_all, sync_state, update
 
 
 class IndexCache:
-    """Per namespace (``Space``): the open trajectories' ``TrajIndex`` and the edit states of the
-    ``KEEP`` most recently extended ones, with the sync token of the wiki state they reflect.
-    Taken out while a curation runs; put back only when it succeeded."""
+    """One namespace's open trajectories' ``TrajIndex`` and the edit states of the ``KEEP`` most
+    recently extended ones, with the sync token of the wiki state they reflect. Taken out while
+    a curation runs; put back only when it succeeded."""
 
     KEEP = 512
 
     def __init__(self):
-        self._d: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._hit: tuple | None = None
         self._lock = threading.Lock()
 
-    def take(self, space, token: str | None) -> tuple[TrajIndex | None, dict]:
+    def take(self, token: str | None) -> tuple[TrajIndex | None, dict]:
         with self._lock:
-            hit = self._d.pop(space, None)
+            hit, self._hit = self._hit, None
         if hit is None or not token or hit[0] != token:
             return None, {}
         return hit[1], hit[2]
 
-    def put(self, space, token: str | None, index: TrajIndex, trajs: dict, touched=()) -> None:
+    def put(self, token: str | None, index: TrajIndex, trajs: dict, touched=()) -> None:
         if not token:
             return
         keep = {t: T for t, T in trajs.items() if t not in touched}
         keep.update((t, trajs[t]) for t in sorted(touched) if t in trajs)
         keep = {t: T for t, T in list(keep.items())[-self.KEEP:] if not T.closed}
         with self._lock:
-            self._d[space] = (token, index, keep)
+            self._hit = (token, index, keep)
+
+
+@dataclass
+class WikiState:
+    """What the wiki keeps for one namespace between calls (in its context: ``state_of``)."""
+
+    maps: NamespaceCache = field(default_factory=turnmap.new_cache)   # turnmap.TurnMaps
+    index: IndexCache = field(default_factory=IndexCache)
+
+    def invalidate(self) -> None:   # a forget elsewhere (NamespaceContext.invalidate)
+        self.maps.invalidate()
+
+
+def state_of(ns) -> WikiState:
+    return ns.state("wiki", WikiState)
 
 
 def new_snapshots(space, session_id: str, llm=None) -> list[dict]:
@@ -97,20 +113,19 @@ def load_index(space) -> tuple[TrajIndex, dict, int]:
     return b.index, b.trajs, placed
 
 
-def curate_session(space, session_id: str, llm=None, m: int = 15,
-                   cache: IndexCache | None = None) -> dict:
+def curate_session(space, st: WikiState, session_id: str, llm=None, m: int = 15) -> dict:
     ensure(space)
-    cache = cache or IndexCache()
+    cache = st.index
     snaps = new_snapshots(space, session_id, llm)
     sync = sync_state(space) or {}
-    index, trajs = cache.take(space, sync.get("token"))
+    index, trajs = cache.take(sync.get("token"))
     in_step = True
     if index is None:
         index, trajs, placed = load_index(space)
         in_step = placed == sync.get("assigned", 0)
     if not snaps:
         token = sync.get("token") if in_step else rebuild_all(space)["token"]
-        cache.put(space, token, index, trajs)
+        cache.put(token, index, trajs)
         return {"mode": "append", "snapshots": 0, "pages": "kept" if in_step else "rebuilt"}
 
     def stored(ids):
@@ -120,29 +135,29 @@ def curate_session(space, session_id: str, llm=None, m: int = 15,
     b = Builder(m, index=index, load=stored)
     b.trajs.update(trajs)
     placed = [(s, b.append(s)[0]) for s in sorted(snaps, key=order_key)]
-    w = write(space, b, full=False)
-    turnmap.note_append(space, snaps, w["rows"])
+    w = write(space, st, b, full=False)
+    turnmap.note_append(st.maps, space, snaps, w["rows"])
     if in_step:
         token = update(space, placed, w["fresh"], w["changed"])
     else:
         token = rebuild_all(space)["token"]
-    cache.put(space, token, index, b.trajs, b.touched)
+    cache.put(token, index, b.trajs, b.touched)
     index_tables(space)
     return {"mode": "append", "snapshots": len(snaps), "touched": len(b.touched),
             "pages": "updated" if in_step else "rebuilt"}
 
 
-def replay(space, m: int) -> dict:
+def replay(space, st: WikiState, m: int) -> dict:
     """Rebuild every trajectory by appending all snapshots in time order (forget, consolidate)."""
     snaps = sorted(load_snapshots(space), key=order_key)
     b = Builder(m)
     for s in snaps:
         b.append(s)
-    write(space, b, full=True)
+    write(space, st, b, full=True)
     return {"mode": "replay", "snapshots": len(snaps), "trajectories": len(b.trajs)}
 
 
-def write(space, b: Builder, full: bool) -> dict:
+def write(space, st: WikiState, b: Builder, full: bool) -> dict:
     touched = [b.trajs[t] for t in sorted(b.touched)]
     snap_ids = sorted({x["id"] for T in touched for x in T.snapshots})
     cols = [c for c in SNAP_SCHEMA.names if c != "vector"]
@@ -157,7 +172,7 @@ def write(space, b: Builder, full: bool) -> dict:
             if cid in old:
                 changed.append({k: v for k, v in dict(old[cid], **ch).items() if k != "namespace"})
     if full:
-        turnmap.invalidate(space)
+        st.maps.invalidate()
         keep = {T.id for T in b.trajs.values()}
         stale = [r["id"] for r in space.rows(TRAJ, columns=["id"]) if r["id"] not in keep]
         if stale:
@@ -168,11 +183,11 @@ def write(space, b: Builder, full: bool) -> dict:
     space.upsert(CLAIM, CLAIM_SCHEMA, claims + changed)
     space.upsert(TRAJ, TRAJ_SCHEMA, rows)
     if full:
-        turnmap.invalidate(space)   # again: a recall in between may have read half a replay
+        st.maps.invalidate()   # again: a recall in between may have read half a replay
     return {"fresh": claims, "changed": changed, "rows": rows}
 
 
-def forget_sources(space, source_ids: set[str], m: int = 15) -> int:
+def forget_sources(space, st: WikiState, source_ids: set[str], m: int = 15) -> int:
     """Delete the snapshots and claims citing ``source_ids``; replay the rest; pages follow."""
     ensure(space)
     snaps = [s for s in space.rows(SNAP, columns=["id", "source_ids"])
@@ -184,6 +199,6 @@ def forget_sources(space, source_ids: set[str], m: int = 15) -> int:
         return 0
     space.delete_rows(SNAP, {"id": sorted(gone)})
     space.delete_rows(CLAIM, {"id": claims})
-    turnmap.invalidate(space)
-    replay(space, m)
+    st.maps.invalidate()
+    replay(space, st, m)
     return len(snaps) + len(claims)

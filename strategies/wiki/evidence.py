@@ -31,14 +31,14 @@ import numpy as np
 
 from . import text as tx
 from .store import SNAP
-from .turnmap import turn_maps
 
 MIN_SUPPORT = 1.30
 
 
-def provenance(space, packed_rows: list[dict], owner: dict[str, str]) -> list[dict]:
-    """The (trajectory, snapshot, claims, ref, timestamp) record of each packed turn."""
-    s_of = turn_maps(space).s_of if packed_rows else {}
+def provenance(space, packed_rows: list[dict], owner: dict[str, str],
+               s_of: dict[str, str]) -> list[dict]:
+    """The (trajectory, snapshot, claims, ref, timestamp) record of each packed turn (``s_of``:
+    source id -> snapshot id, from ``turnmap.TurnMaps``)."""
     want = sorted({s_of[r["id"]] for r in packed_rows if r["id"] in s_of})
     snaps = space.rows(SNAP, eq={"id": want}, columns=["id", "source_ids", "claims"]) if want else []
     by_snap = {s["id"]: s for s in snaps}

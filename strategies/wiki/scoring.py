@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .turnmap import turn_maps
-
 RRF_K = 20
 POOL_HITS, POOL_ROUTED = 100, 40
 W = {"content": 1.0, "traj": 0.4, "snap": 0.3, "route": 0.3, "cos": 0.1, "inv": 0.2, "list_red": 0.02}
@@ -38,13 +36,13 @@ def fused_scores(parts: dict[str, dict], k: int = RRF_K) -> dict[str, float]:
     return {i: v / top for i, v in s.items()}
 
 
-def score_turns(space, qv, f: dict, parts: dict, support: dict[str, float]) -> tuple[list[str], dict]:
+def score_turns(space, qv, f: dict, parts: dict, support: dict[str, float],
+                m) -> tuple[list[str], dict]:
     """The pool scored: the searched turns, every turn of a trajectory holding one of the best
     of them or among the best routed to (``support``), and the turns with an inventory claim the query asks about. Other
     turns would score at most the smoothing of their own weak cosine (< 0.2 of a top hit), below
     the 2x-budget cut of every caller; leaving them out keeps recall independent of the
-    namespace's size (``turnmap.py``)."""
-    m = turn_maps(space)
+    namespace's size (``turnmap.py``; ``m``: its ``TurnMaps``)."""
     t_of, s_of = m.t_of, m.s_of
     names, fq = set(f["names"]), set(f["facets"])
     inv = {sid: 1.0 for n in names for sid, fac in m.inv.get(n, ()) if fac & fq}

@@ -23,7 +23,7 @@ from ..base import Env, Item, Recollection, RecallRequest
 from ..plain.strategy import search_sources, search_sources_named, source_ref
 from ..render import pack_sources
 from . import evidence as ev, route, scoring, store, turnmap
-from .curate import IndexCache, curate_session, forget_sources
+from .curate import curate_session, forget_sources, state_of
 from .explain import explain_id
 from .pages import rebuild
 
@@ -39,19 +39,17 @@ class WikiStrategy:
         return env.space.count_rows(store.TRAJ) > 0
 
     # -- curation -------------------------------------------------------------------------
-    def __init__(self):
-        self._index = IndexCache()    # each namespace's open trajectories, between curations
-
     def curate(self, env: Env, session_id: str) -> None:
         """Incremental: only this session's new messages are snapshotted and appended, and only
         the pages they touch are updated (``curate.py``)."""
         from ...providers.llm_none import is_none
 
         llm = None if is_none(env.llm) else env.llm
+        st = state_of(env.ns)   # the namespace's open trajectories and turn maps
         for attempt in range(3):
             try:   # forget purges old table versions while a re-curation may be reading them
-                with turnmap.writing(env.space):
-                    info = curate_session(env.space, session_id, llm, self.m, self._index)
+                with st.maps.writing():
+                    info = curate_session(env.space, st, session_id, llm, self.m)
                 break
             except RuntimeError as exc:
                 if "Not found" not in str(exc) or attempt == 2:
@@ -61,7 +59,7 @@ class WikiStrategy:
         log.info("wiki curated %s: %s", session_id, info)
 
     def forget(self, env: Env, source_ids: set[str]) -> int:
-        n = forget_sources(env.space, set(source_ids), self.m)
+        n = forget_sources(env.space, state_of(env.ns), set(source_ids), self.m)
         if n:
             rebuild(env.space)
             store.index_tables(env.space, rebuild=True)   # the purge that follows drops the old
@@ -74,7 +72,7 @@ class WikiStrategy:
                     progress=None) -> dict:
         from .consolidate import consolidate
 
-        return consolidate(env.space, dry_run, progress, self.m)
+        return consolidate(env.space, state_of(env.ns), dry_run, progress, self.m)
 
     # -- recall ---------------------------------------------------------------------------
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
@@ -116,7 +114,8 @@ class WikiStrategy:
         rows, support = route.candidates(space, routed, direct)
         scores = route.base_scores(rows, support, qv, f, fused)
         chosen = route.select(rows, scores, f, k)
-        order2, sc = scoring.score_turns(space, qv, f, parts, support)
+        maps = turnmap.turn_maps(state_of(env.ns).maps, space)
+        order2, sc = scoring.score_turns(space, qv, f, parts, support, maps)
         rel = {i: round(sc["parts"][i]["score"], 4) for i in order2}
         owner = {i: sc["t_of"].get(i) for i in order2}
         sel = {c["row"]["id"] for c in chosen}
@@ -128,7 +127,7 @@ class WikiStrategy:
         suff = ev.sufficiency(judge or f, chosen, packed.chosen)
         return {"f": f, "routed": routed, "rows": rows, "scores": scores, "chosen": chosen,
                 "packed": packed, "owner": owner, "why": why, "rel": rel, "suff": suff,
-                "score": suff["support"]}
+                "score": suff["support"], "s_of": maps.s_of}
 
     @staticmethod
     def _ref_time(space):
@@ -163,7 +162,7 @@ class WikiStrategy:
                           **c["parts"], "sources": len(c["row"]["source_ids"])}
                          for c in a["chosen"]],
             "evidence": [dict(p, why=a["why"].get(p["source_id"]))
-                         for p in ev.provenance(env.space, packed.chosen, a["owner"])],
+                         for p in ev.provenance(env.space, packed.chosen, a["owner"], a["s_of"])],
             "left_out": [{"id": r["id"], "why": why} for r, why in packed.left_out[:50]],
             "answerability": {"first": first["suff"], "retry": retry,
                               "final": a["suff"]},

@@ -10,7 +10,7 @@ and then kept current:
   so a recall right after a ``remember`` does not pay a full re-read (and while it writes,
   ``writing`` keeps recalls on the maps they have);
 * the other writes of this process to those two tables (forget, and the replay that forget
-  and consolidate run) call ``invalidate``; the next recall reads afresh;
+  and consolidate run) call the cache's ``invalidate``; the next recall reads afresh;
 * another process writing the same store (a second server, the ``consolidate`` CLI) changes the
   row counts of the two tables, which are re-checked at most every ``RECHECK_S`` seconds (the same
   trade-off as the workspace snapshot: an equal-count rewrite by another process is only seen after
@@ -47,13 +47,14 @@ def _counts(space) -> tuple:
     return (space.count_rows(TRAJ), space.count_rows(SNAP))
 
 
-_cache = NamespaceCache(_counts)
-invalidate = _cache.invalidate
-writing = _cache.writing   # this process's curation is appending: recalls keep the maps
+def new_cache() -> NamespaceCache:
+    """The maps' cache of one namespace (kept in its context: ``curate.state_of``). While this
+    process's curation appends (``writing()``), recalls keep the maps they have."""
+    return NamespaceCache(_counts)
 
 
-def turn_maps(space) -> TurnMaps:
-    m, gen, counts = _cache.get(space, RECHECK_S)
+def turn_maps(cache: NamespaceCache, space) -> TurnMaps:
+    m, gen, counts = cache.get(space, RECHECK_S)
     if m is not None:
         return m
     m = TurnMaps(counts=counts, gen=gen, checked=time.monotonic())
@@ -61,15 +62,15 @@ def turn_maps(space) -> TurnMaps:
         _set_members(m, t["id"], list(t["source_ids"]))
     for s in space.rows(SNAP, columns=["id", "source_ids", "claims"]):
         _add_snapshot(m, s)
-    _cache.put(space, m)
+    cache.put(m)
     return m
 
 
-def note_append(space, snapshots: list[dict], traj_rows: list[dict]) -> None:
+def note_append(cache: NamespaceCache, space, snapshots: list[dict], traj_rows: list[dict]) -> None:
     """Apply what an append-mode curation just wrote (new snapshots, the rewritten rows of the
     trajectories they joined) to the cached maps, if any are cached and current. The maps are
     replaced, not changed in place, so a recall reading the old ones is not disturbed."""
-    old = _cache.current(space)
+    old = cache.current()
     if old is None:
         return
     m = TurnMaps(t_of=dict(old.t_of), s_of=dict(old.s_of), members=dict(old.members),
@@ -79,7 +80,7 @@ def note_append(space, snapshots: list[dict], traj_rows: list[dict]) -> None:
     for s in snapshots:
         if s["id"] not in m.snaps:   # a re-placed snapshot is already in the maps
             _add_snapshot(m, s)
-    _cache.replace(space, old, m)
+    cache.replace(space, old, m)
 
 
 def _set_members(m: TurnMaps, tid: str, ids: list[str]) -> None:

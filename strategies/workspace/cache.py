@@ -1,11 +1,12 @@
 """An in-process snapshot of one namespace's thread graph, so a recall does not re-read it.
 
 The snapshot holds thread ids, sessions, unit ids, heads, the head matrix and the adjacency
-lists, per store and namespace. It is kept current by the rules of ``strategies/nscache.py``:
+lists, in the namespace's context (``Env.ns``, see ``of``). It is kept current by the rules of
+``strategies/nscache.py``:
 
 - curation in this process patches in the session it wrote (``note_session``), so the first
   recall after a ``remember`` does not re-read the graph (~2.4 s at 100k units);
-- forget and consolidate call ``invalidate``;
+- forget and consolidate call ``of(env.ns).invalidate()``;
 - another process's writes move the row counts of the thread and edge tables, re-counted at most
   every ``RECHECK_S`` seconds (counting costs ~15 ms, so it is not done on every recall). An
   equal-count rewrite by another process is only seen after a restart.
@@ -28,7 +29,6 @@ from .graph import EDGES, THREADS, declare
 
 UNIT_CACHE = 50_000   # source rows + vectors kept (about 2 kB each: ~100 MB at most)
 RECHECK_S = 2.0   # re-count the tables at most this often (another process may have written)
-_lock = threading.Lock()   # guards the unit LRU of a snapshot
 
 
 @dataclass
@@ -42,6 +42,7 @@ class Snapshot:
     adj: dict[str, dict[str, list]] = field(default_factory=dict)    # scheme -> id -> [(k, w, etype)]
     unit_thread: dict[str, dict[str, str]] = field(default_factory=dict)  # scheme -> source -> thread
     units: "OrderedDict[str, tuple]" = field(default_factory=OrderedDict)  # source -> (row, vec)
+    units_lock: threading.Lock = field(default_factory=threading.Lock)    # guards ``units``
 
     def unit_rows(self, space, ids: list[str]) -> tuple[dict[str, dict], dict[str, np.ndarray]]:
         """Source rows and vectors of ``ids``, read through a bounded LRU (sources never change;
@@ -50,7 +51,7 @@ class Snapshot:
         if miss:
             rows = {r["id"]: r for r in space.get_sources(miss)}
             vecs = space.source_vectors(miss)
-            with _lock:
+            with self.units_lock:
                 for i in miss:
                     if i in rows and i in vecs:
                         self.units[i] = (rows[i], vecs[i])
@@ -64,24 +65,24 @@ def _counts(space) -> tuple:
     return (space.count_rows(THREADS), space.count_rows(EDGES))
 
 
-_cache = NamespaceCache(_counts)
-invalidate = _cache.invalidate
-# this process's curation is writing the thread and edge tables: a recall meanwhile keeps the
-# cached snapshot instead of re-reading a half-written graph; ``note_session`` ends the write
-writing = _cache.writing
+def of(ns) -> NamespaceCache:
+    """The namespace's snapshot cache. While this process's curation writes the thread and edge
+    tables (``of(ns).writing()``), a recall keeps the cached snapshot instead of re-reading a
+    half-written graph; ``note_session`` ends the write."""
+    return ns.state("workspace.snapshot", lambda: NamespaceCache(_counts))
 
 
-def note_session(space, session_id: str, threads: list[dict], edges: list[dict]) -> None:
+def note_session(cache: NamespaceCache, space, session_id: str, threads: list[dict], edges: list[dict]) -> None:
     """Apply one re-curated session (its old threads and their edges gone, ``threads`` and
     ``edges`` written) to the cached snapshot, if one is cached and current, instead of dropping
     it: re-reading the graph took ~2.4 s at 100k units, paid by the first recall after every
     ``remember``. The snapshot is replaced, not changed in place (a recall may be reading it)."""
-    old = _cache.current(space)
+    old = cache.current()
     if old is None:
         return
     gen = old.gen
     gone = {t for t, r in old.threads.items() if r["session_id"] == session_id}
-    snap = Snapshot(old.counts, gen, units=old.units)
+    snap = Snapshot(old.counts, gen, units=old.units, units_lock=old.units_lock)
     snap.threads = {t: r for t, r in old.threads.items() if t not in gone}
     adj = dict(old.adj)
     for scheme in set(old.ids) | {r["scheme"] for r in threads}:
@@ -111,12 +112,12 @@ def note_session(space, session_id: str, threads: list[dict], edges: list[dict])
             w = float(np.float32(e["weight"]))   # as the float32 column returns it
             a[e["src"]] = a.get(e["src"], []) + [(e["dst"], w, e["etype"])]
     snap.adj = adj
-    _cache.replace(space, old, snap)
+    cache.replace(space, old, snap)
 
 
-def snapshot(space) -> Snapshot:
+def snapshot(cache: NamespaceCache, space) -> Snapshot:
     declare(space)
-    snap, gen, counts = _cache.get(space, RECHECK_S)
+    snap, gen, counts = cache.get(space, RECHECK_S)
     if snap is not None:
         return snap
     snap = Snapshot(counts, gen, time.monotonic())
@@ -133,5 +134,5 @@ def snapshot(space) -> Snapshot:
         if e["src"] in snap.threads and e["dst"] in snap.threads:
             snap.adj.setdefault(e["scheme"], {}).setdefault(e["src"], []).append(
                 (e["dst"], float(e["weight"]), e["etype"]))
-    _cache.put(space, snap)
+    cache.put(snap)
     return snap

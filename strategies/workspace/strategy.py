@@ -93,9 +93,10 @@ class WorkspaceStrategy:
 
     # -- curation hooks ---------------------------------------------------------------------
     def curate(self, env: Env, session_id: str) -> None:
-        with cache.writing(env.space):
+        snaps = cache.of(env.ns)
+        with snaps.writing():
             out = graph.curate_session(env, session_id)
-            cache.note_session(env.space, session_id, out.pop("rows"), out.pop("edge_rows"))
+            cache.note_session(snaps, env.space, session_id, out.pop("rows"), out.pop("edge_rows"))
         log.debug("workspace curated %s: %s", session_id, out)
 
     def consolidate(self, env: Env, dry_run: bool = False, min_cluster_size: int = 10,
@@ -112,7 +113,7 @@ class WorkspaceStrategy:
             for scheme in graph.SCHEMES:
                 space.delete_rows(graph.EDGES, {"scheme": scheme})
             space.upsert(graph.EDGES, graph.EDGE_SCHEMA, edges)
-            cache.invalidate(space)
+            cache.of(env.ns).invalidate()
         if progress:
             progress(2, 2, "workspace thread graph rebuilt")
         return {"before": before, "after": len(edges), "clusters": 0,
@@ -131,7 +132,7 @@ class WorkspaceStrategy:
             space.delete_rows(graph.EDGES, {"src": gone})
             space.delete_rows(graph.EDGES, {"dst": gone})
             space.delete_rows(graph.THREADS, {"id": gone})
-            cache.invalidate(space)
+            cache.of(env.ns).invalidate()
         return len(gone)
 
     def explain(self, env: Env, id: str) -> dict | None:
@@ -154,7 +155,7 @@ class WorkspaceStrategy:
 
         s = settings(request.options)
         t0 = time.perf_counter()
-        snap = cache.snapshot(env.space)
+        snap = cache.snapshot(cache.of(env.ns), env.space)
         scheme = "fixed" if s["fixed_seg"] else "topic"
         if not snap.ids.get(scheme):   # nothing curated yet: raw-turn search keeps recall working
             out = PlainStrategy().recall(env, request)

@@ -33,6 +33,13 @@ def say(rt, wiki, sid, when, turns, start=0):
     wiki.curate(rt.env("default"), sid)
 
 
+def maps_of(rt):
+    """The namespace's cached turn maps, as a recall reads them."""
+    from trimem.strategies.wiki import turnmap
+
+    return turnmap.turn_maps(curate.state_of(rt.context("default")).maps, rt.space("default"))
+
+
 def rows_with_ids(space, kind) -> dict[str, dict]:
     """Every row with its physical row id (a rewritten row gets a new one)."""
     tbl = space.derived_table(kind)
@@ -155,21 +162,19 @@ def test_wiki_tables_get_scalar_indexes_and_lookups_still_see_later_rows(rt):
 def test_turn_maps_are_reused_until_curation_changes_the_wiki(rt):
     """``score_turns``' maps (turn -> trajectory / snapshot, inventory claims) are read once per
     wiki change, not per recall, and a new session's turns are in them right after its curation."""
-    from trimem.strategies.wiki.turnmap import turn_maps
-
     wiki = WikiStrategy()
     for sid, when, turns in SESSIONS[:2]:
         say(rt, wiki, sid, when, turns)
     space = rt.space("default")
-    first = turn_maps(space)
-    assert turn_maps(space) is first                     # nothing changed: the same maps
+    first = maps_of(rt)
+    assert maps_of(rt) is first                     # nothing changed: the same maps
     ids = {r["ref"]: r["id"] for r in space.all_sources()}
     assert ids["s1-0"] in first.t_of and ids["s1-0"] in first.s_of
     traj = first.t_of[ids["s1-0"]]
     assert ids["s1-0"] in first.members[traj]
     sid, when, turns = SESSIONS[2]
     say(rt, wiki, sid, when, turns)
-    after = turn_maps(space)
+    after = maps_of(rt)
     ids = {r["ref"]: r["id"] for r in space.all_sources()}
     assert after is not first and ids["s3-0"] in after.t_of and ids["s3-0"] not in first.t_of
     claimed = {s for v in after.inv.values() for s, _ in v}
@@ -186,14 +191,14 @@ def test_turn_maps_follow_curation_without_a_reread_and_forget_drops_them(rt, mo
     wiki = WikiStrategy()
     say(rt, wiki, *SESSIONS[0])
     space = rt.space("default")
-    first = turnmap.turn_maps(space)
+    first = maps_of(rt)
     for sid, when, turns in SESSIONS[1:]:
         say(rt, wiki, sid, when, turns)
     say(rt, wiki, "s3", SESSIONS[2][1], MORE_S3, start=len(SESSIONS[2][2]))   # an append
-    patched = turnmap.turn_maps(space)
+    patched = maps_of(rt)
     assert patched is not first and set(patched.t_of) > set(first.t_of)
-    turnmap.invalidate(space)
-    fresh = turnmap.turn_maps(space)
+    curate.state_of(rt.context("default")).maps.invalidate()
+    fresh = maps_of(rt)
     assert fresh is not patched
     for f in ("t_of", "s_of", "members", "snaps", "counts"):
         assert getattr(patched, f) == getattr(fresh, f), f
@@ -202,7 +207,7 @@ def test_turn_maps_follow_curation_without_a_reread_and_forget_drops_them(rt, mo
     gone = space.sources_by_session("s2")[0]["id"]
     assert gone in fresh.t_of
     wiki.forget(rt.env("default"), [gone])
-    assert gone not in turnmap.turn_maps(space).t_of
+    assert gone not in maps_of(rt).t_of
 
 
 def test_recalls_during_a_wiki_write_keep_the_turn_maps(rt, monkeypatch):
@@ -212,12 +217,12 @@ def test_recalls_during_a_wiki_write_keep_the_turn_maps(rt, monkeypatch):
     wiki = WikiStrategy()
     say(rt, wiki, *SESSIONS[0])
     space = rt.space("default")
-    maps = turnmap.turn_maps(space)
+    maps = maps_of(rt)
     snap = space.rows(store.SNAP, columns=["id"])[0]["id"]
-    with turnmap.writing(space):
+    with curate.state_of(rt.context("default")).maps.writing():
         space.delete_rows(store.SNAP, {"id": [snap]})
-        assert turnmap.turn_maps(space) is maps
-    assert snap not in turnmap.turn_maps(space).snaps    # no note: the moved counts re-read
+        assert maps_of(rt) is maps
+    assert snap not in maps_of(rt).snaps    # no note: the moved counts re-read
 
 
 def test_one_recalls_reads_are_shared_by_its_attempts(rt):

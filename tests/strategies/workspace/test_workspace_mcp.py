@@ -111,7 +111,7 @@ async def test_snapshot_is_patched_by_curation_and_equals_a_fresh_read(client, s
     assert rt.curation.wait_idle(60)
     space = rt.space("default")
     graph.declare(space)
-    first = cache.snapshot(space)
+    first = cache.snapshot(cache.of(rt.context("default")), space)
     payload(await client.call_tool("remember", {"messages": msgs(POTTERY, "b"), "session_id": "s2",
                                                 "session_time": "2024-06-01T10:00:00"}))
     assert rt.curation.wait_idle(60)
@@ -119,11 +119,11 @@ async def test_snapshot_is_patched_by_curation_and_equals_a_fresh_read(client, s
              "ref": "a-more"}]
     payload(await client.call_tool("remember", {"messages": more, "session_id": "s1"}))
     assert rt.curation.wait_idle(60)                  # s1 is segmented again: threads replaced
-    patched = cache.snapshot(space)
+    patched = cache.snapshot(cache.of(rt.context("default")), space)
     assert patched is not first and any(t["session_id"] == "s2" for t in patched.threads.values())
     assert patched.units is first.units                # patched in place of a re-read
-    cache.invalidate(space)
-    fresh = cache.snapshot(space)
+    cache.of(rt.context("default")).invalidate()
+    fresh = cache.snapshot(cache.of(rt.context("default")), space)
     assert fresh is not patched
     assert _view(patched) == _view(fresh)
     for s, ids in fresh.ids.items():
@@ -135,10 +135,11 @@ async def test_a_recall_during_curation_keeps_the_snapshot_and_a_failed_write_re
         client, server, monkeypatch):
     monkeypatch.setattr(cache, "RECHECK_S", 0.0)    # every call would re-count the tables
     space = await _load(client, server)
-    snap = cache.snapshot(space)
+    rt = server.runtime
+    snap = cache.snapshot(cache.of(rt.context("default")), space)
     t = next(iter(snap.threads.values()))
-    with cache.writing(space):                       # this process is half-way through a write
+    with cache.of(rt.context("default")).writing():                       # this process is half-way through a write
         space.delete_rows(graph.THREADS, {"id": [t["id"]]})
-        assert cache.snapshot(space) is snap          # not a re-read of the half-written graph
-    fresh = cache.snapshot(space)                    # the write "failed": no note, counts moved
+        assert cache.snapshot(cache.of(rt.context("default")), space) is snap          # not a re-read of the half-written graph
+    fresh = cache.snapshot(cache.of(rt.context("default")), space)                    # the write "failed": no note, counts moved
     assert fresh is not snap and t["id"] not in fresh.threads
