@@ -17,7 +17,8 @@ dev conversations (bench/README.md: the off-topic questions of bench/offtopic.tx
 benchmarks' answerable ones, so in-sample there); a model whose cosines run higher or lower moves
 ``mu`` and ``sd`` with it. Below ``MIN_TURNS`` turns there are too few pairs to say what is
 typical, and the recall abstains only when it found nothing. The calibration is kept in the
-namespace's context (``Env.ns``) and redone when the namespace has grown or shrunk by a quarter (``REFIT``).
+namespace's context (``Env.ns``) and redone when the namespace has grown or shrunk by a quarter
+(``REFIT``).
 
 The flag never changes the context: the evidence is still returned, ranked as before.
 """

@@ -11,7 +11,8 @@ lists, in the namespace's context (``Env.ns``, see ``of``). It is kept current b
   every ``RECHECK_S`` seconds (counting costs ~15 ms, so it is not done on every recall). An
   equal-count rewrite by another process is only seen after a restart.
 
-Memory: about 1.6 kB per thread (384 float32 at the packaged model's size, + metadata), i.e. ~270 MB at a million units
+Memory: about 1.6 kB per thread (384 float32 at the packaged model's size, + metadata), i.e.
+~270 MB at a million units
 (~170k threads).
 """
 
@@ -72,7 +73,8 @@ def of(ns) -> NamespaceCache:
     return ns.state("workspace.snapshot", lambda: NamespaceCache(_counts))
 
 
-def note_session(cache: NamespaceCache, space, session_id: str, threads: list[dict], edges: list[dict]) -> None:
+def note_session(cache: NamespaceCache, space, session_id: str, threads: list[dict],
+                 edges: list[dict]) -> None:
     """Apply one re-curated session (its old threads and their edges gone, ``threads`` and
     ``edges`` written) to the cached snapshot, if one is cached and current, instead of dropping
     it: re-reading the graph took ~2.4 s at 100k units, paid by the first recall after every

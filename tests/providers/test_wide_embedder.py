@@ -105,7 +105,8 @@ async def test_a_768_d_embedder_curates_and_recalls_through_every_strategy(home,
                     "strategy": strategy, "budget_tokens": 400}))
                 assert "s3:0" in {s["ref"] for s in out["sources"]}, (strategy, out["route_reason"])
                 if strategy == "auto":   # every curated strategy voted
-                    assert out["route_reason"].startswith("auto → fusion of "), out["route_reason"]
+                    assert out["route_reason"].startswith("auto → fusion of "), \
+                        out["route_reason"]
     finally:
         rt.close()
     assert srv.calls > 0   # the vectors came from the endpoint, not the packaged model

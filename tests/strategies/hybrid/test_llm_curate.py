@@ -85,7 +85,8 @@ async def test_llm_curation_through_a_local_openai_server(llm_server, home, tmp_
     from mcp import Client
 
     url = f"http://127.0.0.1:{llm_server.server_address[1]}/v1"
-    server = build_server(Settings(home=str(home), llm="openai", llm_base_url=url, llm_model="fake"))
+    server = build_server(Settings(home=str(home), llm="openai", llm_base_url=url,
+                                   llm_model="fake"))
     async with Client(server) as c:
         payload(await c.call_tool("remember", {"messages": MSGS, "session_id": "s",
                                                "session_time": "2023-05-08T10:00:00"}))

@@ -41,7 +41,8 @@ def _fused(rt, strip_names):
     query = "What sport does Ana do?"
     s = settings({"strip_names": strip_names})
     order, parts = _search(env, RecallRequest(query=query, budget_tokens=500),
-                           np.asarray(env.embed_query(query)), 50, cache.snapshot(cache.of(env.ns), env.space), s)
+                           np.asarray(env.embed_query(query)), 50,
+                           cache.snapshot(cache.of(env.ns), env.space), s)
     text = {r["id"]: r["text"] for r in env.space.get_sources(order)}
     return [text[i] for i in order], parts[order[0]]
 

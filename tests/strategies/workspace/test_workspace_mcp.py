@@ -136,10 +136,11 @@ async def test_a_recall_during_curation_keeps_the_snapshot_and_a_failed_write_re
     monkeypatch.setattr(cache, "RECHECK_S", 0.0)    # every call would re-count the tables
     space = await _load(client, server)
     rt = server.runtime
-    snap = cache.snapshot(cache.of(rt.context("default")), space)
+    snaps = cache.of(rt.context("default"))
+    snap = cache.snapshot(snaps, space)
     t = next(iter(snap.threads.values()))
-    with cache.of(rt.context("default")).writing():                       # this process is half-way through a write
+    with snaps.writing():                            # this process is half-way through a write
         space.delete_rows(graph.THREADS, {"id": [t["id"]]})
-        assert cache.snapshot(cache.of(rt.context("default")), space) is snap          # not a re-read of the half-written graph
-    fresh = cache.snapshot(cache.of(rt.context("default")), space)                    # the write "failed": no note, counts moved
+        assert cache.snapshot(snaps, space) is snap   # not a re-read of the half-written graph
+    fresh = cache.snapshot(snaps, space)             # the write "failed": no note, counts moved
     assert fresh is not snap and t["id"] not in fresh.threads
