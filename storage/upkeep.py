@@ -143,10 +143,7 @@ class UpkeepMixin:
             tbl = self.table(kind)
             if tbl is not None:
                 with self._maint_lock:
-                    if again:
-                        self._optimize(tbl)
-                    else:
-                        self._prune(tbl)
+                    self._optimize(tbl)
                 if again:
                     with self._upkeep_lock:
                         self._prune_at[kind] = (time.monotonic()
@@ -166,12 +163,6 @@ class UpkeepMixin:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # at 0 it warns: a purge means it
             retrying(lambda: tbl.optimize(cleanup_older_than=keep), "optimize")
-
-    def _prune(self, tbl) -> None:
-        """Only delete old versions' files (optimize would also write a new index version)."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # deprecated for optimize(), which also writes
-            retrying(lambda: tbl.cleanup_old_versions(older_than=self.keep_versions), "cleanup")
 
     def wait_upkeep(self, timeout: float = 60.0, flush: bool = False) -> bool:
         """Wait for running compactions and index builds; False if still busy at ``timeout``.
