@@ -79,6 +79,13 @@ SMALL_TALK = ["The weather has been grey all week.", "Did anyone watch the match
               "Does anyone know a good recipe for lentil soup?", "The bus was late three times.",
               "I've started running in the mornings.", "That concert was louder than expected.",
               "I need a haircut badly.", "We should plan a picnic when it warms up."]
+CHATTER = (["The weather", "The bus", "The new café on the corner", "Work", "The match",
+            "That documentary", "My sister", "The gym", "The garden", "The neighbours' dog",
+            "The quiz night", "My phone", "The market", "The book club", "Traffic"],
+           ["has been {a} all week.", "was {a} again today.", "is {a}, honestly.",
+            "felt a bit {a} this time.", "turned out {a}, who knew."],
+           ["grey", "chaotic", "lovely", "exhausting", "surprisingly fun", "loud", "slow",
+            "weird", "brilliant", "disappointing"])
 NEAR_MISS = {"city": "My cousin just moved to {o}; I'd never leave my place though.",
              "job": "A friend of mine got an offer from {o}.",
              "car": "My neighbour bought {o}, it's so shiny.",
@@ -97,7 +104,13 @@ class Question:
     stale: set[str] = field(default_factory=set)     # refs of turns stating superseded values
 
 
-def conversation(seed: int, people: list[str], n_sessions: int = 6):
+def chatter(rng: random.Random, k: int) -> list[str]:
+    lines = SMALL_TALK + [f"{x} {y.format(a=a)}" for x in CHATTER[0] for y in CHATTER[1]
+                          for a in CHATTER[2]]
+    return rng.sample(lines, k=k)
+
+
+def conversation(seed: int, people: list[str], n_sessions: int = 8, filler: int = 28):
     """(sessions, questions): ``sessions`` is a list of (iso date, [(speaker, text, ref)])."""
     rng = random.Random(seed)
     chat = people == ["user"]
@@ -126,7 +139,7 @@ def conversation(seed: int, people: list[str], n_sessions: int = 6):
                     vals, firsts, chg, again, _ = ATTRS[attr]
                     pool = {"first": firsts, "change": chg, "again": again}[kind]
                     lines.append((who, rng.choice(pool).format(v=value), (who, attr, value)))
-        for text in rng.sample(SMALL_TALK, k=rng.randrange(6, 10)):
+        for text in chatter(rng, rng.randrange(filler - 4, filler + 5)):
             lines.append((rng.choice(people), text, None))
         attr = rng.choice(sorted(NEAR_MISS))
         lines.append((rng.choice(people), NEAR_MISS[attr].format(o=rng.choice(ATTRS[attr][0])), None))
@@ -153,10 +166,12 @@ def conversation(seed: int, people: list[str], n_sessions: int = 6):
     return sessions, questions
 
 
-def corpus(n_chats: int, seed: int):
+def corpus(n_chats: int, seed: int, n_sessions: int = 8, filler: int = 28):
     """``n_chats`` user/assistant chats and the group chats, each (name, sessions, questions)."""
-    out = [(f"chat-{k + 1}", *conversation(seed + k, ["user"])) for k in range(n_chats)]
-    out += [(f"group-{k + 1}", *conversation(seed + 100 + k, g)) for k, g in enumerate(GROUP)]
+    out = [(f"chat-{k + 1}", *conversation(seed + k, ["user"], n_sessions, filler))
+           for k in range(n_chats)]
+    out += [(f"group-{k + 1}", *conversation(seed + 100 + k, g, n_sessions, filler))
+            for k, g in enumerate(GROUP)]
     return out
 
 
@@ -192,7 +207,7 @@ def run(args) -> dict:
     strategies, budget = args.strategies.split(","), int(args.budget)
     rows: dict[str, list[dict]] = {s: [] for s in strategies}
     n_turns = n_q = 0
-    for name, sessions, questions in corpus(args.chats, args.seed):
+    for name, sessions, questions in corpus(args.chats, args.seed, args.sessions, args.filler):
         texts = {}
         for k, (iso, turns) in enumerate(sessions):
             msgs = [Message(content=t, speaker=who, ref=ref, timestamp=iso) for who, t, ref in turns]
@@ -229,6 +244,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budget", default="2000")
     ap.add_argument("--chats", type=int, default=3, help="user/assistant chats (plus 2 groups)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--sessions", type=int, default=8)
+    ap.add_argument("--filler", type=int, default=28, help="distractor turns per session (mean)")
     ap.add_argument("--home", default="", help="store folder (default: a new temp folder)")
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
