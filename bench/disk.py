@@ -42,7 +42,8 @@ def measure(home: Path) -> dict:
             "recalls": rows["recalls"],
             "bytes_per_turn": round(total / rows["sources"]) if rows["sources"] else None,
             "recall_log_bytes": size["recalls"], "recall_log_files": files["recalls"],
-            "bytes_per_recall": round(size["recalls"] / rows["recalls"]) if rows["recalls"] else None,
+            "bytes_per_recall": (round(size["recalls"] / rows["recalls"])
+                                 if rows["recalls"] else None),
             "by_table": {k: {"bytes": size[k], "files": files[k]} for k in sorted(size)}}
 
 

@@ -142,7 +142,8 @@ def conversation(seed: int, people: list[str], n_sessions: int = 8, filler: int 
         for text in chatter(rng, rng.randrange(filler - 4, filler + 5)):
             lines.append((rng.choice(people), text, None))
         attr = rng.choice(sorted(NEAR_MISS))
-        lines.append((rng.choice(people), NEAR_MISS[attr].format(o=rng.choice(ATTRS[attr][0])), None))
+        other = rng.choice(ATTRS[attr][0])
+        lines.append((rng.choice(people), NEAR_MISS[attr].format(o=other), None))
         rng.shuffle(lines)
         turns = []
         for who, text, fact in lines:
@@ -210,7 +211,8 @@ def run(args) -> dict:
     for name, sessions, questions in corpus(args.chats, args.seed, args.sessions, args.filler):
         texts = {}
         for k, (iso, turns) in enumerate(sessions):
-            msgs = [Message(content=t, speaker=who, ref=ref, timestamp=iso) for who, t, ref in turns]
+            msgs = [Message(content=t, speaker=who, ref=ref, timestamp=iso)
+                    for who, t, ref in turns]
             texts |= {ref: " ".join(t.split()) for _, t, ref in turns}
             remember(rt, msgs, session_id=f"{name}/s{k + 1}", session_time=iso, namespace=name)
             n_turns += len(turns)
