@@ -142,8 +142,8 @@ def conversation(seed: int, people: list[str], n_sessions: int = 8, filler: int 
         for text in chatter(rng, rng.randrange(filler - 4, filler + 5)):
             lines.append((rng.choice(people), text, None))
         attr = rng.choice(sorted(NEAR_MISS))
-        other = rng.choice(ATTRS[attr][0])
-        lines.append((rng.choice(people), NEAR_MISS[attr].format(o=other), None))
+        who = rng.choice(people)
+        lines.append((who, NEAR_MISS[attr].format(o=rng.choice(ATTRS[attr][0])), None))
         rng.shuffle(lines)
         turns = []
         for who, text, fact in lines:
