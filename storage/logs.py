@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from .db import retrying, sql_in, sql_str, sql_time
 from .errors import NotFound
 from .schema import AUDIT, RECALLS, SESSIONS
+from .traces import compact, expand, fill, text_ids
 
 
 PRUNE_EVERY = 50   # recalls logged (per process and namespace) between two prunes
@@ -89,9 +90,10 @@ class LogsMixin:
             retrying(lambda: tbl.delete(sql_in("session_id", session_ids)), "delete sessions")
 
     # -- recall log -----------------------------------------------------------------------------
-    # What `explain(recall_id)` replays. It holds the query and the quoted text, so it is kept
-    # bounded (``RecallPolicy``: age, records per namespace, bytes per trace), scrubbed when the
-    # sources it cites are forgotten, and `forget` can delete it by id, by time or whole.
+    # What `explain(recall_id)` replays. It holds the query and the ids and scores of what was
+    # ranked (the text of stored rows is read back by id: ``traces``), so it is kept bounded
+    # (``RecallPolicy``: age, records per namespace, bytes per trace), scrubbed when the sources
+    # it cites are forgotten, and `forget` can delete it by id, by time or whole.
     def log_recall(self, recall_id: str, query: str, strategy: str, source_ids: list[str],
                    trace: dict, policy: "RecallPolicy | None" = None) -> bool:
         """Record one recall; False when not recorded (the policy keeps none, or the namespace
@@ -99,10 +101,14 @@ class LogsMixin:
         policy = policy or RecallPolicy()
         if policy.keep_days <= 0 or policy.keep_max <= 0 or not self.exists():
             return False
+        ids = text_ids(trace)
+        stored = {i: ("source", t) for i, t in self._source_texts(ids).items()}
+        stored.update((i, ("memory", t)) for i, t in
+                      self._memory_texts([i for i in ids if i not in stored]).items())
         tbl = self.table("recalls", RECALLS, create=True)
         row = {"recall_id": recall_id, "namespace": self.namespace, "created_at": self.now(),
                "query": query, "strategy": strategy, "source_ids": source_ids,
-               "trace": bounded_trace(self.dumps, trace, policy.trace_max_bytes)}
+               "trace": bounded_trace(self.dumps, compact(trace, stored), policy.trace_max_bytes)}
         retrying(lambda: tbl.add([row]), "recall log")
         self.after_write("recalls")
         self._recalls_logged = getattr(self, "_recalls_logged", 0) + 1
@@ -129,14 +135,25 @@ class LogsMixin:
         return old + len(extra)
 
     def get_recall(self, recall_id: str) -> dict:
+        """The record with its trace as the recall produced it: the text of every source or
+        memory it names is read now by id (one forgotten since is marked ``gone``, textless);
+        ``trace_bytes`` is what the stored trace takes."""
         tbl = self.table("recalls")
         rows = [] if tbl is None else tbl.search().where(
             f"recall_id = {sql_str(recall_id)}").limit(1).to_list()
         if not rows or rows[0]["namespace"] != self.namespace:
             raise NotFound(f"no recall {recall_id!r} in namespace {self.namespace!r}")
         row = rows[0]
-        row["trace"] = json.loads(row["trace"])
+        row["trace_bytes"] = len(row["trace"].encode())
+        row["trace"] = fill(expand(json.loads(row["trace"])), self._source_texts,
+                            self._memory_texts)
         return row
+
+    def _source_texts(self, ids: list[str]) -> dict[str, str]:
+        return {r["id"]: r["text"] for r in self.get_sources(ids)} if ids else {}
+
+    def _memory_texts(self, ids: list[str]) -> dict[str, str]:
+        return {r["id"]: r["text"] for r in self.get_memories(ids)} if ids else {}
 
     def recalls_citing(self, ids: set[str], in_trace: bool = True) -> list[str]:
         """Recall records that cite any of ``ids`` (sources or memories) or, with ``in_trace``,

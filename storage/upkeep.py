@@ -9,7 +9,13 @@ read and merge slower, and rows added after an index was built are searched with
   tail of a burst of writes does not stay unindexed until the next burst (at 10k rows, 1,038
   trailing unindexed rows made recall p50 61.6 ms instead of 22.5 ms);
 * once a vector table reaches ``vector_index_min_rows``, and again each time it doubles, its HNSW
-  index is (re)built in a child process (see :mod:`.index_build` for why not in a thread).
+  index is (re)built in a child process (see :mod:`.index_build` for why not in a thread);
+* each compaction, and one more run ``keep_versions`` after the last one, deletes the files that
+  only versions made more than ``keep_versions`` ago use (LanceDB's default keeps them seven
+  days: a recall-heavy store held 16x its live data in them). Readers look for a newer version
+  every second (``Store``). The one reader that can still lose a file is another process's
+  query in flight on a version made long ago and superseded just before a compaction: it
+  fails with "not found" and ``recall`` answers again on fresh handles.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ log = logging.getLogger(__name__)
 class UpkeepMixin:
     """Methods of :class:`~trimem.storage.space.Space` that keep its tables fast."""
 
+    keep_versions = timedelta(seconds=60)   # how long a superseded version stays readable
+
     def _init_upkeep(self) -> None:
         self._commits: dict[str, tuple[int, int]] = {}   # kind -> (commits, rows) since upkeep
         self._optimizing: set[str] = set()
@@ -38,6 +46,7 @@ class UpkeepMixin:
         self._index_rows: dict[str, int] = {}    # kind -> rows its vector index covered when built
         self._index_tried: dict[str, int] = {}   # kind -> rows at the last failed build
         self._index_jobs: dict[str, threading.Thread] = {}
+        self._prune_at: dict[str, float] = {}    # kind -> when its last compaction's leftovers go
         self._idle_thread: threading.Thread | None = None
         self._last_write = 0.0
         self._closed = False
@@ -96,38 +105,64 @@ class UpkeepMixin:
         return n >= 2 * built
 
     def _idle_loop(self) -> None:
-        """Compact what is left uncompacted once writes pause for ``optimize_idle_s``."""
+        """Compact what is left uncompacted once writes pause for ``optimize_idle_s``; delete
+        the last compaction's leftovers ``keep_versions`` after it."""
         delay = self.store.optimize_idle_s
         while True:
             with self._upkeep_lock:
-                wait = self._last_write + delay - time.monotonic()
+                now = time.monotonic()
+                wait = self._last_write + delay - now
                 kinds = [] if wait > 0 or self._closed else [
                     k for k, (c, _) in self._commits.items() if c and not self._busy(k)]
+                prune = [] if self._closed else [
+                    k for k, at in self._prune_at.items() if at <= now and not self._busy(k)]
                 pending = any(c for c, _ in self._commits.values())
-                if self._closed or (wait <= 0 and not pending):
+                if self._closed or (wait <= 0 and not pending and not self._prune_at):
                     self._idle_thread = None
                     return
                 for k in kinds:
                     self._commits[k] = (0, 0)
+                for k in kinds + prune:
                     self._optimizing.add(k)
+                    self._prune_at.pop(k, None)
+                sleep = wait if wait > 0 else 0.2 if pending else float("inf")
+                sleep = max(0.2, min([sleep, *(at - now for at in self._prune_at.values())]))
             for k in kinds:
                 self._optimize_now(k)
-            if not kinds:
-                self._wake.wait(max(wait, 0.2))
+            for k in set(prune) - set(kinds):
+                self._optimize_now(k, again=False)
+            if not kinds and not prune:
+                self._wake.wait(sleep)
                 if not self._closed:
                     self._wake.clear()   # a flush woke us: run what is pending on the next turn
 
-    def _optimize_now(self, kind: str) -> None:
+    def _optimize_now(self, kind: str, again: bool = True) -> None:
+        """Optimize ``kind`` and come back ``keep_versions`` later to delete the versions this
+        run superseded (``again``); without ``again``, only that deletion."""
         try:
             tbl = self.table(kind)
             if tbl is not None:
                 with self._maint_lock:
-                    retrying(lambda: tbl.optimize(), f"optimize {kind}")
+                    self._optimize(tbl)
+                if again:
+                    with self._upkeep_lock:
+                        self._prune_at[kind] = (time.monotonic()
+                                                + self.keep_versions.total_seconds() + 1)
         except Exception as exc:  # upkeep is an optimisation: log it, never fail a write
             log.warning("optimizing %s of %r failed: %s", kind, self.namespace, exc)
         finally:
             with self._upkeep_lock:
                 self._optimizing.discard(kind)
+
+    def _optimize(self, tbl, purge: bool = False) -> None:
+        """Compact ``tbl``, fold its new rows into its indexes and delete the files that only
+        versions made more than ``keep_versions`` ago use (``purge``: every old version). The
+        newest version is always kept; files no version names yet (a concurrent writer's, not
+        committed) are left alone: ``delete_unverified`` stays False."""
+        keep = timedelta(0) if purge else self.keep_versions
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # at 0 it warns: a purge means it
+            retrying(lambda: tbl.optimize(cleanup_older_than=keep), "optimize")
 
     def wait_upkeep(self, timeout: float = 60.0, flush: bool = False) -> bool:
         """Wait for running compactions and index builds; False if still busy at ``timeout``.
@@ -141,7 +176,8 @@ class UpkeepMixin:
         while True:
             with self._upkeep_lock:
                 busy = bool(self._optimizing) or any(j.is_alive() for j in self._index_jobs.values())
-                busy = busy or (flush and self._idle_thread is not None)
+                busy = busy or (flush and not self._closed
+                                and any(c for c, _ in self._commits.values()))
             if not busy:
                 return True
             if time.monotonic() >= end:
@@ -205,10 +241,8 @@ class UpkeepMixin:
             # Purge: compact (deleted rows are dropped from rewritten files), then delete every
             # file only older versions use. Files no version names yet (a concurrent writer's,
             # not committed) are left alone: delete_unverified stays False.
-            kw = {"cleanup_older_than": timedelta(0)} if purge else {}
-            with self._maint_lock, warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # purging is the point of forget
-                retrying(lambda: tbl.optimize(**kw), "optimize")
+            with self._maint_lock:
+                self._optimize(tbl, purge)
             done.append(name[len(prefix):])
         return done
 
@@ -217,4 +251,4 @@ class UpkeepMixin:
         tbl = self.store.open_table(f"ns_{self.key}__{suffix}")
         if tbl is not None:
             with self._maint_lock:
-                retrying(lambda: tbl.optimize(), "optimize")
+                self._optimize(tbl)

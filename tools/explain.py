@@ -39,6 +39,21 @@ def _memory_view(row: dict) -> dict:
                                     "text", "body", "refs", "source_ids", "lineage")}
 
 
+def _gone(trace) -> set[str]:
+    """Ids the trace names whose rows are gone since (``storage/traces.fill`` marks them)."""
+    out: set[str] = set()
+    stack = [trace]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, dict):
+            if o.get("gone") and isinstance(o.get("id"), str):
+                out.add(o["id"])
+            stack.extend(o.values())
+        elif isinstance(o, list):
+            stack.extend(o)
+    return out
+
+
 def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
     v.namespace(namespace, rt.limits)
     mid = v.text_field("id", id, rt.limits, required=True)
@@ -52,10 +67,14 @@ def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
         except NotFound as exc:
             raise ToolError(str(exc)) from exc
         t = row["trace"]
+        gone = _gone(t)
         return Explanation(id=mid, kind="recall", record=t,
                            summary=f"{row['strategy']} recall of {row['query']!r}: "
                                    f"{len(t.get('items', []))} items, {t.get('tokens')} tokens. "
-                                   f"{t.get('route_reason', '')}")
+                                   f"{t.get('route_reason', '')}" + (
+                                       f" [{len(gone)} of the messages or memories it named "
+                                       "are no longer stored (forgotten or re-curated since): "
+                                       "their text is gone]" if gone else ""))
     src = space.get_sources([mid])
     if src:
         derived = [_memory_view(m) for m in space.memories_citing({mid})]

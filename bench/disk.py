@@ -1,0 +1,96 @@
+"""Bytes on disk of a memory folder: per stored turn and per logged recall.
+
+    python -m trimem.bench.disk --home <memory folder> [--settle]
+
+Sums the sizes of the files under ``--home`` (and counts them), table by table kind, and divides
+by the turns (rows of every ``sources`` table) and the recalls (rows of every ``recalls``
+table). ``--settle`` first runs each namespace's upkeep once (``Space.optimize``: compaction
+and the deletion of versions older than ``keep_versions``), as the next process that writes
+would; without it the folder is measured as the last process left it. ``--replay NS`` first
+deletes namespace NS's recall log and writes its records again, in order, through this code's
+``log_recall`` (so one run's recalls measure another version's log format and upkeep), then
+waits ``keep_versions`` and lets upkeep finish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+
+def measure(home: Path) -> dict:
+    import lancedb
+
+    size, files = Counter(), Counter()
+    for p in home.rglob("*"):
+        if p.is_file():
+            top = p.relative_to(home).parts[0]
+            kind = re.sub(r"^ns_.+?__|__.*$|\.lance$", "", top)
+            size[kind] += p.stat().st_size
+            files[kind] += 1
+    db = lancedb.connect(str(home))
+    rows = Counter()
+    for name in db.list_tables().tables:
+        kind = re.sub(r"^ns_.+?__|__.*$", "", name)
+        if kind in ("sources", "recalls"):
+            rows[kind] += db.open_table(name).count_rows()
+    total = sum(size.values())
+    return {"bytes": total, "files": sum(files.values()), "turns": rows["sources"],
+            "recalls": rows["recalls"],
+            "bytes_per_turn": round(total / rows["sources"]) if rows["sources"] else None,
+            "recall_log_bytes": size["recalls"], "recall_log_files": files["recalls"],
+            "bytes_per_recall": (round(size["recalls"] / rows["recalls"])
+                                 if rows["recalls"] else None),
+            "by_table": {k: {"bytes": size[k], "files": files[k]} for k in sorted(size)}}
+
+
+def settle(home: Path) -> None:
+    from ..storage import open_store
+
+    store = open_store(home)
+    for ns in store.namespaces():
+        store.space(ns).optimize()
+    store.close()
+
+
+def replay(home: Path, ns: str) -> int:
+    import time
+
+    from ..server.settings import Settings
+    from ..storage.logs import RecallPolicy
+    from ..tools.runtime import Runtime
+
+    rt = Runtime(Settings(home=str(home), curation=False).to_config())
+    sp = rt.env(ns).space
+    tbl = sp.table("recalls")
+    rows = sorted(tbl.search().limit(None).to_list(), key=lambda r: r["created_at"])
+    sp.store.drop_table(tbl.name)
+    for r in rows:
+        sp.log_recall(r["recall_id"], r["query"], r["strategy"], list(r["source_ids"] or []),
+                      json.loads(r["trace"]), RecallPolicy())
+    time.sleep(sp.keep_versions.total_seconds() + 5)
+    sp.wait_upkeep(600, flush=True)
+    time.sleep(sp.keep_versions.total_seconds() + 5)   # the last compaction's leftovers go
+    rt.close()
+    return len(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--home", required=True)
+    ap.add_argument("--settle", action="store_true")
+    ap.add_argument("--replay", default="", metavar="NS")
+    args = ap.parse_args(argv)
+    home = Path(args.home)
+    if args.replay:
+        replay(home, args.replay)
+    if args.settle:
+        settle(home)
+    print(json.dumps(measure(home), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Issue 15, a lighter store: recall traces hold ids and scores (explain reads the text back by
+id, and says when a source has been forgotten since), superseded table versions are deleted
+soon after a compaction instead of after LanceDB's seven days."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mcp import Client
+
+from helpers import payload
+from trimem.server.app import build_server
+from trimem.server.settings import Settings
+from trimem.storage import open_store
+
+pytestmark = pytest.mark.anyio
+SECRET = "qx-larch-5521-mothwing"
+TURNS = ["Ilse keeps her kayak at the rowing club by the weir.",
+         f"The locker code at the club is {SECRET}.",
+         "Ilse paddles every Sunday before breakfast.",
+         "The weir was rebuilt last spring after the floods."]
+
+
+def on_disk(home: Path, needle: str) -> list[str]:
+    return [str(p) for p in home.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+def stored_traces(space) -> list[str]:
+    tbl = space.table("recalls")
+    return [r["trace"] for r in tbl.search().select(["trace"]).limit(None).to_list()]
+
+
+async def remember_and_recall(c, query: str) -> dict:
+    msgs = [{"content": t, "ref": f"k{i}", "speaker": "Ilse"} for i, t in enumerate(TURNS)]
+    payload(await c.call_tool("remember", {"namespace": "main", "session_id": "s1",
+                                           "messages": msgs}))
+    return payload(await c.call_tool("recall", {"query": query, "namespace": "main",
+                                                "strategy": "plain", "budget_tokens": 2000}))
+
+
+def server_at(home: Path, tmp_path: Path):
+    return build_server(Settings(home=str(home), cache_dir=tmp_path / "cache", curation=False))
+
+
+async def test_a_trace_stores_ids_not_text_and_explain_reads_it_back_after_compaction(tmp_path):
+    home = tmp_path / "home"
+    server = server_at(home, tmp_path)
+    async with Client(server) as c:
+        rec = await remember_and_recall(c, "where does Ilse keep her kayak?")
+        sp = server.runtime.space("main")
+        sp.optimize()   # compacted (and old versions pruned): the record must survive it
+        assert sp.table("recalls").stats()["fragment_stats"]["num_fragments"] == 1
+        exp = payload(await c.call_tool("explain", {"id": rec["recall_id"], "namespace": "main"}))
+    [trace] = stored_traces(sp)
+    assert not [t for t in TURNS if t in trace]      # no message text is copied into the log
+    items = exp["record"]["items"]
+    assert [i["id"] for i in items] == [i["id"] for i in rec["items"]]
+    assert [i["text"] for i in items] == [i["text"] for i in rec["items"]]   # read back by id
+    assert exp["record"]["chosen"] and exp["record"]["query"] == "where does Ilse keep her kayak?"
+    print(f"stored trace: {len(trace.encode())} bytes for {len(items)} items")
+
+
+async def test_a_source_forgotten_since_the_recall_shows_as_gone_never_its_text(tmp_path):
+    """The record outlives the source here the way it does when another process's forget lands
+    after this process logged the recall: explain must not bring the text back."""
+    home = tmp_path / "home"
+    server = server_at(home, tmp_path)
+    async with Client(server) as c:
+        rec = await remember_and_recall(c, "what is the locker code at the club?")
+        secret_id = next(s["id"] for s in rec["sources"] if SECRET in s["text"])
+        sp = server.runtime.space("main")
+        sp.delete_sources([secret_id])     # what forget does to the sources table ...
+        sp.rebuild_text_index()
+        sp.optimize(purge=True)            # ... and to the files
+        res = await c.call_tool("explain", {"id": rec["recall_id"], "namespace": "main"})
+        exp = payload(res)
+    text = "".join(getattr(b, "text", "") for b in res.content)
+    assert SECRET not in text and SECRET not in json.dumps(exp)
+    gone = [i for i in exp["record"]["items"] if i["id"] == secret_id]
+    assert gone and gone[0]["text"] is None and "forgotten" in gone[0]["gone"]
+    assert "no longer stored" in exp["summary"]
+    kept = [i for i in exp["record"]["items"] if i["id"] != secret_id]
+    assert kept and all(i["text"] in TURNS for i in kept)
+    assert on_disk(home, SECRET) == []
+
+
+async def test_forget_leaves_the_text_nowhere_in_explain_or_on_disk_after_upkeep(tmp_path):
+    home = tmp_path / "home"
+    server = server_at(home, tmp_path)
+    async with Client(server) as c:
+        rec = await remember_and_recall(c, "what is the locker code at the club?")
+        for _ in range(3):   # more writes, compactions and versions after the recall
+            await c.call_tool("recall", {"query": "kayak", "namespace": "main"})
+        sp = server.runtime.space("main")
+        assert sp.wait_upkeep(60, flush=True)
+        payload(await c.call_tool("forget", {"refs": ["k1"], "namespace": "main"}))
+        res = await c.call_tool("explain", {"id": rec["recall_id"], "namespace": "main"})
+        assert SECRET not in "".join(getattr(b, "text", "") for b in res.content)
+        assert sp.wait_upkeep(60, flush=True)
+    assert on_disk(home, SECRET) == []
+
+
+DIM = 8
+
+
+def vec(i: int) -> np.ndarray:
+    v = np.random.default_rng(i).standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_superseded_versions_are_deleted_soon_after_compaction(tmp_path):
+    from datetime import datetime, timezone
+
+    store = open_store(tmp_path, optimize_every_commits=5, optimize_idle_s=0.3)
+    sp = store.space("n")
+    sp.bind_model("m", DIM, lambda texts: np.stack([vec(len(t)) for t in texts]))
+    sp.keep_versions = timedelta(seconds=1)
+    now = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    for k in range(40):   # 40 commits: 40 versions and fragments before upkeep
+        sp.add_sources([{"id": f"src_{k}", "session_id": "s", "seq": k, "ref": f"r{k}",
+                         "speaker": "A", "timestamp": now, "text": f"note {k}", "metadata": None,
+                         "created_at": now, "vector": vec(k)}])
+    folder = next(p for p in tmp_path.iterdir() if p.name.startswith("ns_") and "sources" in p.name)
+    manifests = lambda: sum(1 for _ in (folder / "_versions").iterdir())  # noqa: E731
+    deadline = time.monotonic() + 60
+    while manifests() > 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    versions, files = manifests(), sum(1 for p in folder.rglob("*") if p.is_file())
+    print(f"40 commits -> {versions} versions, {files} files left")
+    assert versions <= 2 and sp.count_sources() == 40
+    assert [h for h, _ in sp.fts_sources("note", 100)]   # still searchable
+    assert store.close(30)
