@@ -12,10 +12,12 @@ Why these sizes: measured with the model's own tokenizer, its WordPiece vocabula
 4.0-5.7 characters per piece on the long messages of real chats (4.4 on average), 3.4 on Python
 source and 3.0 on markdown with tables (``bench/README.md``). 254 pieces (256 less ``[CLS]`` and
 ``[SEP]``) thus hold ~750 characters of the densest text, so a passage of at most 700 characters
-plus its speaker prefix is never truncated; on prose it is ~160 pieces, short enough for one
+plus its speaker prefix is not truncated; on prose it is ~160 pieces, short enough for one
 vector to stay specific. Consecutive passages overlap by 175 characters (a quarter, cut at a
 sentence or line boundary where there is one), so a fact of a sentence or two that straddles a
-cut stands whole in one passage. A message of up to 700 characters is its own only passage:
+cut stands whole in one passage; and text denser still (a markdown table of backticked names,
+2.2 characters a piece) loses at most the last ~140 characters of a passage to truncation,
+which are the first of the next one, so every part of a message is read in some passage. A message of up to 700 characters is its own only passage:
 that is every LoCoMo turn and all but ~20 of the REALTALK development chats' messages.
 
 A source's search score is its best passage's: :meth:`PassagesMixin.merge_hits` takes the max
