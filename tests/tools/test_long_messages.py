@@ -101,3 +101,27 @@ async def test_forget_removes_the_passages_too(client, server, home):
     assert [p for p in bytes_on_disk(home, b"heron") if "__passages__" in p] == []
     rec = payload(await client.call_tool("recall", {"query": ASK, "strategy": "plain"}))
     assert "heron" not in rec["context"] and ids[1] not in {s["id"] for s in rec["sources"]}
+
+
+async def test_export_carries_messages_not_passages_and_import_rebuilds_them(client, server, tmp_path):
+    from trimem.server.settings import Settings
+    from trimem.tools.runtime import Runtime
+    from trimem.transfer.export import export_records
+    from trimem.transfer.importer import import_records
+
+    await stored(client)
+    _, recs = export_records(server.runtime, ["default"])
+    recs = list(recs)
+    messages = [r for r in recs if r.type == "message"]
+    assert len(messages) == len(exchange())                 # one record per message, derived
+    assert sum(ANSWER == getattr(r, "content", None) for r in messages) == 1   # rows stay home
+    assert not any("passage" in r.type for r in recs)
+    rt = Runtime(Settings(home=str(tmp_path / "other"), curation=False).to_config())
+    try:
+        import_records(rt, recs)
+        space = rt.space("default")
+        assert any(k.startswith("passages__") and n > 5 for k, n in space.stats().items())
+        dense = space.vector_sources(rt.embed_query(ASK), 1)
+        assert space.get_sources([dense[0][0]])[0]["text"] == ANSWER
+    finally:
+        rt.close()
