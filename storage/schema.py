@@ -39,6 +39,24 @@ def sources_schema(dim: int) -> pa.Schema:
     ])
 
 
+def passages_schema(dim: int) -> pa.Schema:
+    """Passages of long messages (``storage/passages.py``): derived from ``sources`` (never
+    exported), each embedded and full-text indexed, ``text[start:end]`` of its source."""
+    return pa.schema([
+        ("id", pa.string()),            # "<source id>#p<k>"
+        ("namespace", pa.string()),
+        ("source_id", pa.string()),
+        ("session_id", pa.string()),
+        ("speaker", pa.string()),
+        ("timestamp", TS),              # the source's: time filters apply to passages as well
+        ("start", pa.int64()),          # character offsets into the source's text
+        ("end", pa.int64()),
+        ("search_text", pa.string()),   # "speaker: passage": what is embedded and indexed
+        ("embed_model", pa.string()),
+        ("vector", pa.list_(pa.float32(), dim)),
+    ])
+
+
 SESSIONS = pa.schema([
     ("session_id", pa.string()),
     ("namespace", pa.string()),

@@ -64,6 +64,9 @@ class SourcesMixin:
             r["metadata"] = self.dumps(r["metadata"]) if r.get("metadata") is not None else ""
             r["embed_model"] = self.model
             r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
+        # passages first: derived and idempotent, so the sources commit stays the
+        # acknowledgement point and a crash between the two is repaired by the retry
+        self.add_passages(rows)
         tbl = self._sources(create=True)
         retrying(lambda: tbl.add(rows), "add sources")
         self.after_write("sources", len(rows))
@@ -80,11 +83,17 @@ class SourcesMixin:
         return [_clean(r) for r in rows if r["namespace"] == self.namespace]
 
     def get_sources(self, ids: list[str]) -> list[dict]:
-        """Rows for ``ids``, in the order asked (unknown ids are skipped)."""
+        """Rows for ``ids``, in the order asked (unknown ids are skipped). A long message found
+        by a recent search carries ``span``: its best passage's offsets (``passages.py``)."""
         if not ids:
             return []
         by_id = {r["id"]: r for r in self._select(sql_in("id", set(ids)))}
-        return [by_id[i] for i in ids if i in by_id]
+        out = [by_id[i] for i in ids if i in by_id]
+        for r in out:
+            span = self.span_of(r["id"])
+            if span is not None and span[1] <= len(r["text"]):
+                r["span"] = span
+        return out
 
     def sources_by_refs(self, refs: list[str]) -> list[dict]:
         return self._select(sql_in("ref", set(refs))) if refs else []
@@ -117,7 +126,17 @@ class SourcesMixin:
         if where:
             q = q.where(where, prefilter=True)
         rows = q.limit(limit).to_list()
-        return [(r["id"], float(r["_score"])) for r in rows if r["namespace"] == self.namespace]
+        base = [(r["id"], float(r["_score"])) for r in rows if r["namespace"] == self.namespace]
+
+        def passages(ptbl, extra: str | None, k: int) -> list[dict]:
+            q = (ptbl.search(MatchQuery(query, "search_text"), query_type="fts")
+                 .select(["source_id", "namespace", "start", "end"]))
+            cond = _and(where, extra)
+            if cond:
+                q = q.where(cond, prefilter=True)
+            return [dict(r, score=float(r["_score"])) for r in q.limit(k).to_list()]
+
+        return self.merge_hits(base, limit, passages)
 
     def vector_sources(self, vector: np.ndarray, limit: int,
                        where: str | None = None) -> list[tuple[str, float]]:
@@ -125,14 +144,24 @@ class SourcesMixin:
         tbl = self._sources()
         if tbl is None:
             return []
-        q = (tbl.search(np.asarray(vector, dtype=np.float32), query_type="vector",
-                        vector_column_name="vector")
+        vec = np.asarray(vector, dtype=np.float32)
+        q = (tbl.search(vec, query_type="vector", vector_column_name="vector")
              .distance_type("cosine").select(["id", "namespace"]))
         if where:
             q = q.where(where, prefilter=True)
         rows = q.limit(limit).to_list()
-        return [(r["id"], 1.0 - float(r["_distance"])) for r in rows
+        base = [(r["id"], 1.0 - float(r["_distance"])) for r in rows
                 if r["namespace"] == self.namespace]
+
+        def passages(ptbl, extra: str | None, k: int) -> list[dict]:
+            q = (ptbl.search(vec, query_type="vector", vector_column_name="vector")
+                 .distance_type("cosine").select(["source_id", "namespace", "start", "end"]))
+            cond = _and(where, extra)
+            if cond:
+                q = q.where(cond, prefilter=True)
+            return [dict(r, score=1.0 - float(r["_distance"])) for r in q.limit(k).to_list()]
+
+        return self.merge_hits(base, limit, passages)
 
     def sample_source_vectors(self, k: int, seed: int = 0) -> np.ndarray:
         """Vectors of up to ``k`` sources drawn uniformly at random (a fixed ``seed``: the same
@@ -154,6 +183,8 @@ class SourcesMixin:
         return {r["id"]: np.asarray(r["vector"], dtype=np.float32) for r in rows}
 
     def delete_sources(self, ids: list[str]) -> None:
+        """Delete sources and their passages (derived: they go first, the sources last)."""
+        self.delete_passages(ids)
         tbl = self._sources()
         if tbl is not None and ids:
             for i in range(0, len(ids), 500):
@@ -167,3 +198,9 @@ class SourcesMixin:
         if tbl is not None:
             retrying(lambda: tbl.create_index("search_text", config=_fts(), replace=True),
                      "fts rebuild")
+        self.rebuild_passage_index()
+
+
+def _and(*conds: str | None) -> str | None:
+    parts = [f"({c})" for c in conds if c]
+    return " AND ".join(parts) or None

@@ -20,20 +20,22 @@ from .db import Store, namespace_key, retrying, utcnow
 from .derived import DerivedMixin
 from .logs import LogsMixin
 from .memories import MemoriesMixin
-from .schema import memories_schema, sources_schema
+from .passages import PassagesMixin
+from .schema import memories_schema, passages_schema, sources_schema
 from .sources import SourcesMixin
 from .upkeep import UpkeepMixin
 
 log = logging.getLogger(__name__)
 EmbedFn = Callable[[list[str]], np.ndarray]
-VECTOR_KINDS = {"sources": sources_schema, "memories": memories_schema}
+VECTOR_KINDS = {"sources": sources_schema, "memories": memories_schema,
+                "passages": passages_schema}
 
 
 def model_tag(model: str, dim: int) -> str:
     return f"{re.sub(r'[^a-z0-9]+', '_', model.lower()).strip('_')[:40]}_{dim}"
 
 
-class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
+class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
     """All reads and writes of one namespace. Get it from :meth:`Store.space`."""
 
     def __init__(self, store: Store, namespace: str):
@@ -43,6 +45,7 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
         self.model: str | None = None
         self.dim: int | None = None
         self._init_upkeep()
+        self._init_passages()
         self._registered = False
         self._fts_ready = False
         self._vector_kinds: dict[str, object] = {}   # derived tables with vectors (kind -> schema)
@@ -69,6 +72,7 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
     def bind_model(self, model: str, dim: int, embed: EmbedFn) -> None:
         """Use ``model`` for this namespace; re-embed rows stored under another model first."""
         with self.store.lock:
+            self._embed = embed
             if self.model == model and self.dim == dim:
                 return
             self.model, self.dim = model, dim
@@ -87,6 +91,8 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
             if stale:
                 for sess in self.list_sessions():
                     self.put_session(dict(sess, curation="queued"))
+            if self.exists():   # a store from before passages: index its long messages now
+                self.backfill_passages()
 
     def _reembed(self, kind: str, old_name: str, embed: EmbedFn) -> None:
         old = self.store.open_table(old_name)

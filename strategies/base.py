@@ -32,7 +32,8 @@ class Item(BaseModel):
 
 
 class SourceRef(BaseModel):
-    """A raw source whose own text stands verbatim in the returned context."""
+    """A raw source whose own text stands verbatim in the returned context (for a long message:
+    the excerpt quoted, ``text == message[start:end]``; see ``docs/contract.md``)."""
 
     id: str
     ref: str | None = None
@@ -40,6 +41,10 @@ class SourceRef(BaseModel):
     speaker: str | None = None
     timestamp: datetime | None = None
     text: str
+    start: int | None = Field(None, description="When only an excerpt of a long message is "
+                              "quoted: where it starts in the message's text (characters).")
+    end: int | None = Field(None, description="Where the quoted excerpt ends (exclusive); "
+                            "null when the whole message is quoted.")
 
 
 class Recollection(BaseModel):

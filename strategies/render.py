@@ -9,6 +9,16 @@ it is quoted data, not instructions. Every stored string goes through ``frame`` 
 open the frame or start a line of its own. A source counts as *verbatim* (and is listed among the
 ``sources``) when its text stands in the context exactly, except that each line break in it is
 followed by ``frame.INDENT``; one that needed a tag neutralised is quoted but not listed.
+
+A message longer than :data:`WHOLE_CHARS` (an IDE assistant's multi-page answer) is quoted as
+one verbatim excerpt of at most :data:`EXCERPT_CHARS`: the passage of it that the search matched
+best (``row["span"]``, see ``storage/passages.py``; its opening passage when no search found
+one), widened evenly to word boundaries, with ``…`` outside the quote where text was left out.
+:func:`source_ref` cites exactly that excerpt with its offsets (``start``/``end`` into the
+message's text), so ``sources`` stays honest: every cited text stands verbatim in the context.
+Why these sizes: 1,600 characters is 400 tokens, a fifth of the default budget, and no message of
+the development chats is longer, so they are quoted whole as before; a 1,200-character excerpt
+holds the matched passage (at most 700) and about a paragraph of its surroundings.
 """
 
 from __future__ import annotations
@@ -17,9 +27,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..storage.passages import PASSAGE_CHARS
+from .base import SourceRef
 from .frame import CLOSE, OPEN, one_line, shown, speaker
 
-__all__ = ["CLOSE", "OPEN", "Packed", "pack_sources", "render", "render_line", "session_header"]
+__all__ = ["CLOSE", "OPEN", "Packed", "excerpt", "pack_sources", "render", "render_line",
+           "session_header", "source_ref"]
+
+WHOLE_CHARS = 1600    # a message up to this long is quoted whole
+EXCERPT_CHARS = 1200  # the quote of a longer one: its matched passage and what surrounds it
+ELLIPSIS = "…"
+SNAP = 200            # how far an excerpt's edge may move to begin or end at a line
 
 
 def session_header(ts: datetime | None, session_id: str) -> str:
@@ -28,9 +46,60 @@ def session_header(ts: datetime | None, session_id: str) -> str:
     return f"[{ts.strftime('%Y-%m-%d')} ({ts.strftime('%a')})]\n"
 
 
+def excerpt(row: dict) -> tuple[str, int | None, int | None]:
+    """What of a source is quoted: ``(text, None, None)`` for a message of up to
+    :data:`WHOLE_CHARS`, else ``(text[start:end], start, end)``, an excerpt of at most
+    :data:`EXCERPT_CHARS` around ``row["span"]`` (default: the opening passage)."""
+    text = row["text"]
+    n = len(text)
+    if n <= WHOLE_CHARS:
+        return text, None, None
+    start, end = row.get("span") or (0, PASSAGE_CHARS)
+    start, end = max(0, min(start, n)), max(0, min(end, n))
+    if end - start > EXCERPT_CHARS:
+        end = start + EXCERPT_CHARS
+    room = EXCERPT_CHARS - (end - start)
+    a = max(0, start - room // 2)
+    b = min(n, end + room - (start - a))
+    a = max(0, min(a, b - EXCERPT_CHARS))
+    if a > 0:   # begin at a line (else a word) start, never inside the passage
+        line = text.find("\n", a - 1, min(start, a + SNAP))
+        if line >= 0:
+            a = line + 1
+        elif not text[a - 1].isspace():
+            cut = next((k for k in range(a, start) if text[k].isspace()), None)
+            a = cut + 1 if cut is not None else a
+        while a < start and text[a].isspace():
+            a += 1
+    if b < n:   # end at a line (else a word) end
+        line = text.rfind("\n", max(end, b - SNAP), b + 1)
+        if line >= 0:
+            b = line
+        elif not text[b].isspace():
+            cut = next((k for k in range(b - 1, end - 1, -1) if text[k].isspace()), None)
+            b = cut if cut is not None else b
+        while b > end and text[b - 1].isspace():
+            b -= 1
+    return text[a:b], a, b
+
+
+def source_ref(row: dict) -> SourceRef:
+    """The citation of a quoted source: its text as it stands in the context (the excerpt, with
+    its offsets, for a long message)."""
+    text, start, end = excerpt(row)
+    return SourceRef(id=row["id"], ref=row.get("ref"), session_id=row["session_id"],
+                     speaker=row.get("speaker"), timestamp=row.get("timestamp"), text=text,
+                     start=start, end=end)
+
+
 def render_line(row: dict) -> tuple[str, bool]:
-    """The line for one source, and whether its text stands in it verbatim."""
-    text, verbatim = shown(row["text"])
+    """The line for one source, and whether its text (its excerpt, for a long message) stands
+    in it verbatim."""
+    quote, start, end = excerpt(row)
+    text, verbatim = shown(quote)
+    if start is not None:
+        text = (f"{ELLIPSIS} " if start > 0 else "") + text + (
+            f" {ELLIPSIS}" if end < len(row["text"]) else "")
     who = row.get("speaker")
     return (f"{speaker(who)}: {text}\n" if who else f"- {text}\n"), verbatim
 

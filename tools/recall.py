@@ -104,6 +104,9 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
                  since=since, until=until, abstain=out.abstain, tokens=tokens,
                  items=[i.model_dump(mode="json") for i in out.items],
                  latency_ms=round(1000 * (time.perf_counter() - t0), 2))
+    cut = [{"id": s.id, "start": s.start, "end": s.end} for s in out.sources if s.start is not None]
+    if cut:   # long messages quoted as excerpts: where each excerpt lies in its message
+        trace["excerpts"] = cut
     source_ids = sorted({s for i in out.items for s in i.source_ids} | {s.id for s in out.sources})
     from ..storage.logs import RecallPolicy
 

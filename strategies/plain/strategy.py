@@ -9,7 +9,7 @@ a user can pick for raw evidence, and the baseline every other strategy must bea
 from __future__ import annotations
 
 from ..base import Env, Item, Recollection, RecallRequest, SourceRef
-from ..render import pack_sources
+from ..render import pack_sources, source_ref  # noqa: F401  (source_ref: imported from here too)
 
 RRF_K = 60
 
@@ -76,11 +76,6 @@ def search_sources_named(env: Env, request: RecallRequest, n: int, qv=None, cont
     for i, x in dense:
         parts[i]["cosine"] = x
     return sorted(parts, key=lambda i: -parts[i]["score"]), parts
-
-
-def source_ref(row: dict) -> SourceRef:
-    return SourceRef(id=row["id"], ref=row.get("ref"), session_id=row["session_id"],
-                     speaker=row.get("speaker"), timestamp=row.get("timestamp"), text=row["text"])
 
 
 def finish(packed, parts: dict[str, dict], kind: str = "source") -> tuple[list[Item], list[SourceRef]]:

@@ -41,3 +41,48 @@ def test_a_line_that_closes_the_block_is_defanged_and_not_cited():
 def test_budget_below_the_frame_returns_nothing():
     p = pack_sources([row(1)], budget_tokens=10)
     assert p.context == "" and p.chosen == []
+
+
+def long_row(span=None):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from longtexts import ANSWER
+
+    r = row(9, text=ANSWER, speaker="assistant")
+    if span is not None:
+        r["span"] = span
+    return r
+
+
+def test_a_long_message_is_quoted_as_an_excerpt_around_its_matched_passage():
+    from trimem.strategies.render import source_ref
+
+    r = long_row()
+    at = r["text"].index("heron-stg-2")
+    r["span"] = (at - 300, at + 300)
+    p = pack_sources([r, row(1)], budget_tokens=500)   # the whole answer (5,897 chars) cannot fit
+    assert [c["id"] for c in p.chosen] == ["r9", "r1"] and p.verbatim_ids == {"r1", "r9"}
+    ref = source_ref(p.chosen[0])
+    assert ref.start < at < ref.end and ref.end - ref.start <= 1200
+    assert ref.text == r["text"][ref.start:ref.end]
+    assert ref.text.replace("\n", "\n  ") in p.context            # verbatim, as rendered
+    assert "assistant: … " in p.context and " …\n" in p.context     # marked as an excerpt
+    assert r["text"][ref.start - 1].isspace() and r["text"][ref.end].isspace()   # whole words
+
+
+def test_a_long_message_found_by_no_passage_is_quoted_from_its_start():
+    from trimem.strategies.render import source_ref
+
+    ref = source_ref(long_row())
+    assert ref.start == 0 and 0 < ref.end <= 1200 and ref.text == long_row()["text"][:ref.end]
+
+
+def test_messages_up_to_1600_chars_are_quoted_whole_as_before():
+    from trimem.strategies.render import source_ref
+
+    text = ("word " * 320).strip()
+    p = pack_sources([row(1, text=text)], budget_tokens=2000)
+    ref = source_ref(p.chosen[0])
+    assert (ref.start, ref.end, ref.text) == (None, None, text) and text in p.context
