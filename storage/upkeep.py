@@ -117,7 +117,8 @@ class UpkeepMixin:
                 prune = [] if self._closed else [
                     k for k, at in self._prune_at.items() if at <= now and not self._busy(k)]
                 pending = any(c for c, _ in self._commits.values())
-                if self._closed or (wait <= 0 and not pending and not self._prune_at):
+                running = bool(self._optimizing)   # a compaction that will set a prune time
+                if self._closed or (wait <= 0 and not (pending or running or self._prune_at)):
                     self._idle_thread = None
                     return
                 for k in kinds:
@@ -125,7 +126,7 @@ class UpkeepMixin:
                 for k in kinds + prune:
                     self._optimizing.add(k)
                     self._prune_at.pop(k, None)
-                sleep = wait if wait > 0 else 0.2 if pending else float("inf")
+                sleep = wait if wait > 0 else 0.2 if pending else 0.5 if running else float("inf")
                 sleep = max(0.2, min([sleep, *(at - now for at in self._prune_at.values())]))
             for k in kinds:
                 self._optimize_now(k)
