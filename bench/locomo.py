@@ -276,7 +276,7 @@ def run(args) -> dict:
             gold, d = norm_evidence(qa.get("evidence", []), set(texts))
             dropped += d
             dropped_questions += not gold
-            if gold:
+            if gold and not (args.max_questions and len(qas) >= args.max_questions):
                 qas.append((qa, gold))
         n_q += len(qas)
         for mode in modes:
@@ -357,6 +357,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--strategies", default="plain,auto")
     ap.add_argument("--budget", default="2000", help="one or more, comma-separated")
     ap.add_argument("--convs", default="", help="e.g. 26,30 (default: all in --data)")
+    ap.add_argument("--max-questions", type=int, default=0,
+                    help="ask only the first N (scored) questions of each conversation")
     ap.add_argument("--home", default="", help="store folder (default: a new temp folder)")
     ap.add_argument("--json", default="", help="also write the results here")
     ap.add_argument("--reuse", action="store_true",
