@@ -6,9 +6,10 @@ On a store the LoCoMo benchmark built (``--home``, namespace = conversation), ea
 ``--n`` questions of ``--conv`` is recalled once per strategy (after one warm-up recall each),
 through the ``recall`` tool (``tool``: the tool layer, its recall log included) and through the
 strategy alone (``strategy``). Counted per recall: every call of a ``Space`` method, calls the
-methods make to each other included (the class's methods are wrapped for the run), and the
-distinct ``trimem`` modules whose code ran (``sys.setprofile`` in every thread; auto's voter
-pool is restarted so its threads are profiled too). Reports means and the most-called methods.
+methods make to each other included (the class's methods are wrapped for the run), the calls
+made from outside ``Space`` (``outer``: what the callers ask of it; ``top_calls`` lists those),
+and the distinct ``trimem`` modules whose code ran (``sys.setprofile`` in every thread; auto's
+voter pool is restarted so its threads are profiled too).
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from pathlib import Path
 
 
 class Counting:
-    """Wraps every method of a class for the run; ``calls`` counts them by name."""
+    """Wraps every method of a class for the run; ``calls`` counts them by name, ``outer`` only
+    the calls made from outside the class (what the strategies ask of it)."""
 
     def __init__(self, cls):
-        self.cls, self.calls, self.saved = cls, Counter(), {}
+        self.cls, self.calls, self.outer, self.saved = cls, Counter(), Counter(), {}
         self.lock = threading.Lock()
+        self.depth = threading.local()
         for klass in cls.__mro__[:-1]:
             for name, fn in vars(klass).items():
                 if (name.startswith("__") or not callable(fn) or name in self.saved
@@ -40,9 +43,16 @@ class Counting:
     def _wrap(self, name, fn):
         @functools.wraps(fn)
         def counted(*a, **kw):
+            d = getattr(self.depth, "n", 0)
             with self.lock:
                 self.calls[name] += 1
-            return fn(*a, **kw)
+                if d == 0:
+                    self.outer[name] += 1
+            self.depth.n = d + 1
+            try:
+                return fn(*a, **kw)
+            finally:
+                self.depth.n = d
         return counted
 
     def restore(self):
@@ -100,7 +110,7 @@ def run(args) -> dict:
     for s in args.strategies.split(","):
         recall(rt, warm, s, name, args.budget)
         for layer in ("tool", "strategy"):
-            per_calls, per_mods, by_name = [], [], Counter()
+            per_calls, per_outer, per_mods, by_name = [], [], [], Counter()
             for q in qs:
                 env = rt.env(name)
                 counting = Counting(Space)
@@ -114,11 +124,13 @@ def run(args) -> dict:
                     mods.on = False
                     counting.restore()
                 per_calls.append(sum(counting.calls.values()))
+                per_outer.append(sum(counting.outer.values()))
                 per_mods.append(len(mods.seen))
-                by_name.update(counting.calls)
+                by_name.update(counting.outer)
             out[f"{s} {layer}"] = {
                 "space_calls_mean": round(statistics.mean(per_calls), 1),
                 "space_calls_max": max(per_calls),
+                "outer_calls_mean": round(statistics.mean(per_outer), 1),
                 "modules_mean": round(statistics.mean(per_mods), 1),
                 "top_calls": {k: round(v / len(qs), 1) for k, v in by_name.most_common(8)}}
     rt.close()
