@@ -20,6 +20,7 @@ trimem.bench.realtalk``): the folder's files say which data set it is, and
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import re
@@ -253,15 +254,17 @@ def run(args) -> dict:
     consolidation: dict[str, dict] = {}
     cats = dataset(Path(args.data))[1]
     done: list[str] = []
+    hashes: dict[str, list[str]] = {}
 
     def report(partial: bool) -> dict:
-        return {"date": datetime.now().strftime("%Y-%m-%d"), "questions": n_q, "options": options,
+        return ({"date": datetime.now().strftime("%Y-%m-%d"), "questions": n_q, "options": options,
                 "evidence_dropped": dropped, "questions_dropped": dropped_questions,
                 "turns": n_turns, "categories": cats, "conversations": done, "partial": partial,
                 "ingest_turns_per_s": round(n_turns / t_ingest, 1) if n_turns else None,
                 "results": {label(*k): summarise(rows, cats) | abstain_rates(rows, off_abstain[k])
                             for k, rows in results.items() if rows},
                 "curated": args.curated, "consolidation": consolidation}
+                | ({"context_sha1": hashes} if args.hash_contexts else {}))
 
     for name, raw in load(Path(args.data), args.convs):
         conv = raw.get("conversation", raw)
@@ -273,7 +276,7 @@ def run(args) -> dict:
             gold, d = norm_evidence(qa.get("evidence", []), set(texts))
             dropped += d
             dropped_questions += not gold
-            if gold:
+            if gold and not (args.max_questions and len(qas) >= args.max_questions):
                 qas.append((qa, gold))
         n_q += len(qas)
         for mode in modes:
@@ -297,6 +300,9 @@ def run(args) -> dict:
                         r = score(out, gold, texts, str(qa.get("answer", "")), b)
                         results[(s, b, mode)].append(r | {"cat": qa["category"], "ms": ms,
                                                           "kind": kind})
+                        if args.hash_contexts:   # to compare two runs question by question
+                            hashes.setdefault(label(s, b, mode), []).append(
+                                hashlib.sha1(out.context.encode()).hexdigest()[:12])
             for q in off_q:   # questions this memory cannot answer: a recall should abstain
                 for s in strategies:
                     for b in budgets:
@@ -351,6 +357,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--strategies", default="plain,auto")
     ap.add_argument("--budget", default="2000", help="one or more, comma-separated")
     ap.add_argument("--convs", default="", help="e.g. 26,30 (default: all in --data)")
+    ap.add_argument("--max-questions", type=int, default=0,
+                    help="ask only the first N (scored) questions of each conversation")
     ap.add_argument("--home", default="", help="store folder (default: a new temp folder)")
     ap.add_argument("--json", default="", help="also write the results here")
     ap.add_argument("--reuse", action="store_true",
@@ -367,6 +375,9 @@ def main(argv: list[str] | None = None) -> None:
                          "asked in every namespace: reports how often each strategy abstains")
     ap.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                     help="strategy option passed to every recall (e.g. hops=2), repeatable")
+    ap.add_argument("--hash-contexts", action="store_true",
+                    help="also write each question's context hash (per strategy@budget, in "
+                         "question order) to --json, to compare two runs exactly")
     args = ap.parse_args(argv)
     out = run(args)
     if args.json:

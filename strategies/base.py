@@ -85,6 +85,7 @@ class Env:
     embed_query: Callable[[str], Any]  # str -> np.ndarray (dim,)
     embed: Callable[[list[str]], Any]  # list[str] -> np.ndarray (n, dim)
     llm: Any = None                    # trimem.providers.base.LLM or None
+    turns: Any = None                  # strategies.search.TurnSearch that auto shares, or None
 
 
 @runtime_checkable

@@ -55,13 +55,13 @@ def calibration(ns, space) -> dict | None:
     return cal if cal["sd"] > 0 else None
 
 
-def evidence(space, query: str, qv, where: str | None) -> tuple[float | None, list[str]]:
-    """The best turn's cosine and the texts of the top turns of both searches (through auto's
-    shared view these are the searches the voters already ran)."""
-    dense = space.vector_sources(qv, TOP, where)
-    lexical = space.fts_sources(query, TOP, where)
+def evidence(turns) -> tuple[float | None, list[str]]:
+    """The best turn's cosine and the texts of the top turns of both searches of the recall's
+    ``search.TurnSearch`` (in a fusion, the searches the voters already ran)."""
+    dense = turns.dense(TOP)
+    lexical = turns.lexical(TOP)
     ids = list(dict.fromkeys([i for i, _ in dense] + [i for i, _ in lexical]))
-    return (dense[0][1] if dense else None), [r["text"] for r in space.get_sources(ids)]
+    return (dense[0][1] if dense else None), [r["text"] for r in turns.rows(ids)]
 
 
 def coverage(query: str, texts: list[str]) -> float:

@@ -28,15 +28,15 @@ import time
 from dataclasses import replace
 
 from ..base import Env, Item, Recollection, RecallRequest
-from ..plain.strategy import source_ref
 from ..render import pack_sources
+from ..search import TurnSearch, source_ref
 from . import fitted
 from .features import features
 from .fusion import fuse
-from .relevance import coverage, evidence, judge
-from .shared import DEPTH, SharedSpace
+from .relevance import TOP, coverage, evidence, judge
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
+DEPTH = 200   # the deepest turn search among the voters (wiki's ``n_turns``), run once for all
 PLAIN_FRESH = 1.0   # plain's least weight while sessions of the namespace await curation
 log = logging.getLogger(__name__)
 
@@ -73,17 +73,16 @@ class AutoStrategy:
             out.route_reason = f"auto → plain: {why}"
             out.trace["route"] = {"kind": kind, "features": _show(f), "voters": ["plain"],
                                   "ready": ready}
-            where = env.space.time_filter(request.since, request.until)
-            return _judged(env, out, *evidence(env.space, request.query,
-                                                     env.embed_query(request.query), where),
+            return _judged(env, out, *evidence(TurnSearch(env, request, TOP)),
                            request.query)
 
         sub = RecallRequest(query=request.query, budget_tokens=max(1, int(request.budget_tokens * expand)),
                             since=request.since, until=request.until)
         qv = env.embed_query(request.query)   # once, not once per voter
-        view = SharedSpace(env.space, request.query, qv, env.space.time_filter(sub.since, sub.until),
-                           depth=int(opt.get("share_depth", DEPTH)))
-        shared = replace(env, space=view, embed_query=lambda text: qv if text == request.query
+        # the turn search and row reads every voter starts from, run once at the deepest depth
+        # any voter asks for and handed to each (``share_depth=0``: the comparison without it)
+        turns = TurnSearch(env, sub, int(opt.get("share_depth", DEPTH)), qv)
+        shared = replace(env, turns=turns, embed_query=lambda text: qv if text == request.query
                          else env.embed_query(text))
         runs, failed, ms = _run_voters(shared, sub, voters)
         if not runs:   # every voter failed: the plain path reports its own error, if any
@@ -92,10 +91,10 @@ class AutoStrategy:
         rankings = {s: ranked_sources(out) for s, out in runs.items()}
         fused = fuse(rankings, {s: weights[s] for s in voters}, k)
         if waiting and "plain" in rankings:
-            fused = _lift_fresh(fused, rankings["plain"], view, waiting,
+            fused = _lift_fresh(fused, rankings["plain"], turns, waiting,
                                 {s: weights[s] for s in voters}, k)
         info = {sid: (score, ranks) for sid, score, ranks in fused}
-        rows = view.get_sources([sid for sid, _, _ in fused])
+        rows = turns.rows([sid for sid, _, _ in fused])
         packed = pack_sources(rows, request.budget_tokens, by_rank=True)
         items = [Item(id=r["id"], kind="source", text=r["text"], role="evidence",
                       score=round(info[r["id"]][0], 6), timestamp=r.get("timestamp"),
@@ -109,7 +108,7 @@ class AutoStrategy:
                       "ready": ready, "uncurated_sessions": fresh, "fit": fit["summary"]},
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
                                "abstain": out.abstain, "ms": ms[s]} for s, out in runs.items()},
-            "shared": dict(view.hits),
+            "shared": dict(turns.hits),
             "failed": failed,
             "chosen": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "ranks": info[r["id"]][1],
                         "why": "highest fused score that fit"} for r in packed.chosen],
@@ -127,8 +126,7 @@ class AutoStrategy:
             reason += f"; left out after an error: {', '.join(failed)}"
         out = Recollection(context=packed.context, items=items, sources=sources,
                            abstain=not packed.chosen, route_reason=reason, trace=trace)
-        return _judged(env, out, *evidence(view, request.query, qv, view.where),
-                       request.query)
+        return _judged(env, out, *evidence(turns), request.query)
 
 
 def _judged(env: Env, out: Recollection, best_cosine: float | None, texts: list[str],
@@ -143,12 +141,13 @@ def _judged(env: Env, out: Recollection, best_cosine: float | None, texts: list[
     return out
 
 
-def _lift_fresh(fused, plain_rank: list[str], view, waiting: set[str], weights: dict, k: float):
+def _lift_fresh(fused, plain_rank: list[str], turns: TurnSearch, waiting: set[str],
+                weights: dict, k: float):
     """Turns of sessions awaiting curation are seen by plain alone: the other voters cannot rank
     them, which fusion would read as votes against. Such a turn also gets the heaviest other
     voter's weight at plain's rank, as if that one voter agreed with plain (counting all of them
     would put fresh turns above curated turns the voters agree on). Curated turns keep theirs."""
-    sess = {r["id"]: r["session_id"] for r in view.get_sources(plain_rank)}
+    sess = {r["id"]: r["session_id"] for r in turns.rows(plain_rank)}
     pos = {i: n for n, i in enumerate(plain_rank, start=1)}
     extra = max((w for s, w in weights.items() if s != "plain"), default=0.0)
     out = []

@@ -7,8 +7,8 @@ contract is a budgeted context whose quoted sources must be verbatim):
 
 * Each search is fused with BM25 over the same texts by reciprocal rank fusion (option
   ``fts=0`` turns it off; bench/README.md shows what it adds).
-* The raw evidence is chosen by one weighted RRF over four rankings of source turns: plain's BM25
-  and dense turn searches, the turns cited by the ranked tuples, and the turns of the ranked
+* The raw evidence is chosen by one weighted RRF over four rankings of source turns: the BM25
+  and dense turn searches (``search.search_turns``, without the name-free variant), the turns cited by the ranked tuples, and the turns of the ranked
   episodes (round-robin, each episode's turns by cosine to the query, ``per_episode`` of them).
   Weights: options ``w_bm25``, ``w_dense``, ``w_fact``, ``w_episode``.
 * A share ``notes`` of the budget (default 0.15) goes to one line per top tuple (with its resolved
@@ -19,10 +19,9 @@ contract is a budgeted context whose quoted sources must be verbatim):
 from __future__ import annotations
 
 from ..base import Env, RecallRequest
-from ..plain.strategy import search_sources
 from ..frame import CLOSE, OPEN, one_line, shown
+from ..search import ranked_lists, rrf, search_turns, turn_search
 
-RRF_K = 60
 DEFAULTS = {"k": 10, "fts": 1, "notes": 0.15, "per_episode": 3, "candidates": 100,
             "w_bm25": 1.0, "w_dense": 1.0, "w_fact": 1.0, "w_episode": 0.5, "max_notes": 12}
 
@@ -30,17 +29,6 @@ DEFAULTS = {"k": 10, "fts": 1, "notes": 0.15, "per_episode": 3, "candidates": 10
 def opts(request: RecallRequest) -> dict:
     out = dict(DEFAULTS)
     out.update({k: v for k, v in request.options.items() if k in DEFAULTS})
-    return out
-
-
-def wrrf(rankings: dict[str, list[str]], weights: dict[str, float]) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    for name, ids in rankings.items():
-        w = weights.get(name, 1.0)
-        for rank, i in enumerate(dict.fromkeys(ids), start=1):
-            e = out.setdefault(i, {"score": 0.0})
-            e["score"] += w / (RRF_K + rank)
-            e[f"{name}_rank"] = rank
     return out
 
 
@@ -65,12 +53,12 @@ def search_memories(env: Env, request: RecallRequest, qv, kind: str, n: int, fts
         except Exception:  # a missing/partial FTS index must not fail a recall
             lexical = []
         lists["bm25"] = [r["id"] for r in lexical]
-    parts = wrrf(lists, {})
+    parts = rrf(lists)
     for i, s in dense:
         parts[i]["cosine"] = round(s, 4)
     for r in lexical:
         parts[r["id"]]["bm25"] = round(r["bm25"], 4)
-    order = sorted(parts, key=lambda i: -parts[i]["score"])
+    order = list(parts)
     rows = [r for r in space.get_memories(order) if _in_range(r.get("timestamp"), request)]
     for r in rows:  # a survivor of a merge still quotes the turns of the rows it absorbed
         extra = [s for a in (r.get("lineage") or {}).get("absorbed", []) for s in a["source_ids"]]
@@ -147,17 +135,15 @@ def with_notes(context: str, notes: str) -> str:
 
 
 def candidate_sources(env: Env, request: RecallRequest, o: dict, episodes, facts, qv):
-    order, parts = search_sources(env, request, int(o["candidates"]))
-    rankings = {"bm25": [i for i in order if "bm25_rank" in parts[i]],
-                "dense": [i for i in order if "dense_rank" in parts[i]],
-                "fact": [s for f in facts for s in f["source_ids"]],
-                "episode": episode_turns(env, episodes, qv, int(o["per_episode"]))}
-    rankings["bm25"].sort(key=lambda i: parts[i]["bm25_rank"])
-    rankings["dense"].sort(key=lambda i: parts[i]["dense_rank"])
+    n = int(o["candidates"])
+    turns = turn_search(env, request, n, qv)
+    order, parts = search_turns(env, request, n, names=False, turns=turns)
+    rankings = ranked_lists(parts, ("bm25", "dense"))
+    rankings["fact"] = [s for f in facts for s in f["source_ids"]]
+    rankings["episode"] = episode_turns(env, episodes, qv, int(o["per_episode"]))
     weights = {n: float(o[f"w_{n}"]) for n in rankings}
-    fused = wrrf(rankings, weights)
+    fused = rrf(rankings, weights=weights)
     for i, p in parts.items():
-        fused[i].update({k: v for k, v in p.items() if k in ("bm25", "cosine")})
-    ranked = sorted(fused, key=lambda i: -fused[i]["score"])
-    rows = [r for r in env.space.get_sources(ranked) if _in_range(r.get("timestamp"), request)]
+        fused[i].update({k: round(v, 4) for k, v in p.items() if k in ("bm25", "cosine")})
+    rows = [r for r in turns.rows(list(fused)) if _in_range(r.get("timestamp"), request)]
     return rows, fused

@@ -9,7 +9,7 @@ written so far (sessions not yet curated are still found through their raw turns
 from __future__ import annotations
 
 from ..base import Env, Item, Recollection, RecallRequest
-from ..plain.strategy import source_ref
+from ..search import source_ref
 from ..render import pack_sources
 from . import retrieve as R
 
@@ -51,7 +51,7 @@ class HybridStrategy:
         kept_ids = {row["id"] for _, row in kept}
         trace = {
             "method": f"top-{k} episodes + top-{2 * k} tuples (dense{' + BM25' if fts else ''}, RRF)"
-                      "; their turns fused with plain's turn search by weighted RRF",
+                      "; their turns fused with the BM25 + dense turn search by weighted RRF",
             "options": o,
             "episodes": [self._mem_trace(r, ep_parts, kept_ids, quoted) for r in episodes],
             "facts": [self._mem_trace(r, fa_parts, kept_ids, quoted) for r in facts],

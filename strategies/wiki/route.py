@@ -108,8 +108,10 @@ def route_pages(space, qv: np.ndarray, query: str, f: dict, t: int) -> list[dict
     return out[:t]
 
 
-def candidates(space, routed: list[dict], direct: bool) -> tuple[list[dict], dict[str, float]]:
-    """C_q (trajectory rows) and each trajectory's summed page support."""
+def candidates(space, routed: list[dict], direct: bool,
+               read=None) -> tuple[list[dict], dict[str, float]]:
+    """C_q (trajectory rows) and each trajectory's summed page support. ``read(ids, columns)``
+    reads trajectory rows (default: from ``space``; wiki's recall passes its per-recall reads)."""
     support: dict[str, float] = {}
     if not direct:
         for x in routed:
@@ -117,13 +119,17 @@ def candidates(space, routed: list[dict], direct: bool) -> tuple[list[dict], dic
                 continue
             for tid in x["page"]["trajectory_ids"]:
                 support[tid] = support.get(tid, 0.0) + x["parts"]["S_p"]
-        read = sorted(support, key=lambda t: (-support[t], t))[:MAX_CANDIDATES]
-        rows = space.rows(TRAJ, eq={"id": sorted(read)}, columns=TRAJ_COLS) if read else []
+        ids = sorted(support, key=lambda t: (-support[t], t))[:MAX_CANDIDATES]
+        rows = ((read or _read(space))(sorted(ids), TRAJ_COLS)) if ids else []
     else:
         rows = space.rows(TRAJ, columns=TRAJ_COLS)
     for r in rows:
         r["vector"] = np.asarray(r["vector"], dtype=np.float32)
     return rows, support
+
+
+def _read(space):
+    return lambda ids, columns: space.rows(TRAJ, eq={"id": ids}, columns=columns)
 
 
 def base_scores(rows, support, qv, f, turn_score: dict[str, float]) -> dict[str, dict]:

@@ -5,8 +5,9 @@ trajectory and supported by the wiki. Exact choice (tuned coarsely on the LoCoMo
               + 0.3 * route(T(i))
     base(i) = fused(i) / max fused + 0.1 * cos(q, i) + 0.2 * inv(i)
 
-fused = BM25 + dense reciprocal rank fusion with k = 20 (sharper than plain's 60, so a strong
-hit keeps its lead over smoothed neighbours); inv(i) = 1 when a claim of turn i is on an
+fused = BM25 + dense (+ the name-free query's dense list) reciprocal rank fusion
+(``search.rrf``) with k = 20 (sharper than plain's 60, so a strong hit keeps its lead over
+smoothed neighbours), normalised by its maximum; inv(i) = 1 when a claim of turn i is on an
 inventory page of a subject the query names with a facet the query has; route(T) = summed S_p
 of routed pages linking T / max. For list/count queries a turn's score drops by 0.02 per turn
 of its trajectory already ranked (complementary evidence first).
@@ -16,28 +17,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..search import ranked_lists, rrf
+
 RRF_K = 20
 POOL_HITS, POOL_ROUTED = 100, 40
 W = {"content": 1.0, "traj": 0.4, "snap": 0.3, "route": 0.3, "cos": 0.1, "inv": 0.2, "list_red": 0.02}
 
 
 def fused_scores(parts: dict[str, dict], k: int = RRF_K) -> dict[str, float]:
-    s = {}
-    for i, p in parts.items():
-        v = 0.0
-        if "bm25_rank" in p:
-            v += 1.0 / (k + p["bm25_rank"])
-        if "dense_rank" in p:
-            v += 1.0 / (k + p["dense_rank"])
-        if "content_rank" in p:   # the name-free query's dense list (search_sources_named)
-            v += W["content"] / (k + p["content_rank"])
-        s[i] = v
+    """The turn search's lists fused again with wiki's k, each score over the best one."""
+    lists = ranked_lists(parts, ("bm25", "dense", "content"))
+    s = {i: p["score"] for i, p in rrf(lists, k=k, weights={"content": W["content"]}).items()}
     top = max(s.values(), default=0.0) or 1.0
     return {i: v / top for i, v in s.items()}
 
 
 def score_turns(space, qv, f: dict, parts: dict, support: dict[str, float],
-                m) -> tuple[list[str], dict]:
+                m, vectors=None) -> tuple[list[str], dict]:
     """The pool scored: the searched turns, every turn of a trajectory holding one of the best
     of them or among the best routed to (``support``), and the turns with an inventory claim the query asks about. Other
     turns would score at most the smoothing of their own weak cosine (< 0.2 of a top hit), below
@@ -53,7 +49,7 @@ def score_turns(space, qv, f: dict, parts: dict, support: dict[str, float],
     routed = sorted(support, key=lambda t: (-support[t], t))[:POOL_ROUTED]
     trajs = {t_of[i] for i in best if i in t_of} | set(routed)
     pool = set(parts) | set(inv) | {i for t in trajs for i in m.members.get(t, ())}
-    vecs = space.source_vectors(sorted(pool))
+    vecs = (vectors or space.source_vectors)(sorted(pool))
     fused = fused_scores(parts)
     base = {i: fused.get(i, 0.0) + W["cos"] * float(qv @ vecs[i]) + W["inv"] * inv.get(i, 0.0)
             for i in pool if i in vecs}

@@ -10,18 +10,17 @@ insufficient the recollection says ``abstain`` (its context is still returned).
 
 Options (``request.options``): ``t`` (15), ``k`` (15), ``routing`` ("wiki" | "direct"),
 ``candidates`` (turn search depth, 200), ``retry`` (1/0), ``strip_names`` (1/0: search a query
-that names speakers without their names, ``plain.search_sources_named``), ``content_dense`` (1.0).
+that names speakers without their names, ``search.search_turns``), ``content_dense`` (1.0).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 
 from ..base import Env, Item, Recollection, RecallRequest
-from ..plain.strategy import search_sources, search_sources_named, source_ref
 from ..render import pack_sources
+from ..search import RRF_K, search_turns, source_ref, turn_search
 from . import evidence as ev, route, scoring, store, turnmap
 from .curate import curate_session, forget_sources, state_of
 from .explain import explain_id
@@ -77,33 +76,34 @@ class WikiStrategy:
     # -- recall ---------------------------------------------------------------------------
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
         store.ensure(env.space)
-        env = replace(env, space=_Reads(env.space))
         opt = request.options
         t, k = int(opt.get("t", self.t)), int(opt.get("k", self.k))
         direct = opt.get("routing", "wiki") == "direct"
         qv = env.embed_query(request.query)
         n = int(opt.get("candidates", self.n_turns))
-        if int(opt.get("strip_names", 1)):   # named speakers: see plain.search_sources_named
-            order, parts = search_sources_named(env, request, n, qv,
-                                                float(opt.get("content_dense", 1.0)))
-        else:
-            order, parts = search_sources(env, request, n)
+        turns = turn_search(env, request, n, qv)
+        reads = _Reads(env.space, turns)
+        order, parts = search_turns(   # named speakers: see search.search_turns
+            env, request, n, names=bool(int(opt.get("strip_names", 1))),
+            content_w=float(opt.get("content_dense", 1.0)), k=int(opt.get("rrf_k", RRF_K)),
+            turns=turns)
         fused = {i: p["score"] for i, p in parts.items()}
-        first = self._attempt(env, request, request.query, qv, fused, order, t, k, direct, parts)
+        first = self._attempt(env, reads, request, request.query, qv, fused, order, t, k, direct,
+                              parts)
         final, retry = first, None
         if not first["suff"]["sufficient"] and int(opt.get("retry", 1)):
             hint = ev.hints(first["f"], first["chosen"], first["suff"])
             q2 = request.query + (" " + " ".join(hint) if hint else "")
             qv2 = ev.mean_vec([qv, env.embed_query(q2)])
-            second = self._attempt(env, request, q2, qv2, fused, order, 2 * t, k, direct, parts,
-                                   judge=first["f"])
+            second = self._attempt(env, reads, request, q2, qv2, fused, order, 2 * t, k, direct,
+                                   parts, judge=first["f"])
             retry = {"hints": hint, "query": q2, "t": 2 * t, "sufficiency": second["suff"],
                      "used": second["score"] > first["score"]}
             if retry["used"]:
                 final = second
         return self._finish(env, request, final, first, retry, t, k, direct, parts)
 
-    def _attempt(self, env, request, query, qv, fused, order, t, k, direct, parts=None,
+    def _attempt(self, env, reads, request, query, qv, fused, order, t, k, direct, parts=None,
                  judge=None) -> dict:
         """One routing + evidence pass. ``judge``: the features sufficiency is judged against
         (the retry's are the original query's, so its hint words, which the evidence it finds
@@ -111,18 +111,18 @@ class WikiStrategy:
         space = env.space
         f = route.query_features(query, self._ref_time(space))
         routed = [] if direct else route.route_pages(space, qv, query, f, t)
-        rows, support = route.candidates(space, routed, direct)
+        rows, support = route.candidates(space, routed, direct, reads.trajectories)
         scores = route.base_scores(rows, support, qv, f, fused)
         chosen = route.select(rows, scores, f, k)
         maps = turnmap.turn_maps(state_of(env.ns).maps, space)
-        order2, sc = scoring.score_turns(space, qv, f, parts, support, maps)
+        order2, sc = scoring.score_turns(space, qv, f, parts, support, maps, reads.vectors)
         rel = {i: round(sc["parts"][i]["score"], 4) for i in order2}
         owner = {i: sc["t_of"].get(i) for i in order2}
         sel = {c["row"]["id"] for c in chosen}
         why = {i: ("selected trajectory " if owner.get(i) in sel else "trajectory ") +
                f"{owner.get(i)}: " + ", ".join(f"{k2}={v:.3f}" for k2, v in sc["parts"][i].items())
                for i in order2[:120]}
-        rows_src = [r for r in space.get_sources(order2[:200]) if request.in_window(r["timestamp"])]
+        rows_src = [r for r in reads.turns.rows(order2[:200]) if request.in_window(r["timestamp"])]
         packed = pack_sources(rows_src, request.budget_tokens)
         suff = ev.sufficiency(judge or f, chosen, packed.chosen)
         return {"f": f, "routed": routed, "rows": rows, "scores": scores, "chosen": chosen,
@@ -179,30 +179,28 @@ class WikiStrategy:
 
 
 class _Reads:
-    """One recall's view of the space: the retry (``_attempt`` again with twice the pages) scores
-    mostly the same trajectories and turns, so their rows and vectors are read once per recall.
-    Nothing is kept after the recall; everything else goes to the real space."""
+    """One recall's reads, passed to both attempts: the retry (``_attempt`` again with twice the
+    pages) scores mostly the same trajectories and turns, so their rows and vectors are read once
+    per recall; ``turns`` is the recall's turn search and source rows (``search.TurnSearch``,
+    shared with ``auto``'s other voters when auto asks). Nothing is kept after the recall."""
 
-    def __init__(self, space):
-        self._space, self._vecs, self._trajs = space, {}, {}
+    def __init__(self, space, turns):
+        self.space, self.turns = space, turns
+        self._vecs: dict = {}
+        self._trajs: dict[tuple, dict] = {}
 
-    def __getattr__(self, name):
-        return getattr(self._space, name)
-
-    def source_vectors(self, ids: list[str]) -> dict:
+    def vectors(self, ids: list[str]) -> dict:
+        """Source vectors of ``ids`` (``Space.source_vectors``), each read once."""
         miss = [i for i in ids if i not in self._vecs]
         if miss:
-            self._vecs.update(self._space.source_vectors(miss))
+            self._vecs.update(self.space.source_vectors(miss))
         return {i: self._vecs[i] for i in ids if i in self._vecs}
 
-    def rows(self, kind: str, *args, **kw) -> list[dict]:
-        ids = (kw.get("eq") or {}).get("id")
-        if (kind != store.TRAJ or args or not isinstance(ids, list)
-                or set(kw) - {"eq", "columns"} or set(kw["eq"]) != {"id"}):
-            return self._space.rows(kind, *args, **kw)
-        got = self._trajs.setdefault(tuple(kw.get("columns") or ()), {})
+    def trajectories(self, ids: list[str], columns: list[str]) -> list[dict]:
+        """Trajectory rows of ``ids`` with ``columns``, each read once (the same row objects)."""
+        got = self._trajs.setdefault(tuple(columns), {})
         miss = [i for i in ids if i not in got]
         if miss:
             got.update((r["id"], r) for r in
-                       self._space.rows(kind, eq={"id": miss}, columns=kw.get("columns")))
+                       self.space.rows(store.TRAJ, eq={"id": miss}, columns=columns))
         return [got[i] for i in ids if i in got]

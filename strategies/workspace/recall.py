@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from ..base import Item, Recollection, RecallRequest
-from ..plain.strategy import search_sources_named, source_ref
 from ..frame import CLOSE, OPEN, one_line
+from ..search import search_turns, source_ref, turn_search
 from . import roles
 from ..speakers import speaker_match
 from .select import greedy, kernel, path_costs, priorities, propagate
@@ -73,13 +73,15 @@ def _seeds(env, request, s, snap, scheme, qv):
 
 
 def _search(env, request, qv, n, snap, s):
-    """``plain.search_sources_named`` with the query vector already computed and the speakers of
-    all dense hits read from the snapshot's cached rows; ``strip_names=0`` is the plain search.
+    """``search.search_turns`` with the query vector already computed and the speakers of
+    all dense hits read from the snapshot's cached rows; ``strip_names=0`` searches the query
+    as it is.
     Every source vector embeds "speaker: text", so the query's name pulls the first dense list
     towards all of that speaker's turns; the name-free list ranks by what is asked about."""
-    return search_sources_named(
-        env, request, n, qv, s["content_dense"], strip=bool(s["strip_names"]),
-        speaker_rows=lambda ids: list(snap.unit_rows(env.space, ids)[0].values()))
+    return search_turns(
+        env, request, n, names=bool(s["strip_names"]), content_w=s["content_dense"],
+        speaker_rows=lambda ids: list(snap.unit_rows(env.space, ids)[0].values()),
+        turns=turn_search(env, request, n, qv))
 
 
 def workspace_recall(env, request: RecallRequest, s: dict, snap, scheme: str, t0: float) -> Recollection:
@@ -105,7 +107,8 @@ def workspace_recall(env, request: RecallRequest, s: dict, snap, scheme: str, t0
             thread_of.append(t)
             pos.append(1.0 - i / max(len(src) - 1, 1))
     rows, vecs = snap.unit_rows(env.space, unit_ids)
-    keep = [i for i, u in enumerate(unit_ids) if u in rows and u in vecs and _in_time(rows[u], request)]
+    keep = [i for i, u in enumerate(unit_ids)
+            if u in rows and u in vecs and request.in_window(rows[u].get("timestamp"))]
     unit_ids = [unit_ids[i] for i in keep]
     thread_of = [thread_of[i] for i in keep]
     pos = np.array([pos[i] for i in keep])
@@ -210,9 +213,3 @@ def workspace_recall(env, request: RecallRequest, s: dict, snap, scheme: str, t0
                                      f"neighbourhood (H={s['hops']}), {n} candidates, "
                                      f"{len(chosen)} units from {len(used_threads)} threads")
 
-
-def _in_time(row: dict, request: RecallRequest) -> bool:
-    ts = row.get("timestamp")
-    if ts is None:
-        return request.since is None and request.until is None
-    return (request.since is None or ts >= request.since) and (request.until is None or ts <= request.until)

@@ -54,7 +54,6 @@ import logging
 import time
 
 from ..base import Env, Recollection, RecallRequest
-from ..plain.strategy import PlainStrategy
 from ..render import OPEN, render, render_line, session_header
 from . import cache, graph
 
@@ -158,7 +157,9 @@ class WorkspaceStrategy:
         snap = cache.snapshot(cache.of(env.ns), env.space)
         scheme = "fixed" if s["fixed_seg"] else "topic"
         if not snap.ids.get(scheme):   # nothing curated yet: raw-turn search keeps recall working
-            out = PlainStrategy().recall(env, request)
+            from ..registry import get
+
+            out = get("plain").recall(env, request)
             out.route_reason = "workspace: no threads curated yet, fell back to plain search"
             return out
         return workspace_recall(env, request, s, snap, scheme, t0)

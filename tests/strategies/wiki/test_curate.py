@@ -235,18 +235,16 @@ def test_one_recalls_reads_are_shared_by_its_attempts(rt):
     space = rt.space("default")
     ids = sorted(r["id"] for r in space.rows(store.TRAJ, columns=["id"]))
     src = [r["id"] for r in space.all_sources()]
-    reads = _Reads(space)
-    assert [r["id"] for r in reads.rows(store.TRAJ, eq={"id": ids[:1]}, columns=TRAJ_COLS)] == ids[:1]
-    both = reads.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)
+    reads = _Reads(space, None)
+    assert [r["id"] for r in reads.trajectories(ids[:1], TRAJ_COLS)] == ids[:1]
+    both = reads.trajectories(ids, TRAJ_COLS)
     assert {r["id"]: str(r) for r in both} == \
         {r["id"]: str(r) for r in space.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
-    vec = reads.source_vectors(src[:2])
-    assert set(vec) == set(src[:2]) and set(reads.source_vectors(src)) == set(src)
+    vec = reads.vectors(src[:2])
+    assert set(vec) == set(src[:2]) and set(reads.vectors(src)) == set(src)
     calls = []
     space_rows, space_vecs = space.rows, space.source_vectors
-    reads._space = type("Spy", (), {"rows": lambda s, *a, **k: calls.append(a) or space_rows(*a, **k),
-                                    "source_vectors": lambda s, i: calls.append(i) or space_vecs(i)})()
-    assert len(reads.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)) == len(ids)
-    assert len(reads.source_vectors(src)) == len(src) and calls == []   # all from this recall's reads
-    reads.rows(store.SNAP, eq={"id": ids})                  # other tables are not kept
-    assert calls == [(store.SNAP,)]
+    reads.space = type("Spy", (), {"rows": lambda s, *a, **k: calls.append(a) or space_rows(*a, **k),
+                                   "source_vectors": lambda s, i: calls.append(i) or space_vecs(i)})()
+    assert len(reads.trajectories(ids, TRAJ_COLS)) == len(ids)
+    assert len(reads.vectors(src)) == len(src) and calls == []   # all from this recall's reads

@@ -63,17 +63,28 @@ def test_named_speaker_query_recalls_the_content_turn(rt):
 
 
 def test_shared_named_search_matches_workspace_and_serves_wiki(rt):
-    """``plain.search_sources_named`` (what wiki searches with) ranks like workspace's own search,
-    and the plain search, with the name left in, does not find the content turn first."""
-    from trimem.strategies.plain.strategy import search_sources, search_sources_named
+    """``search.search_turns`` (what plain and wiki search with) ranks like workspace's own
+    search, and the search with the name left in does not find the content turn first."""
+    from trimem.strategies.search import search_turns
 
     env = rt.env("default")
     req = RecallRequest(query="What sport does Ana do?", budget_tokens=500)
     text = {r["id"]: r["text"] for r in env.space.all_sources()}
-    order, parts = search_sources_named(env, req, 50)
+    order, parts = search_turns(env, req, 50)
     assert "tennis" in text[order[0]] and parts[order[0]]["content_rank"] == 1
     assert [text[i] for i in order[:5]] == _fused(rt, 1)[0][:5]
-    plain_order, _ = search_sources(env, req, 50)
+    plain_order, _ = search_turns(env, req, 50, names=False)
     assert "tennis" not in text[plain_order[0]]
     out = recall(rt, "What sport does Ana do?", "wiki", budget_tokens=200)
     assert out.sources and "tennis" in out.sources[0].text   # its best turn, first accepted
+
+
+def test_plain_is_the_fair_baseline_and_searches_named_speakers(rt):
+    """plain uses the best single-pass search: the named-speaker one, as workspace and wiki do
+    (``strip_names=0`` is the old BM25 + dense search, which ranks Ana's chit-chat first)."""
+    out = recall(rt, "What sport does Ana do?", "plain", budget_tokens=60)
+    assert out.sources and "tennis" in out.sources[0].text
+    assert "speakers it names" in out.route_reason
+    old = recall(rt, "What sport does Ana do?", "plain", budget_tokens=60,
+                 options={"strip_names": 0})
+    assert not any("tennis" in s.text for s in old.sources[:1])

@@ -1,0 +1,158 @@
+"""What one recall touches: ``Space`` method calls and trimem modules entered, per strategy.
+
+    python -m trimem.bench.calls --home STORE --data ../shared/data/locomo --strategies auto,wiki
+
+On a store the LoCoMo benchmark built (``--home``, namespace = conversation), each of the first
+``--n`` questions of ``--conv`` is recalled once per strategy (after one warm-up recall each),
+through the ``recall`` tool (``tool``: the tool layer, its recall log included) and through the
+strategy alone (``strategy``). Counted per recall: every call of a ``Space`` method, calls the
+methods make to each other included (the class's methods are wrapped for the run), the calls
+made from outside ``Space`` (``outer``: what the callers ask of it; ``top_calls`` lists those),
+and the distinct ``trimem`` modules whose code ran (``sys.setprofile`` in every thread; auto's
+voter pool is restarted so its threads are profiled too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import statistics
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+
+class Counting:
+    """Wraps every method of a class for the run; ``calls`` counts them by name, ``outer`` only
+    the calls made from outside the class (what the strategies ask of it)."""
+
+    def __init__(self, cls):
+        self.cls, self.calls, self.outer, self.saved = cls, Counter(), Counter(), {}
+        self.lock = threading.Lock()
+        self.depth = threading.local()
+        for klass in cls.__mro__[:-1]:
+            for name, fn in vars(klass).items():
+                if (name.startswith("__") or not callable(fn) or name in self.saved
+                        or isinstance(fn, (staticmethod, classmethod))):
+                    continue
+                self.saved[name] = getattr(cls, name) if name in vars(cls) else None
+                setattr(cls, name, self._wrap(name, fn))
+
+    def _wrap(self, name, fn):
+        @functools.wraps(fn)
+        def counted(*a, **kw):
+            d = getattr(self.depth, "n", 0)
+            with self.lock:
+                self.calls[name] += 1
+                if d == 0:
+                    self.outer[name] += 1
+            self.depth.n = d + 1
+            try:
+                return fn(*a, **kw)
+            finally:
+                self.depth.n = d
+        return counted
+
+    def restore(self):
+        for name, fn in self.saved.items():
+            if fn is None:
+                delattr(self.cls, name)
+            else:
+                setattr(self.cls, name, fn)
+
+
+class Modules:
+    """The trimem modules whose functions were entered while active (all threads)."""
+
+    def __init__(self):
+        self.seen: set[str] = set()
+        self.on = False
+
+    def profile(self, frame, event, arg):
+        if self.on and event == "call":
+            name = frame.f_globals.get("__name__", "")
+            if name.startswith("trimem.") and not name.startswith("trimem.bench"):
+                self.seen.add(name)
+
+    def install(self):
+        sys.setprofile(self.profile)
+        threading.setprofile(self.profile)
+
+
+def restart_auto_pool():
+    """New voter threads, started after ``threading.setprofile`` (a pool that already exists
+    keeps unprofiled threads)."""
+    from ..strategies.auto import strategy as auto
+
+    if getattr(auto, "_POOL", None) is not None:
+        auto._POOL = None
+
+
+def run(args) -> dict:
+    from ..server.settings import Settings
+    from ..storage.space import Space
+    from ..strategies.base import RecallRequest
+    from ..strategies.registry import get
+    from ..tools.recall import recall
+    from ..tools.runtime import Runtime
+    from .locomo import load
+
+    rt = Runtime(Settings(home=args.home).to_config())
+    name, raw = next(iter(load(Path(args.data), args.conv)))
+    qs = [qa["question"] for qa in raw["qa"]][: args.n + 1]
+    warm, qs = qs[0], qs[1:]
+    mods = Modules()
+    mods.install()
+    restart_auto_pool()
+    out = {"conversation": name, "questions": len(qs), "budget": args.budget}
+    for s in args.strategies.split(","):
+        recall(rt, warm, s, name, args.budget)
+        for layer in ("tool", "strategy"):
+            per_calls, per_outer, per_mods, by_name = [], [], [], Counter()
+            for q in qs:
+                env = rt.env(name)
+                counting = Counting(Space)
+                mods.seen, mods.on = set(), True
+                try:
+                    if layer == "tool":
+                        recall(rt, q, s, name, args.budget)
+                    else:
+                        get(s).recall(env, RecallRequest(query=q, budget_tokens=args.budget))
+                finally:
+                    mods.on = False
+                    counting.restore()
+                per_calls.append(sum(counting.calls.values()))
+                per_outer.append(sum(counting.outer.values()))
+                per_mods.append(len(mods.seen))
+                by_name.update(counting.outer)
+            out[f"{s} {layer}"] = {
+                "space_calls_mean": round(statistics.mean(per_calls), 1),
+                "space_calls_max": max(per_calls),
+                "outer_calls_mean": round(statistics.mean(per_outer), 1),
+                "modules_mean": round(statistics.mean(per_mods), 1),
+                "top_calls": {k: round(v / len(qs), 1) for k, v in by_name.most_common(8)}}
+    rt.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--home", required=True, help="a store the LoCoMo benchmark built")
+    ap.add_argument("--data", default="../shared/data/locomo")
+    ap.add_argument("--conv", default="26", help="the conversation (as --convs of locomo)")
+    ap.add_argument("--strategies", default="auto,wiki")
+    ap.add_argument("--budget", type=int, default=2000)
+    ap.add_argument("--n", type=int, default=20, help="questions per strategy")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args(argv)
+    out = run(args)
+    text = json.dumps(out, indent=2)
+    if args.json:
+        Path(args.json).write_text(text)
+    sys.stdout.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""The retrieval core: one turn search and one rank fusion, for every strategy and ``auto``.
+
+* :func:`rrf` is the only reciprocal rank fusion (Cormack et al., 2009): score(d) = sum over
+  the ranked lists r of w_r / (k + rank_r(d)). Each caller keeps its own k (plain, hybrid 60;
+  wiki 20, sharper, so a strong hit keeps its lead over smoothed neighbours; auto's k is fitted).
+  The order is deterministic: score descending, then first appearance (the earlier list, then
+  the better rank in it), so the same ranked lists always give the same fused order.
+* :class:`TurnSearch` is one recall's turn search: BM25 (the full-text index) and dense search
+  over the namespace's source turns for the query, run at most once each, at the deepest depth
+  anyone in the recall asks for, plus the source rows read so far. A strategy builds its own;
+  ``auto`` builds one for all its voters and passes it to them in ``Env.turns``.
+* :func:`search_turns` is the one search over turns: BM25 + dense, fused; for a query that
+  names speakers, the name-free variant (``workspace/roles.py`` found it): sources are indexed
+  and embedded as "speaker: text", so a speaker's name in the query matches every turn that
+  speaker said and BM25 ranks their shortest turns first. When the query names speakers found
+  among its dense hits, BM25 gets the query without those names and a third list ranks by the
+  embedding of the name-free query (weight ``content_w``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .base import Env, RecallRequest
+from .render import source_ref  # noqa: F401  (re-exported: strategies cite sources through it)
+from .speakers import without_speakers
+
+RRF_K = 60
+SPEAKER_ROWS = 50   # the dense hits whose speakers count as "named" (default ``speaker_rows``)
+
+
+def rrf(rankings: dict[str, list[str]], k: float = RRF_K,
+        weights: dict[str, float] | None = None) -> dict[str, dict]:
+    """Fuse ranked id lists: id -> {"score", "<list>_rank" for each list it is in}, best first
+    (score desc, then first appearance). An id repeated within one list counts at its first
+    rank. A list's weight defaults to 1.0."""
+    parts: dict[str, dict] = {}
+    for name, ids in rankings.items():
+        w = (weights or {}).get(name, 1.0)
+        for rank, i in enumerate(dict.fromkeys(ids), start=1):
+            entry = parts.setdefault(i, {"score": 0.0})
+            entry["score"] += w / (k + rank)
+            entry[f"{name}_rank"] = rank
+    order = sorted(parts, key=lambda i: -parts[i]["score"])   # stable: first appearance
+    return {i: parts[i] for i in order}
+
+
+def ranked_lists(parts: dict[str, dict], names: Iterable[str]) -> dict[str, list[str]]:
+    """The ranked lists a fusion was made of, back from its parts (``<name>_rank``)."""
+    out = {}
+    for name in names:
+        key = f"{name}_rank"
+        out[name] = sorted((i for i in parts if key in parts[i]), key=lambda i: parts[i][key])
+    return out
+
+
+class TurnSearch:
+    """One recall's BM25 and dense search for ``query`` and its source-row reads.
+
+    ``lexical(n)`` / ``dense(n)`` cut the one search run at ``depth`` (it runs on the first ask):
+    BM25 ranks are exact under the cut; dense search is a flat scan below the vector index
+    threshold (exact too) and an ANN search above it, where a deeper search only probes more.
+    A deeper ask than ``depth``, another query text or vector, searches on its own.
+    ``rows(ids)`` reads each source row once per recall (every caller gets its own copies).
+    ``depth=0`` shares nothing. Safe to use from several threads (``auto``'s voters)."""
+
+    def __init__(self, env: Env, request: RecallRequest, depth: int, qv=None):
+        self.space = env.space
+        self.query = request.query
+        self.where = env.space.time_filter(request.since, request.until)
+        self.qv = np.asarray(env.embed_query(request.query) if qv is None else qv)
+        self.depth = depth
+        self._lex: list | None = None
+        self._dense: list | None = None
+        self._rows: dict[str, dict] = {}
+        self._lock = threading.Lock()
+        self.hits = {"fts": 0, "vector": 0, "rows": 0}   # asks answered by the one search / rows read
+
+    def lexical(self, n: int, query: str | None = None) -> list[tuple[str, float]]:
+        if (query is not None and query != self.query) or n > self.depth:
+            return self.space.fts_sources(self.query if query is None else query, n, self.where)
+        with self._lock:
+            if self._lex is None:
+                self._lex = self.space.fts_sources(self.query, self.depth, self.where)
+            self.hits["fts"] += 1
+            return self._lex[:n]
+
+    def dense(self, n: int, vector=None) -> list[tuple[str, float]]:
+        if vector is not None or n > self.depth:
+            return self.space.vector_sources(self.qv if vector is None else vector, n, self.where)
+        with self._lock:
+            if self._dense is None:
+                self._dense = self.space.vector_sources(self.qv, self.depth, self.where)
+            self.hits["vector"] += 1
+            return self._dense[:n]
+
+    def rows(self, ids: list[str]) -> list[dict]:
+        """Source rows for ``ids`` in the order asked; only the ones not read yet are fetched."""
+        with self._lock:
+            missing = [i for i in dict.fromkeys(ids) if i not in self._rows]
+        fetched = self.space.get_sources(missing) if missing else []
+        with self._lock:
+            for r in fetched:
+                self._rows[r["id"]] = r
+            self.hits["rows"] += len(ids) - len(missing)
+            return [dict(self._rows[i]) for i in ids if i in self._rows]
+
+
+def turn_search(env: Env, request: RecallRequest, depth: int, qv=None) -> TurnSearch:
+    """The recall's shared search when ``auto`` passed one (``Env.turns``), else a new one."""
+    return env.turns if env.turns is not None else TurnSearch(env, request, depth, qv)
+
+
+def search_turns(env: Env, request: RecallRequest, n: int, *, names: bool = True,
+                 content_w: float = 1.0, k: float = RRF_K, dense_w: float = 1.0,
+                 speaker_rows: Callable[[list[str]], list[dict]] | None = None,
+                 turns: TurnSearch | None = None) -> tuple[list[str], dict[str, dict]]:
+    """Fused candidate turn ids (best first) and each one's score parts (``score``,
+    ``bm25_rank``, ``dense_rank``, ``content_rank``, raw ``bm25`` and ``cosine``).
+
+    ``names``: search a query that names speakers without their names (module docstring);
+    ``speaker_rows(dense ids)`` gives the rows whose speakers count (default: the top
+    ``SPEAKER_ROWS`` dense hits). ``dense_w``: the weight of the query's dense list."""
+    turns = turns or turn_search(env, request, n)
+    dense = turns.dense(n)
+    query = request.query
+    if names:
+        ids = [i for i, _ in dense]
+        rows = speaker_rows(ids) if speaker_rows else turns.rows(ids[:SPEAKER_ROWS])
+        query = without_speakers(query, {r.get("speaker") for r in rows} - {None, ""})
+    lexical = turns.lexical(n, query)
+    lists = {"bm25": [i for i, _ in lexical], "dense": [i for i, _ in dense]}
+    if names and content_w > 0 and query != request.query:
+        lists["content"] = [i for i, _ in turns.dense(n, env.embed_query(query))]
+    parts = rrf(lists, k=k, weights={"dense": dense_w, "content": content_w})
+    for i, x in lexical:
+        parts[i]["bm25"] = x
+    for i, x in dense:
+        parts[i]["cosine"] = x
+    return list(parts), parts
+
+
