@@ -158,7 +158,9 @@ def run(args) -> dict:
     from ..tools.runtime import Runtime
 
     home = args.home or tempfile.mkdtemp(prefix="trimem-longmsg-")
-    rt = Runtime(Settings(home=home).to_config())
+    strategies = args.strategies.split(",")
+    # plain reads the raw messages only: without another strategy, curation is not needed
+    rt = Runtime(Settings(home=home, curation=bool(set(strategies) - {"plain"})).to_config())
     sessions, questions = build(args.seed)
     ns = "longmsg"
     t0 = time.perf_counter()
@@ -173,7 +175,7 @@ def run(args) -> dict:
     rt.curation.wait_idle()
     ingest_s = time.perf_counter() - t0
     results = {}
-    for s in args.strategies.split(","):
+    for s in strategies:
         for b in [int(x) for x in str(args.budget).split(",")]:
             rows = []
             for q in questions:
