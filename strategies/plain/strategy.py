@@ -56,6 +56,7 @@ def search_sources_named(env: Env, request: RecallRequest, n: int, qv=None, cont
     rows whose speakers count (default: the top 50 dense hits, read from the store; workspace
     passes its cached rows of all of them). Without named speakers, or with ``strip`` off, this
     is ``search_sources`` (scores unrounded)."""
+    from ..aliases import speaker_aliases
     from ..speakers import without_speakers
 
     where = env.space.time_filter(request.since, request.until)
@@ -65,7 +66,8 @@ def search_sources_named(env: Env, request: RecallRequest, n: int, qv=None, cont
     if strip:
         ids = [i for i, _ in dense]
         rows = speaker_rows(ids) if speaker_rows else env.space.get_sources(ids[:50])
-        query = without_speakers(query, {r.get("speaker") for r in rows} - {None, ""})
+        query = without_speakers(query, {r.get("speaker") for r in rows} - {None, ""},
+                                 speaker_aliases(env.space))
     lexical = env.space.fts_sources(query, n, where)
     lists = {"bm25": [i for i, _ in lexical], "dense": [i for i, _ in dense]}
     if content_w > 0 and query != request.query:
