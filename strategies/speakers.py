@@ -46,6 +46,15 @@ def speaker_match(query: str, speakers: list[str | None],
     return np.array([1.0 if s in named else 0.0 for s in speakers])
 
 
+def addressee(speakers: list[str | None], i: int) -> str | None:
+    """Whom turn ``i`` of a session (its speakers in order) most likely speaks to: the previous
+    other speaker, else the next one. In a two-party chat that is always the other person; in a
+    group it is the one being answered. None when nobody else speaks."""
+    me = speakers[i]
+    prev = next((s for s in reversed(speakers[:i]) if s and s != me), None)
+    return prev or next((s for s in speakers[i + 1:] if s and s != me), None)
+
+
 def without_speakers(query: str, speakers: set[str],
                      aliases: dict[str, set[str]] | None = None) -> str:
     """The query for BM25 and the name-free dense list, without the words naming a speaker.
