@@ -23,7 +23,7 @@ less often than it is used for S, and when it is no token of another speaker's l
 
 Learned per namespace and cached in this process (``strategies/nscache.py``): a recall reads
 nothing while the source count is unchanged; when it moved, only the sessions whose message count
-changed are read again.
+changed are read again (a cold cache reads the namespace's sources in one scan).
 """
 
 from __future__ import annotations
@@ -186,10 +186,17 @@ def speaker_aliases(space) -> dict[str, set[str]]:
         for sid in list(sessions):
             if sid not in listed:
                 del sessions[sid]
-        for sid, n in listed.items():
-            if sid not in sessions or sessions[sid].n != n:
-                sessions[sid] = session_stats(space.sources_by_session(sid))
-                sessions[sid].n = n
+        stale = [sid for sid, n in listed.items() if sid not in sessions or sessions[sid].n != n]
+        if len(stale) > 3:   # one scan instead of a query per session (a cold cache)
+            by: dict[str, list[dict]] = {}
+            for r in space.all_sources():
+                by.setdefault(r["session_id"], []).append(r)
+            read = {sid: sorted(by.get(sid, []), key=lambda r: r["seq"]) for sid in stale}
+        else:
+            read = {sid: space.sources_by_session(sid) for sid in stale}
+        for sid, got in read.items():
+            sessions[sid] = session_stats(got)
+            sessions[sid].n = listed[sid]
         item = Learned(gen=gen, counts=counts, checked=time.monotonic(), sessions=sessions,
                        aliases=learn(list(sessions.values())))
         _cache.put(space, item)
