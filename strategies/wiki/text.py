@@ -78,7 +78,7 @@ FACETS: dict[str, list[str]] = {
     "media": "book books read reading novel author library movie movies film show series "
              "podcast poem poetry writing story stories blog television".split(),
     "sports": "sport sports run running race gym yoga swim swimming soccer football basketball "
-              "baseball tennis golf hockey workout exercise bike biking cycling dancing "
+              "baseball tennis hockey workout exercise bike biking cycling "
               "fishing team game games match tournament".split(),
     "pets": "pet pets dog dogs cat cats puppy kitten animal animals vet".split(),
     "food": "food cook cooking bake baking recipe dinner lunch breakfast restaurant cafe eat "
