@@ -26,6 +26,7 @@ import numpy as np
 
 from .base import Env, RecallRequest
 from .render import source_ref  # noqa: F401  (re-exported: strategies cite sources through it)
+from .aliases import speaker_aliases
 from .speakers import without_speakers
 
 RRF_K = 60
@@ -130,7 +131,8 @@ def search_turns(env: Env, request: RecallRequest, n: int, *, names: bool = True
     if names:
         ids = [i for i, _ in dense]
         rows = speaker_rows(ids) if speaker_rows else turns.rows(ids[:SPEAKER_ROWS])
-        query = without_speakers(query, {r.get("speaker") for r in rows} - {None, ""})
+        query = without_speakers(query, {r.get("speaker") for r in rows} - {None, ""},
+                                 speaker_aliases(env.ns, env.space))
     lexical = turns.lexical(n, query)
     lists = {"bm25": [i for i, _ in lexical], "dense": [i for i, _ in dense]}
     if names and content_w > 0 and query != request.query:

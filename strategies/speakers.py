@@ -2,8 +2,11 @@
 
 Shared by ``plain.search_sources_named`` (the name-free search that ``workspace`` and ``wiki``
 use) and ``workspace``'s speaker affinity (see the module docstring of ``workspace/roles.py``).
-A speaker is *named* when one of the tokens of its name (3+ letters) occurs capitalised in the
-query as a word; a possessive "'s" is stripped ("Ana's" names Ana).
+A speaker is *named* when one of the tokens of its label (3+ letters), or one of the names the
+conversation calls it by (``aliases``: speaker label -> names, learned by
+``strategies/aliases.py``), occurs capitalised in the query as a word, compared without case (a
+label written in lower case is still named by a capitalised question); a possessive "'s" is
+stripped ("Ana's" names Ana). ``aliases`` is optional everywhere: without it only labels count.
 """
 
 from __future__ import annotations
@@ -25,23 +28,35 @@ def query_names(query: str) -> set[str]:
     return out
 
 
-def name_tokens(speaker: str | None) -> set[str]:
+def name_tokens(speaker: str | None, aliases: dict[str, set[str]] | None = None) -> set[str]:
+    """The words that name ``speaker``: its label's tokens of 3+ letters and its aliases."""
     if not speaker:
         return set()
-    return {t for t in _WORD.findall(speaker) if len(t) >= 3}
+    return {t for t in _WORD.findall(speaker) if len(t) >= 3} | set((aliases or {}).get(speaker, ()))
 
 
-def speaker_match(query: str, speakers: list[str | None]) -> np.ndarray:
+def speaker_match(query: str, speakers: list[str | None],
+                  aliases: dict[str, set[str]] | None = None) -> np.ndarray:
     """1.0 for the units whose speaker the query names, see the module docstring."""
-    names = query_names(query)
+    names = {n.casefold() for n in query_names(query)}
     distinct = {s for s in speakers if s}
-    named = {s for s in distinct if name_tokens(s) & names}
+    named = {s for s in distinct if {t.casefold() for t in name_tokens(s, aliases)} & names}
     if not named or named == distinct:
         return np.zeros(len(speakers))
     return np.array([1.0 if s in named else 0.0 for s in speakers])
 
 
-def without_speakers(query: str, speakers: set[str]) -> str:
+def addressee(speakers: list[str | None], i: int) -> str | None:
+    """Whom turn ``i`` of a session (its speakers in order) most likely speaks to: the previous
+    other speaker, else the next one. In a two-party chat that is always the other person; in a
+    group it is the one being answered. None when nobody else speaks."""
+    me = speakers[i]
+    prev = next((s for s in reversed(speakers[:i]) if s and s != me), None)
+    return prev or next((s for s in speakers[i + 1:] if s and s != me), None)
+
+
+def without_speakers(query: str, speakers: set[str],
+                     aliases: dict[str, set[str]] | None = None) -> str:
     """The query for BM25 and the name-free dense list, without the words naming a speaker.
 
     Sources are indexed as ``"speaker: text"`` (``storage.sources.search_text``), so a speaker's
@@ -50,9 +65,14 @@ def without_speakers(query: str, speakers: set[str]) -> str:
     query's content words. The speaker part of the query is served by ``speaker_match`` instead.
     When nothing but names would be left, the query is kept whole.
     """
-    tokens = set().union(*(name_tokens(s) for s in speakers)) if speakers else set()
+    tokens = set().union(*(name_tokens(s, aliases) for s in speakers)) if speakers else set()
     if not tokens:
         return query
-    kept = [w for w in query.split()
-            if re.sub(r"['’]s$", "", w.strip("?!.,;:\"()")) not in tokens]
+    folded = {t.casefold() for t in tokens}
+
+    def names_one(w: str) -> bool:
+        w = re.sub(r"['’]s$", "", w.strip("?!.,;:\"()"))
+        return w in tokens or (w[:1].isupper() and w.casefold() in folded)
+
+    kept = [w for w in query.split() if not names_one(w)]
     return " ".join(kept) if any(_WORD.search(w) for w in kept) else query

@@ -23,6 +23,7 @@ from collections import Counter
 
 import numpy as np
 
+from ..speakers import addressee
 from .dates import resolve
 
 WINDOW, MIN_SEG, MAX_SEG = 3, 4, 14
@@ -133,13 +134,16 @@ def title_of(texts: list[str], k: int = 4) -> str:
     return ", ".join(w for w, _ in counts.most_common(k)) or "conversation"
 
 
-def episode_of(turns: list[dict], vectors: np.ndarray, when, speakers: list[str]) -> dict:
-    """One episode from a segment's turns (with their vectors)."""
+def episode_of(turns: list[dict], vectors: np.ndarray, when, speakers: list[str],
+               to: dict[str, str | None] | None = None) -> dict:
+    """One episode from a segment's turns (with their vectors); ``to``: turn id -> the person
+    it speaks to (``speakers.addressee``; default: the first other speaker)."""
     centroid = vectors.mean(axis=0)
     centrality = vectors @ centroid
     scored = []
     for k, t in enumerate(turns):
-        other = next((s for s in speakers if s != t.get("speaker")), None)
+        other = (to.get(t["id"]) if to is not None
+                 else next((s for s in speakers if s != t.get("speaker")), None))
         for sent in sentences(t["text"]):
             if len(content_words(sent)) < MIN_CONTENT:
                 continue
@@ -159,7 +163,7 @@ def episode_of(turns: list[dict], vectors: np.ndarray, when, speakers: list[str]
         keep.add(i)
         size += len(scored[i][2]) + 1
     details = " ".join(scored[i][2] for i in sorted(keep))
-    names = " & ".join(speakers[:2])
+    names = " & ".join(speakers[:3])
     return {"title": f"{names}: {title_of([t['text'] for t in turns])}" if names
             else title_of([t['text'] for t in turns]),
             "summary": summary, "details": details}
@@ -173,18 +177,19 @@ def curate_session(turns: list[dict], vectors: dict[str, np.ndarray], when,
     if not turns:
         return [], []
     speakers = [s for s, _ in Counter(t.get("speaker") for t in turns if t.get("speaker")).most_common()]
+    order = [t.get("speaker") for t in turns]
+    to = {t["id"]: addressee(order, i) for i, t in enumerate(turns)}   # "you" is whom a turn answers
     dim = dim or next((len(v) for v in vectors.values()), None)
     mat = np.stack([vectors.get(t["id"], np.zeros(dim, np.float32)) for t in turns])
     episodes = []
     for a, b in segment(mat):
         seg = turns[a:b]
-        ep = episode_of(seg, mat[a:b], when, speakers)
+        ep = episode_of(seg, mat[a:b], when, speakers, to)
         ep.update(source_ids=[t["id"] for t in seg], refs=[t.get("ref") or t["id"] for t in seg])
         episodes.append(ep)
     tuples = []
     for t in turns:
-        other = next((s for s in speakers if s != t.get("speaker")), None)
-        for tup in turn_tuples(t, other, when):
+        for tup in turn_tuples(t, to[t["id"]], when):
             tup.update(source_ids=[t["id"]], refs=[t.get("ref") or t["id"]])
             tuples.append(tup)
     return episodes, tuples

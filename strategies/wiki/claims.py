@@ -9,7 +9,8 @@ context", "links to raw source messages"):
   Snapshots are immutable: messages appended to a session later form new exchanges of their own
   (a reply appended to an earlier exchange starts a new snapshot rather than rewriting it).
 - **Claims** (no LLM): each sentence of a message with at least two content words is a claim; a
-  shared-photo caption (``[shares a photo: ...]``) is its own claim. A claim keeps its speaker,
+  bracketed note a host puts in a message (an attachment's description, ``[...]``) starts a
+  sentence of its own, so it is a claim by itself. A claim keeps its speaker,
   its *subject* (the speaker when the sentence is in the first person, else a named entity
   opening the sentence, else the speaker), its source id and ref,
   the session time, entities, facets and resolved dates (``dates.resolve``).
@@ -36,8 +37,7 @@ from . import dates, text as tx
 
 log = logging.getLogger(__name__)
 
-_SENT = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z0-9])|\n+")
-_PHOTO = re.compile(r"\s*\[shares a photo: ([^\]]*)\]\s*")
+_SENT = re.compile(r"(?<=[.!?\]])\s+(?=[\"'(\[A-Z0-9])|\s+(?=\[)|\n+")
 STATE = {
     "residence": re.compile(r"\b(live|lives|living|lived|moved|move|moving|relocat\w*)\b"),
     "job": re.compile(r"\b(work(?:s|ing|ed)? (?:at|for|as)|job (?:at|as)|hired|employed|new job)\b"),
@@ -77,13 +77,10 @@ def exchanges(rows: list[dict], opener=_FIRST) -> list[list[dict]]:
 
 def sentences(text: str) -> list[str]:
     out = []
-    photos = _PHOTO.findall(text)
-    body = _PHOTO.sub(" ", text)
-    for s in _SENT.split(body):
+    for s in _SENT.split(text):
         s = s.strip()
         if len(tx.tokens(s)) >= 2:
             out.append(s)
-    out += [f"(photo) {p.strip()}" for p in photos if p.strip()]
     return out
 
 

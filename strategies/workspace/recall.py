@@ -18,6 +18,7 @@ from ..base import Item, Recollection, RecallRequest
 from ..frame import CLOSE, OPEN, one_line
 from ..search import search_turns, source_ref, turn_search
 from . import roles
+from ..aliases import speaker_aliases
 from ..speakers import speaker_match
 from .select import greedy, kernel, path_costs, priorities, propagate
 
@@ -130,7 +131,8 @@ def workspace_recall(env, request: RecallRequest, s: dict, snap, scheme: str, t0
         alpha = (1.0 - s["beta"]) * alpha + s["beta"] * fused
     texts = [rows[u]["text"] for u in unit_ids]
     if s["speaker_w"] > 0:   # first-person evidence about a named speaker (roles.py)
-        named = speaker_match(request.query, [rows[u].get("speaker") for u in unit_ids])
+        named = speaker_match(request.query, [rows[u].get("speaker") for u in unit_ids],
+                              speaker_aliases(env.ns, env.space))
         alpha = np.minimum(1.0, alpha + s["speaker_w"] * named)
     alpha_own = alpha
     if s["ctx_eta"] > 0:   # context inheritance (strategy.py docstring): within-thread neighbours

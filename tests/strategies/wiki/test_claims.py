@@ -22,10 +22,10 @@ def test_dates_resolve_against_session_time():
 def test_claims_entities_facets_and_slots():
     row = {"id": "s1", "session_id": "a", "seq": 0, "speaker": "Ana", "ref": "r1",
            "timestamp": WHEN, "text": "I moved to Berlin last month! My dog Rex loves the park. Ok"
-                                     " [shares a photo: a dog in a park]"}
+                                     " [image: a dog in a park]"}
     cl = claims.claims_of(row, WHEN)
     assert [c["text"] for c in cl] == ["I moved to Berlin last month!", "My dog Rex loves the park.",
-                                       "(photo) a dog in a park"]
+                                       "[image: a dog in a park]"]
     first = cl[0]
     assert first["names"] == ["Berlin"] and first["slot"] == "ana|residence"
     assert first["dates"][0]["start"] == "2023-04-01" and first["ref"] == "r1"

@@ -1,0 +1,115 @@
+"""Names learned from the conversation: who is called what, whatever the speaker labels say.
+
+The conversations are made up here; the store is a real LanceDB store in a temp folder and the
+messages go in through the remember tool's code, embedded by the packaged model.
+"""
+
+import numpy as np
+import pytest
+
+from trimem.server.settings import Settings
+from trimem.strategies.aliases import learn, session_stats, speaker_aliases, vocatives
+from trimem.strategies.speakers import speaker_match, without_speakers
+
+
+def rows(*pairs):
+    return [{"speaker": s, "text": t} for s, t in pairs]
+
+
+ROLES = rows(("user", "Hi! I'm Priya. Can you help me plan a garden?"),
+             ("assistant", "Of course, Priya. What grows well where you live?"),
+             ("user", "Tomatoes mostly. Thanks for the tips, Sage!"),
+             ("assistant", "You're welcome, Priya! Water them in the morning."),
+             ("user", "Will do. Bye Sage!"))
+
+
+def test_vocatives_find_names_in_address_positions_only():
+    assert vocatives("Hey Tomas! How was Lisbon?") == ["Tomas"]
+    assert vocatives("That's so cool Tomas!") == ["Tomas"]
+    assert vocatives("Tomas, look at this.") == ["Tomas"]
+    assert vocatives("I flew to Lisbon. We loved Porto!") == []   # after a preposition / verb
+    assert vocatives("Thanks guys! See you soon.") == []          # a term of address, no name
+
+
+def test_user_and_assistant_roles_get_the_names_they_are_called():
+    got = learn([session_stats(ROLES)])
+    assert got == {"user": {"Priya"}, "assistant": {"Sage"}}
+
+
+def test_a_name_used_for_the_other_person_goes_to_them_not_to_the_label():
+    chat = rows(("Ina", "Hey, who is this?"), ("bo", "Haha, I'm Rafa. And you?"),
+                ("Ina", "Nice to meet you Rafa!"), ("bo", "Likewise."),
+                ("Ina", "How was the trip, Rafa?"), ("bo", "Great, thanks Ina."))
+    assert learn([session_stats(chat)]) == {"bo": {"Rafa"}}   # Ina is a label already
+
+
+def test_in_a_group_the_addressee_is_the_one_answered():
+    chat = rows(("Ana", "Who is bringing food on Saturday?"), ("Kit", "Me, pizza."),
+                ("Ana", "Perfect, thanks Kiki!"), ("Lou", "I'll bring drinks."),
+                ("Ana", "Great Lou!"), ("Kit", "Anything else?"), ("Ana", "No, we're set Kiki."))
+    assert learn([session_stats(chat)]) == {"Kit": {"Kiki"}}
+
+
+def test_places_and_sentence_openers_are_not_names():
+    chat = rows(("A", "I went to Rome. Loved Rome!"), ("B", "Rome is great. Honestly, go!"),
+                ("A", "Honestly, Rome again next year."), ("B", "Honestly, see you in Rome!"),
+                ("A", "Rome!"), ("B", "Honestly, yes."))
+    assert learn([session_stats(chat)]) == {}
+
+
+def test_speaker_search_uses_the_aliases_and_ignores_label_case():
+    spk = ["user", "assistant", "user", "elin", "ova"]
+    al = {"user": {"Priya"}}
+    assert speaker_match("What does Priya grow?", spk, al).tolist() == [1, 0, 1, 0, 0]
+    assert not speaker_match("What does Priya grow?", spk).any()       # labels only
+    assert speaker_match("Where did Elin go?", spk).tolist() == [0, 0, 0, 1, 0]
+    assert without_speakers("What does Priya grow?", {"user"}, al) == "What does grow?"
+    assert without_speakers("Where did Elin go?", {"elin"}) == "Where did go?"
+
+
+@pytest.fixture
+def runtime(tmp_path):
+    from trimem.tools.runtime import Runtime
+
+    rt = Runtime(Settings(home=str(tmp_path / "home"), curation=False).to_config())
+    yield rt
+    rt.close()
+
+
+def remember(rt, sid, pairs):
+    from trimem.tools.remember import Message, remember as remember_tool
+
+    msgs = [Message(content=t, speaker=s, ref=f"{sid}:{i}") for i, (s, t) in enumerate(pairs)]
+    remember_tool(rt, msgs, session_id=sid, namespace="ns")
+
+
+def test_aliases_are_learned_per_namespace_and_follow_new_sessions(runtime, monkeypatch):
+    import trimem.strategies.aliases as aliases
+
+    monkeypatch.setattr(aliases, "RECHECK_S", 0.0)
+    remember(runtime, "s1", [(r["speaker"], r["text"]) for r in ROLES])
+    space = runtime.space("ns")
+    assert speaker_aliases(runtime.context("ns"), space) == {"user": {"Priya"}, "assistant": {"Sage"}}
+    assert speaker_aliases(runtime.context("other"), runtime.space("other")) == {}
+    read = []
+    real = type(space).sources_by_session
+    monkeypatch.setattr(type(space), "sources_by_session",
+                        lambda self, sid: read.append(sid) or real(self, sid))
+    assert speaker_aliases(runtime.context("ns"), space)["user"] == {"Priya"} and read == []   # cached: nothing read
+    remember(runtime, "s2", [("user", "Hello again Sage!"), ("assistant", "Hi Pri!"),
+                             ("user", "Any news on the tomatoes?"),
+                             ("assistant", "They need sun, Pri.")])
+    assert speaker_aliases(runtime.context("ns"), space) == {"user": {"Priya", "Pri"}, "assistant": {"Sage"}}
+    assert read == ["s2"]                     # only the new session was read
+
+
+def test_named_search_strips_an_alias_through_the_store(runtime):
+    from trimem.strategies.base import RecallRequest
+    from trimem.strategies.plain.strategy import search_sources_named
+
+    remember(runtime, "s1", [(r["speaker"], r["text"]) for r in ROLES])
+    env = runtime.env("ns")
+    req = RecallRequest(query="What does Priya want to grow?", budget_tokens=500)
+    order, parts = search_sources_named(env, req, 20)
+    assert any("content_rank" in p for p in parts.values())   # the name-free list ran
+    assert np.isfinite([p["score"] for p in parts.values()]).all()
