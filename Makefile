@@ -3,7 +3,7 @@ VENV   ?= .venv
 PYTHON ?= python3
 BIN     = $(VENV)/bin
 
-.PHONY: demo test serve bench-locomo bench-scale clean
+.PHONY: demo test test-fast serve bench-locomo bench-scale clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,9 @@ demo: $(BIN)/.installed      ## install, then remember a short conversation and 
 
 test: $(BIN)/.installed      ## install, then run the whole test suite (slow tests included)
 	$(BIN)/pytest -q
+
+test-fast: $(BIN)/.installed ## the suite without the tests marked slow (README: Testing)
+	$(BIN)/pytest -q -m "not slow"
 
 serve: $(BIN)/.installed     ## run the MCP server over stdio, as a host would
 	$(BIN)/trimem serve

@@ -37,7 +37,9 @@ def installed(tmp_path_factory) -> Path:
     wheels = list(dist.glob("trimem-*.whl"))
     assert len(wheels) == 1, wheels
     venv.EnvBuilder(with_pip=True).create(env_dir)
-    subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q",
+    # --no-compile: pip would byte-compile every file of every dependency (scipy, numba,
+    # pyarrow, ...); imports compile what they use, and nothing here depends on .pyc files
+    subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile",
                     str(wheels[0])], check=True)
     return env_dir / "bin"
 

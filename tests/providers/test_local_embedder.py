@@ -17,6 +17,7 @@ from trimem.providers.packaged import MINILM_INT8_ONNX, MINILM_TOKENIZER, sha256
 A = "A man is eating food."
 B = "A man is eating a piece of bread."
 UNRELATED = "The new movie is awesome for kids."
+pytestmark = pytest.mark.own_model_load   # these test loading itself: no shared model (conftest)
 
 TURNS = [
     "Hey! Good to see you! How have you been?",

@@ -9,7 +9,7 @@ from trimem.bench.forget_reach import NS, STRATEGIES, measure
 from trimem.server.app import build_server
 from trimem.server.settings import Settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]   # two server processes
 BOUND_S = 2.0
 
 

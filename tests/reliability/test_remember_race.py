@@ -52,6 +52,7 @@ async def test_four_identical_concurrent_calls_store_each_ref_once(server, home)
     assert len({tuple(r["source_ids"]) for r in results}) == 1   # every caller gets the same ids
 
 
+@pytest.mark.slow
 async def test_two_processes_racing_the_same_calls_store_each_ref_once(tmp_path):
     home, sessions = tmp_path / "home", [f"r{i}" for i in range(8)]
     async with Client(stdio(home), read_timeout_seconds=180) as a, \
