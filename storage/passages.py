@@ -220,6 +220,7 @@ class PassagesMixin:
         same search on the passages table ``tbl`` and returns rows with ``source_id, start, end,
         score``. Without passages this returns ``base`` unchanged."""
         from .db import sql_in
+        from .sources import ranked
 
         tbl = self._passages()
         if tbl is None:
@@ -241,7 +242,7 @@ class PassagesMixin:
         scores = dict(base)
         for sid, (score, _, _) in best.items():
             scores[sid] = max(scores.get(sid, float("-inf")), score)
-        order = sorted(scores.items(), key=lambda kv: -kv[1])[:limit]
+        order = ranked(list(scores.items()), limit)
         with self._span_lock:
             self._search_seq += 1
             seq = self._search_seq

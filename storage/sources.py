@@ -34,6 +34,19 @@ def _clean(row: dict) -> dict:
     return out
 
 
+
+# LanceDB returns rows of equal score in their physical order, which compaction changes at
+# timing-dependent moments: two homes holding the same rows (an export imported elsewhere, or
+# the same store before and after a compaction) could cut a tie at the limit differently. Each
+# search fetches TIE_EXTRA rows more and orders by (score to 5 decimals, id), so equal data gives
+# equal results (unless more than TIE_EXTRA rows tie at the cut).
+TIE_EXTRA = 64
+
+
+def ranked(pairs: list[tuple[str, float]], limit: int) -> list[tuple[str, float]]:
+    """``(id, score)`` best first, ties by id, cut to ``limit``."""
+    return sorted(pairs, key=lambda kv: (-round(kv[1], 5), kv[0]))[:limit]
+
 class SourcesMixin:
     """Methods of :class:`~trimem.storage.space.Space` for the ``sources`` table."""
 
@@ -125,8 +138,9 @@ class SourcesMixin:
         q = tbl.search(MatchQuery(query, "search_text"), query_type="fts").select(["id", "namespace"])
         if where:
             q = q.where(where, prefilter=True)
-        rows = q.limit(limit).to_list()
-        base = [(r["id"], float(r["_score"])) for r in rows if r["namespace"] == self.namespace]
+        rows = q.limit(limit + TIE_EXTRA).to_list()
+        base = ranked([(r["id"], float(r["_score"])) for r in rows
+                       if r["namespace"] == self.namespace], limit)
 
         def passages(ptbl, extra: str | None, k: int) -> list[dict]:
             q = (ptbl.search(MatchQuery(query, "search_text"), query_type="fts")
@@ -149,9 +163,9 @@ class SourcesMixin:
              .distance_type("cosine").select(["id", "namespace"]))
         if where:
             q = q.where(where, prefilter=True)
-        rows = q.limit(limit).to_list()
-        base = [(r["id"], 1.0 - float(r["_distance"])) for r in rows
-                if r["namespace"] == self.namespace]
+        rows = q.limit(limit + TIE_EXTRA).to_list()
+        base = ranked([(r["id"], 1.0 - float(r["_distance"])) for r in rows
+                       if r["namespace"] == self.namespace], limit)
 
         def passages(ptbl, extra: str | None, k: int) -> list[dict]:
             q = (ptbl.search(vec, query_type="vector", vector_column_name="vector")
