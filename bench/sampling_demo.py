@@ -54,7 +54,13 @@ class ScriptedHost:
                             "timestamp": "2023-05-06", "context": "Ben told Ana",
                             "turn_refs": turns[s][:1]},
                            {"subject": "Ana", "relation": "lives in", "object": "Lisbon",
-                            "timestamp": "2023-05-08", "context": "", "turn_refs": ["S0.t9"]}]}
+                            "timestamp": "2023-05-08", "context": "", "turn_refs": ["S0.t9"]}],
+                "claims": [{"turn": t, "text": c, "subject": who, "state": state}
+                           for t, (c, who, state) in zip(
+                               [turns[s][0], turns[s][-1], "S0.t9"],
+                               [("Ben adopted a beagle named Biscuit on 6 May 2023.", "Ben", ""),
+                                ("Ana lives in Lisbon.", "Ana", "residence"),
+                                ("An invented claim.", "Ana", "")])]}
                 for s in sessions],
                 "merges": [{"merge": m, "text": "Merged by the host model."}
                            for m in re.findall(r"^MERGE (M[0-9a-f]+)$", text, re.M)]})
@@ -110,9 +116,12 @@ async def demo(home: str) -> str:
         srv.runtime.curation.wait_idle(120)
         space = srv.runtime.space("default")
         before = rows_of(space)
-        res = await c.call_tool("consolidate", {})
+        offered = await c.call_tool("consolidate", {})
+        assert not host.requests      # 2026-07-28: only asked with use_my_model=true
+        res = await c.call_tool("consolidate", {"use_my_model": True})
         (req,) = host.requests
         say("\n## 2. One curation through sampling (`consolidate`, protocol 2026-07-28)\n")
+        say(f"Without `use_my_model` (the default on this protocol): {offered.content[0].text}\n")
         say("Stored before (background heuristics):\n")
         say(block(json.dumps(before, indent=1), "json"))
         say("\nThe `sampling/createMessage` request the server sent (inside an InputRequiredResult):\n")
@@ -126,6 +135,13 @@ async def demo(home: str) -> str:
         fid = next(m["id"] for m in space.memories_of_kind("fact"))
         exp = await c.call_tool("explain", {"id": fid})
         say(f"\n`explain` of a fact: {exp.structured_content['summary']}\n")
+        claims = space.rows("wiki_claims", columns=["id", "text", "subject", "slot", "ref"])
+        say("\nThe wiki's claims after (the host's, and the sentence claims of an exchange it "
+            "gave none for):\n")
+        say(block(json.dumps(sorted(claims, key=lambda c: c["ref"]), indent=1), "json"))
+        cid = next(c["id"] for c in claims if c["subject"] == "Ana")
+        exp = await c.call_tool("explain", {"id": cid})
+        say(f"\n`explain` of a claim: {exp.structured_content['summary']}\n")
 
     # 3. what a merge writes
     host = ScriptedHost("good")
@@ -163,6 +179,8 @@ async def demo(home: str) -> str:
 
     # 4. hosts that decline, answer garbage, or never answer
     say("\n## 4. A host that declines, answers garbage, or never answers\n")
+    say("(on 2026-07-28 `consolidate` is called with `use_my_model: true`; without it the "
+        "model is not asked there)\n")
     say("| host | protocol | consolidate | host_model | rows before → after (origin) | sources |")
     say("|---|---|---|---|---|---|")
     for mode, proto in (("refuse", "legacy"), ("refuse", "auto"), ("garbage", "auto"),
@@ -175,7 +193,8 @@ async def demo(home: str) -> str:
             space = srv.runtime.space("default")
             b = rows_of(space)
             try:
-                res = await c.call_tool("consolidate", {})
+                res = await c.call_tool("consolidate", {} if proto == "legacy" else
+                                        {"use_my_model": True})
                 status, hm = "ok", json.dumps(res.structured_content["host_model"])
             except MCPError as exc:
                 status, hm = f"client raised MCPError: {exc}", "-"

@@ -76,14 +76,18 @@ def locomo(args) -> dict:
     from . import locomo as lc
     from ..tools.recall import recall
 
-    tmp = Path(tempfile.mkdtemp(prefix="trimem-transfer-"))
+    tmp = Path(args.home or tempfile.mkdtemp(prefix="trimem-transfer-"))
+    again = (tmp / "locomo.jsonl").exists()     # --home of an earlier run: recall only
     a, b = _rt(str(tmp / "a")), _rt(str(tmp / "b"))
     convs = lc.load(Path(args.data), args.convs)
-    for ns, raw in convs:
-        lc.ingest(a, ns, raw)
     dump = tmp / "locomo.jsonl"
-    n, t_exp = export_to(a, [ns for ns, _ in convs], dump)
-    report, t_imp = import_from(b, dump)
+    if again:
+        n, t_exp, t_imp, report = sum(1 for _ in open(dump)) - 1, None, None, None
+    else:
+        for ns, raw in convs:
+            lc.ingest(a, ns, raw)
+        n, t_exp = export_to(a, [ns for ns, _ in convs], dump)
+        report, t_imp = import_from(b, dump)
     same_rows = all(compare_sources(a.space(ns), b.space(ns)) for ns, _ in convs)
     for rt in (a, b):   # the same rows; make the search indexes the same too (see settle)
         for ns, _ in convs:
@@ -113,8 +117,8 @@ def locomo(args) -> dict:
     summ = {k: {m: round(sum(r[m] for r in v) / len(v), 4) for m in ("R", "H")}
             for k, v in rows.items()}
     return {"convs": [ns for ns, _ in convs], "records": n, "bytes": dump.stat().st_size,
-            "export_s": round(t_exp, 2), "import_s": round(t_imp, 2),
-            "imported": report.messages_stored, "identical_rows_and_vectors": same_rows,
+            "export_s": t_exp and round(t_exp, 2), "import_s": t_imp and round(t_imp, 2),
+            "imported": report and report.messages_stored, "identical_rows_and_vectors": same_rows,
             "questions": n_q,
             "identical_contexts": same_ctx, "identical_source_lists": same_src,
             "before": summ["a"], "after": summ["b"]}
@@ -134,22 +138,32 @@ def scale(args) -> dict:
         if n >= args.turns:
             break
     t_fill = time.perf_counter() - t0
+    out = {"turns": n, "remember_s": round(t_fill, 1), "home": str(tmp)}
+    _stage(out)
     dump = tmp / "bench.jsonl"
     records, t_exp = export_to(a, ["bench"], dump)
     t0 = time.perf_counter()
     files = write_markdown(a, ["bench"], tmp / "md")
     t_md = time.perf_counter() - t0
     a.close()
+    out |= {"records": records, "jsonl_bytes": dump.stat().st_size, "export_s": round(t_exp, 2),
+            "markdown_bytes": sum(f.stat().st_size for f in files), "markdown_s": round(t_md, 2)}
+    _stage(out)
     b = _rt(str(tmp / "b"))
     first, t_imp = import_from(b, dump)
+    out |= {"import_s": round(t_imp, 1), "imported": first.messages_stored}
+    _stage(out)
     again, t_again = import_from(b, dump)
     b.close()
-    return {"turns": n, "remember_s": round(t_fill, 1), "records": records,
-            "jsonl_bytes": dump.stat().st_size, "export_s": round(t_exp, 2),
-            "markdown_bytes": sum(f.stat().st_size for f in files), "markdown_s": round(t_md, 2),
-            "import_s": round(t_imp, 1), "imported": first.messages_stored,
-            "reimport_s": round(t_again, 2), "reimported": again.messages_stored,
-            "already_stored": again.messages_already_stored}
+    return out | {"reimport_s": round(t_again, 2), "reimported": again.messages_stored,
+                  "already_stored": again.messages_already_stored}
+
+
+def _stage(out: dict) -> None:
+    """A long run reports each stage as it ends (stderr), so a stopped run still has figures."""
+    import sys
+
+    print(json.dumps(out, default=str), file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -158,6 +172,8 @@ def main(argv: list[str] | None = None) -> None:
     lo = sub.add_parser("locomo")
     lo.add_argument("--data", default="../shared/data/locomo")
     lo.add_argument("--convs", default="26")
+    lo.add_argument("--home", default="", help="keep both homes here (a/, b/, locomo.jsonl); "
+                    "a folder of an earlier run is reused: recall only")
     sc = sub.add_parser("scale")
     sc.add_argument("--turns", type=int, default=10_000)
     args = ap.parse_args(argv)

@@ -150,12 +150,23 @@ def text_of(out: ConsolidateResult) -> str:
     by = ""
     if host.get("used"):
         by = (f" Your model ({quoted(host['written_by'])}) curated {len(host['sessions'])} "
-              f"session(s) and wrote {host['merges']} merge text(s).")
+              f"session(s), wrote the wiki claims of {len(host.get('wiki_claims') or {})} and "
+              f"{host['merges']} merge text(s).")
+    elif host.get("why"):
+        by = f" Your model was not used ({host['why']})."
+    if host.get("curated_by_heuristics"):
+        by += (f" {len(host['curated_by_heuristics'])} queued session(s) were curated by "
+               "heuristics.")
     return (f"{verb} namespace {quoted(out.namespace)}: {out.clusters} cluster(s); {steps}; "
             f"active memories after/before {out.compression_ratio:g}; {out.duration_s:g} s.{by}")
 
 
 DRY_RUN = Annotated[bool, Field(description="true: return the plan only; nothing on disk changes.")]
+USE_MY_MODEL = Annotated[bool | None, Field(
+    description="Ask your model (MCP sampling) to curate sessions and write merge texts in this "
+                "call. Default: yes where declining cannot fail the call (protocol 2025-11-25: "
+                "a refusal or no answer in time just leaves the heuristics); no on 2026-07-28, "
+                "where a declined request ends the call (nothing is lost): pass true there.")]
 MIN_CLUSTER = Annotated[int, Field(description="Fewest similar memories that form a cluster to "
                                                "merge (at least 2).", examples=[10])]
 
@@ -166,9 +177,11 @@ DESCRIPTION = doc("""
     their history and can be restored), folds new rows into the search indexes and compacts
     storage. `dry_run` returns the plan without changing anything. Reports progress while it
     runs. If this client offers sampling (and TRIMEM_LLM is auto or sampling), it first asks
-    your model, in one request, to curate up to 3 sessions that only heuristics curated and to
-    write the text of pending merges; answer with the JSON object asked for. Declining, a bad
-    answer or no answer changes nothing: the heuristic memories stay.
+    your model, in one request, to curate up to 3 sessions that only heuristics curated (their
+    episodes, facts and wiki claims) and to write the text of pending merges; answer with the
+    JSON object asked for. Declining, a bad answer or no answer changes nothing: the heuristic
+    memories stay, and sessions still queued are curated by heuristics in this call. On
+    protocol 2026-07-28 it asks only with `use_my_model: true` (there, declining ends the call).
     """)
 
 
@@ -179,6 +192,7 @@ def register(server, rt: Runtime) -> None:
     @guard(rt)
     async def consolidate_tool(ctx: Context, namespace: NAMESPACE = "default",
                                dry_run: DRY_RUN = False, min_cluster_size: MIN_CLUSTER = 10,
+                               use_my_model: USE_MY_MODEL = None,
                                host: HOST = None) -> Annotated[CallToolResult, ConsolidateResult]:
         import anyio.to_thread
 
@@ -186,8 +200,24 @@ def register(server, rt: Runtime) -> None:
         if host is not None and not dry_run:    # the host's model first (tools/host_model.py)
             require(rt, namespace)
             used = await anyio.to_thread.run_sync(lambda: apply_answer(rt, namespace, host))
+        if isinstance(host, HostSkip):
+            used = {"used": False, "why": host.why}
+        if not dry_run:    # what is still queued is curated now, by the heuristics
+            done = await anyio.to_thread.run_sync(lambda: curate_queued(rt, namespace))
+            if done and used is not None:
+                used["curated_by_heuristics"] = done
         out = await consolidate(rt, namespace, dry_run, min_cluster_size,
                                 progress=ctx.report_progress)
-        out.host_model = used or ({"used": False, "why": host.why} if isinstance(host, HostSkip)
-                                  else None)
+        out.host_model = used
         return answer(text_of(out), out)
+
+
+def curate_queued(rt: Runtime, namespace: str) -> list[str]:
+    """Curate (every strategy, heuristics unless the host's model wrote the session) each session
+    of ``namespace`` still queued; their ids."""
+    ns = require(rt, namespace)
+    queued = sorted(s["session_id"] for s in rt.space(ns).list_sessions()
+                    if s.get("curation") == "queued")
+    for sid in queued:
+        rt.curation.curate_now(ns, sid)
+    return queued

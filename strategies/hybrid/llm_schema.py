@@ -24,6 +24,7 @@ Medium = Annotated[str, StringConstraints(max_length=2_000)]
 Long = Annotated[str, StringConstraints(max_length=6_000)]
 Refs = Annotated[list[Annotated[str, StringConstraints(max_length=600)]], Field(max_length=400)]
 MERGED_MAX_CHARS = 1_200   # a merged memory's text, whoever writes it
+CLAIM_MAX_CHARS = 600      # one wiki claim
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
@@ -52,12 +53,25 @@ class TuplesOut(BaseModel):
     tuples: Annotated[list[TupleOut], Field(max_length=400)]
 
 
+class ClaimOut(BaseModel):
+    """One of the wiki's claims (TrajWiki): an atomic fact from one turn."""
+
+    turn: Short = Field(description="the label of the one turn it comes from, e.g. S1.t3")
+    text: Annotated[str, StringConstraints(max_length=CLAIM_MAX_CHARS)]
+    subject: Short = Field("", description="who or what the claim is about")
+    state: Short = Field("", description="residence | job | study | relationship when the claim "
+                                         "states such a changeable state of the subject, else \"\"")
+    ends_state: bool = Field(False, description="true when it says such a state ended")
+
+
 class SessionOut(BaseModel):
-    """One session's curation in a single answer: both of the paper's stores."""
+    """One session's curation in a single answer: both of the paper's stores, and the wiki's
+    claims."""
 
     session: Short = Field(description="the session label shown, e.g. S1")
     episodes: Annotated[list[EpisodeOut], Field(max_length=100)] = Field(default_factory=list)
     tuples: Annotated[list[TupleOut], Field(max_length=400)] = Field(default_factory=list)
+    claims: Annotated[list[ClaimOut], Field(max_length=600)] = Field(default_factory=list)
 
 
 class MergeOut(BaseModel):

@@ -47,11 +47,14 @@ def explain_id(space, id: str) -> dict | None:
         hist = claim_history(space, id)
         if not hist:
             return None
+        from .sampled import written_by
+
         me = next(h for h in hist if h["id"] == id)
         cur = hist[-1]
+        me["written_by"] = by = written_by(space, me["snapshot"], id)
         return {"type": "claim", "claim": me, "current": cur, "history": hist,
-                "summary": f"claim {me['status']} ({me['op']}); {len(hist)} versions; current: "
-                           f"{cur['text']!r} [{cur['ref']}]",
+                "summary": f"claim {me['status']} ({me['op']}{', written by ' + by if by else ''}); "
+                           f"{len(hist)} versions; current: {cur['text']!r} [{cur['ref']}]",
                 "sources": _sources(space, [h["source_id"] for h in hist])}
     if id.startswith("snp_"):
         rows = space.rows(SNAP, eq={"id": id}, columns=["id", "session_id", "idx", "timestamp",

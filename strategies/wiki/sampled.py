@@ -1,0 +1,97 @@
+"""The wiki's claims written by another model: the host's, through MCP sampling.
+
+When ``consolidate`` has the host's model curate a session (``tools/host_model.py``), the same
+answer carries the session's claims in ``llm_schema.ClaimOut`` (the label of the turn each
+comes from, its text, subject, changeable state, whether it ends one). They are validated here
+(a turn that was not shown, an empty text or an unknown state is dropped claim by claim) and
+turned into the session's snapshots through ``claims.build_snapshots``'s own LLM path (the
+exchanges, ids, vectors, dates and slots are those of any other snapshot). An exchange the
+answer gave no valid claim for keeps its sentence claims, so no turn loses its claims; a
+session with no valid claim at all is left as the heuristics wrote it.
+
+Each claim the host wrote carries ``written_by`` (``sampling:<model>``) in its snapshot, where
+``explain`` finds it. The snapshots replace the session's earlier ones (same ids: one per
+exchange); the trajectories, claim table and pages follow at the wiki's replay, which the same
+``consolidate`` call runs right after. A session not curated yet (still queued) needs no
+replay: its curation appends the stored snapshots like any other.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .claims import build_snapshots, exchanges
+from .store import SNAP, SNAP_SCHEMA, ensure
+
+STATES = ("residence", "job", "study", "relationship")
+
+
+class _Given:
+    """The ``llm`` ``build_snapshots`` asks per exchange, answering with claims already given
+    (a list of ``(message_index, ClaimOut)``), in the ``_LLMClaims`` shape it passes in."""
+
+    def __init__(self, items: list[tuple[int, Any]]):
+        self.items = items
+
+    def structured(self, system: str, user: str, schema):
+        return schema.model_validate({"claims": [
+            {"message_index": i, "text": c.text.strip(), "subject": c.subject.strip(),
+             "state": c.state.strip().lower() if c.state.strip().lower() in STATES else "",
+             "ends_state": bool(c.ends_state)} for i, c in self.items]})
+
+
+def valid_claims(claims: list, by_label: dict[str, dict]) -> dict[str, list]:
+    """Source id -> the claims that cite a shown turn and have a text, in the answer's order."""
+    out: dict[str, list] = {}
+    for c in claims:
+        row = by_label.get(c.turn.strip())
+        if row is not None and c.text.strip():
+            out.setdefault(row["id"], []).append(c)
+    return out
+
+
+def write_claims(space, session_id: str, by_label: dict[str, dict], claims: list,
+                 written_by: str) -> int:
+    """Store the session's snapshots with the host's claims; the number of host claims used
+    (0: nothing was written, the session keeps what it had)."""
+    ensure(space)
+    given = valid_claims(claims, by_label)
+    rows = space.sources_by_session(session_id)
+    if not given or not rows:
+        return 0
+    sess = space.get_session(session_id) or {}
+    when = sess.get("session_time") or rows[0]["timestamp"]
+    vectors = space.source_vectors([r["id"] for r in rows])
+    opener = rows[0].get("speaker")
+    snaps, used = [], 0
+    for k, ex in enumerate(exchanges(rows, opener)):
+        items = [(i, c) for i, r in enumerate(ex) for c in given.get(r["id"], [])]
+        # one exchange at a time, so that the heuristics fill in an exchange with no host claim
+        snap = build_snapshots(session_id, ex, when, vectors, _Given(items) if items else None,
+                               opener=opener, idx0=k)[0]
+        if items:
+            got = json.loads(snap["claims"])
+            for c in got:
+                c["written_by"] = written_by
+            snap["claims"] = json.dumps(got, ensure_ascii=False)
+            used += len(got)
+        snaps.append(snap)
+    if not used:
+        return 0
+    keep = {s["id"] for s in snaps}
+    stale = [s["id"] for s in space.rows(SNAP, eq={"session_id": session_id}, columns=["id"])
+             if s["id"] not in keep]
+    if stale:     # the session was cut into exchanges differently before (appended messages)
+        space.delete_rows(SNAP, {"id": stale})
+    space.upsert(SNAP, SNAP_SCHEMA, snaps)
+    return used
+
+
+def written_by(space, snapshot_id: str, claim_id: str) -> str | None:
+    """Who wrote a claim, when another model did (``None``: the sentence heuristics)."""
+    rows = space.rows(SNAP, eq={"id": snapshot_id}, columns=["id", "claims"])
+    for c in json.loads(rows[0]["claims"]) if rows else []:
+        if c.get("id") == claim_id:
+            return c.get("written_by")
+    return None
