@@ -44,7 +44,7 @@ async def remember_and_recall(c, query: str) -> dict:
 
 
 def server_at(home: Path, tmp_path: Path):
-    return build_server(Settings(home=str(home), cache_dir=tmp_path / "cache", curation=False))
+    return build_server(Settings(home=str(home), curation=False))
 
 
 async def test_a_trace_stores_ids_not_text_and_explain_reads_it_back_after_compaction(tmp_path):

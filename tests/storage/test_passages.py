@@ -54,7 +54,7 @@ async def test_a_store_written_before_passages_gets_them_on_first_use(home, tmp_
 
     msgs = ([{"content": ANSWER, "speaker": "assistant", "ref": "a1"}]
             + [{"content": d, "speaker": "user", "ref": f"d{k}"} for k, d in enumerate(DISTRACTORS)])
-    first = build_server(Settings(home=str(home), cache_dir=tmp_path / "c"))
+    first = build_server(Settings(home=str(home)))
     async with Client(first) as c:
         ids = payload(await c.call_tool("remember", {"messages": msgs, "session_id": "s",
                                                      "curated": {"facts": []}}))["source_ids"]
@@ -65,7 +65,7 @@ async def test_a_store_written_before_passages_gets_them_on_first_use(home, tmp_
     first.runtime.store.set_meta(f"passages:{space.name('sources')}", "0:old-sizes")
     first.runtime.store.close()
 
-    again = build_server(Settings(home=str(home), cache_dir=tmp_path / "c"))
+    again = build_server(Settings(home=str(home)))
     async with Client(again) as c:
         rec = payload(await c.call_tool("recall", {
             "query": "What staging cluster did we pick for the first PgBouncer cutover?",
