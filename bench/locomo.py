@@ -244,7 +244,9 @@ def run(args) -> dict:
         except ValueError:
             pass
     budgets = [int(b) for b in str(args.budget).split(",")]
-    label = (lambda s, b, m: f"{s}@{b}" + (f" {m or 'heuristics'}" if len(modes) > 1 else ""))
+    def label(s, b, m):
+        return f"{s}@{b}" + (f" {m or 'heuristics'}" if len(modes) > 1 else "")
+
     keys = [(s, b, m) for m in modes for s in strategies for b in budgets]
     results = {k: [] for k in keys}
     off_q = offtopic_questions(args.offtopic) if args.offtopic else []

@@ -4,8 +4,8 @@
 
 One namespace grows to each size through ``tools.remember.remember`` (one call per ~20-turn
 synthetic session, see ``bench/synth.py``). At each size: wait for the automatic vector index (or
-build it), then time ``tools.recall.recall`` (--strategy, default "plain", budget 2000) over distinct questions
-about the stored content after a warm-up; separately time the floor (one query embedding, one BM25
+build it), then time ``tools.recall.recall`` (--strategy, default "plain", budget 2000) over distinct
+questions about the stored content after a warm-up; separately time the floor (one query embedding, one BM25
 top-100, one vector top-100); record RSS. Last, spawn ``trimem serve`` over stdio as mcp.json says
 and time spawn -> first tools/list answer (populated and empty store) and spawn -> first recall.
 Embedding time is measured by wrapping ``Runtime.embed`` (the real call, timed); nothing is mocked.

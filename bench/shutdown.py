@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{transport} {way}: max {max(times):.2f} s, median {statistics.median(times):.2f} s, "
                   f"exit codes {sorted(set(codes), key=str)}, runs with a traceback {tracebacks}",
                   file=sys.stderr)
-    print(f"| transport | way | runs | max s | median s | exit codes | tracebacks |\n|---|---|---|---|---|---|---|")
+    print("| transport | way | runs | max s | median s | exit codes | tracebacks |\n"
+          "|---|---|---|---|---|---|---|")
     for transport, way, mx, med, codes, tb in rows:
         print(f"| {transport} | {way} | {args.runs} | {mx:.2f} | {med:.2f} | {codes} | {tb} |")
 

@@ -25,7 +25,6 @@ import secrets
 import stat
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")

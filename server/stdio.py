@@ -147,7 +147,7 @@ class AnsweringReader:
         try:
             return await self.receive()
         except anyio.EndOfStream:
-            raise StopAsyncIteration
+            raise StopAsyncIteration from None
 
     async def receive(self):
         while True:

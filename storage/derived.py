@@ -95,7 +95,7 @@ class DerivedMixin:
                 for col, how in columns.items():
                     cfg = Bitmap() if how == "bitmap" else BTree()
                     if rebuild:
-                        retrying(lambda: tbl.create_index(col, config=cfg, replace=True),
+                        retrying(lambda col=col, cfg=cfg: tbl.create_index(col, config=cfg, replace=True),
                                  f"rebuild index {kind}.{col}")
                     else:
                         ensure_index(tbl, col, cfg)

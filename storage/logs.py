@@ -172,7 +172,7 @@ class LogsMixin:
         if tbl is not None and recall_ids:
             for i in range(0, len(recall_ids), 500):
                 chunk = recall_ids[i:i + 500]
-                retrying(lambda: tbl.delete(sql_in("recall_id", chunk)), "delete recalls")
+                retrying(lambda chunk=chunk: tbl.delete(sql_in("recall_id", chunk)), "delete recalls")
 
     # -- audit ----------------------------------------------------------------------------------
     def audit(self, op: str, target_ids: list[str], detail: dict) -> str:

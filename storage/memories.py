@@ -79,7 +79,7 @@ class MemoriesMixin:
         if tbl is not None and ids:
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
-                retrying(lambda: tbl.delete(sql_in("id", chunk)), "delete memories")
+                retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)), "delete memories")
 
     def vector_memories(self, kind: str, vector: np.ndarray, limit: int,
                         status: str = "active") -> list[tuple[str, float]]:

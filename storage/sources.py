@@ -156,7 +156,7 @@ class SourcesMixin:
         if tbl is not None and ids:
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
-                retrying(lambda: tbl.delete(sql_in("id", chunk)), "delete sources")
+                retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)), "delete sources")
 
     def rebuild_text_index(self) -> None:
         """Rebuild the full-text index from the rows that remain (forget uses it, so no token

@@ -100,8 +100,8 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
             vecs = embed([r.get("search_text") or r["text"] for r in batch])
             for r, v in zip(batch, vecs):
                 r["vector"], r["embed_model"] = v.astype(np.float32).tolist(), self.model
-            retrying(lambda: new.merge_insert("id").when_not_matched_insert_all().execute(batch),
-                     "re-embed")
+            retrying(lambda batch=batch: new.merge_insert("id").when_not_matched_insert_all()
+                     .execute(batch), "re-embed")
         self.audit("reembed", [], {"table": kind, "from": old_name, "to": self.name(kind),
                                    "rows": len(rows)})
         self.store.drop_table(old_name)

@@ -208,7 +208,7 @@ class UpkeepMixin:
             kw = {"cleanup_older_than": timedelta(0)} if purge else {}
             with self._maint_lock, warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # purging is the point of forget
-                retrying(lambda: tbl.optimize(**kw), "optimize")
+                retrying(lambda tbl=tbl, kw=kw: tbl.optimize(**kw), "optimize")
             done.append(name[len(prefix):])
         return done
 

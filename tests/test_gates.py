@@ -31,6 +31,7 @@ def test_ruff_reports_nothing():
 
 @pytest.mark.slow
 def test_pyright_reports_no_errors():
-    out = _run("basedpyright", "--project", str(ROOT), timeout=1200)
+    out = _run("basedpyright", "--project", str(ROOT), "--pythonpath", sys.executable,
+               timeout=1200)
     assert out.returncode == 0, f"basedpyright found errors:\n{out.stdout}{out.stderr}"
     assert "0 errors" in out.stdout, out.stdout
