@@ -109,7 +109,7 @@ def measure_queries(emb, queries: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     p.add_argument("--data", type=Path, default=Path("../shared/data/locomo"),
                    help="folder with LoCoMo conv-*.json files (default: %(default)s)")
     p.add_argument("--conv", default="conv-26.json", help="which conversation file to use")

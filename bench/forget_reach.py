@@ -118,7 +118,7 @@ async def measure(home: Path, strategies=STRATEGIES, runs: int = 1,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     args = ap.parse_args()

@@ -102,7 +102,8 @@ def load(data: Path, convs: str) -> list[tuple[str, dict]]:
     files = sorted(data.glob(pattern))
     if convs:
         keep = set(convs.split(","))
-        files = [f for f in files if re.match(r"[A-Za-z]+[-_](\d+)", f.stem).group(1) in keep]
+        files = [f for f in files
+                 if (m := re.match(r"[A-Za-z]+[-_](\d+)", f.stem)) and m.group(1) in keep]
     if not files:
         raise SystemExit(f"no {pattern} files in {data}")
     out = []
@@ -348,7 +349,7 @@ def table(out: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--data", default="../shared/data/locomo")
     ap.add_argument("--strategies", default="plain,auto")
     ap.add_argument("--budget", default="2000", help="one or more, comma-separated")

@@ -54,7 +54,7 @@ def run_one(home: str, sessions: int, queries: int) -> dict:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--queries", type=int, default=20)
     args = ap.parse_args(argv)

@@ -44,7 +44,7 @@ def make_embedder(kind: str, *, model: str | None = None, base_url: str | None =
         from .local import LocalEmbedder  # lazy: heavy imports, see module docstring
 
         log.info("embedder: local (cache_dir=%s)", cache_dir)
-        return LocalEmbedder(cache_dir=cache_dir)
+        return LocalEmbedder(cache_dir=None if cache_dir is None else Path(cache_dir))
     from .openai_compat import OpenAIEmbedder
 
     url = _require(base_url, "TRIMEM_EMBED_BASE_URL", "TRIMEM_EMBEDDER")

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from .db import ensure_index, retrying, sql_in, sql_str
+from .parts import SpaceParts
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ def _where(eq: dict[str, Any] | None, extra: str | None = None,
     return " AND ".join(parts) or None
 
 
-class DerivedMixin:
+class DerivedMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for strategy-owned tables."""
 
     def derived_table(self, kind: str, schema: pa.Schema | None = None, create: bool = False):
@@ -193,7 +194,10 @@ class DerivedMixin:
                 log.warning("cannot build the full-text index of %s (%s); searching without it",
                             tbl.name, exc)
                 return []
-        q = tbl.search(MatchQuery(query, column), query_type="fts").select(
+        # lancedb declares MatchQuery's defaults as positional pydantic.Field(...) arguments,
+        # which pyright does not read as defaults
+        q = tbl.search(MatchQuery(query, column),  # pyright: ignore[reportCallIssue]
+                       query_type="fts").select(
             sorted(set(columns) | {"namespace"}))
         w = _where(eq)
         if w:

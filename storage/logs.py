@@ -6,10 +6,12 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from .db import retrying, sql_in, sql_str, sql_time
 from .errors import NotFound
 from .schema import AUDIT, RECALLS, SESSIONS
+from .parts import SpaceParts
 
 
 PRUNE_EVERY = 50   # recalls logged (per process and namespace) between two prunes
@@ -30,7 +32,7 @@ def bounded_trace(dumps, trace: dict, max_bytes: int) -> str:
     text = dumps(trace)
     if len(text.encode()) <= max_bytes:
         return text
-    out = dict(trace, truncated=True)
+    out: dict[str, Any] = {**trace, "truncated": True}
     for key in sorted(trace, key=lambda k: -len(dumps(trace[k]))):
         out[key] = f"[dropped: {len(dumps(trace[key]).encode())} bytes over the trace limit]"
         text = dumps(out)
@@ -39,7 +41,7 @@ def bounded_trace(dumps, trace: dict, max_bytes: int) -> str:
     return dumps({"truncated": True, "strategy": str(trace.get("strategy", ""))[:100]})
 
 
-class LogsMixin:
+class LogsMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for sessions, recalls and the audit log."""
 
     # -- sessions -------------------------------------------------------------------------------
@@ -147,9 +149,9 @@ class LogsMixin:
             return []
         rows = tbl.search().select(["recall_id", "source_ids"]).limit(None).to_list()
         out = {r["recall_id"] for r in rows if ids.intersection(r["source_ids"] or [])}
-        ids = sorted(ids) if in_trace else []
-        for i in range(0, len(ids), 50):
-            where = " OR ".join(f"trace LIKE {sql_str('%' + x + '%')}" for x in ids[i:i + 50])
+        named = sorted(ids) if in_trace else []
+        for i in range(0, len(named), 50):
+            where = " OR ".join(f"trace LIKE {sql_str('%' + x + '%')}" for x in named[i:i + 50])
             out.update(r["recall_id"] for r in tbl.search().where(where).select(["recall_id"])
                        .limit(None).to_list())
         return sorted(out)

@@ -7,6 +7,7 @@ import json
 import numpy as np
 
 from .db import retrying, sql_in, sql_str
+from .parts import SpaceParts
 
 # filter columns of the memories table: get_memories looks rows up by id, and every vector and
 # BM25 search prefilters on kind and status (ids are opaque and kind / status are enums: no
@@ -23,7 +24,7 @@ def _clean(row: dict) -> dict:
     return out
 
 
-class MemoriesMixin:
+class MemoriesMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for the ``memories`` table."""
 
     def add_memories(self, rows: list[dict]) -> None:

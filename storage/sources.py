@@ -8,6 +8,7 @@ from datetime import datetime
 import numpy as np
 
 from .db import ensure_index, retrying, sql_in, sql_str, sql_time
+from .parts import SpaceParts
 
 SOURCE_COLUMNS = ["id", "namespace", "session_id", "seq", "ref", "speaker", "timestamp", "text",
                   "metadata", "embed_model", "created_at"]
@@ -34,7 +35,7 @@ def _clean(row: dict) -> dict:
     return out
 
 
-class SourcesMixin:
+class SourcesMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for the ``sources`` table."""
 
     def _sources(self, create: bool = False):
@@ -111,7 +112,10 @@ class SourcesMixin:
         tbl = self._sources()
         if tbl is None or not query.strip():
             return []
-        q = tbl.search(MatchQuery(query, "search_text"), query_type="fts").select(["id", "namespace"])
+        # lancedb declares MatchQuery's defaults as positional pydantic.Field(...) arguments,
+        # which pyright does not read as defaults
+        q = tbl.search(MatchQuery(query, "search_text"),  # pyright: ignore[reportCallIssue]
+                       query_type="fts").select(["id", "namespace"])
         if where:
             q = q.where(where, prefilter=True)
         rows = q.limit(limit).to_list()

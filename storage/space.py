@@ -52,13 +52,15 @@ class Space(SourcesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
     # -- naming -----------------------------------------------------------------------------
     def name(self, kind: str) -> str:
         if kind in VECTOR_KINDS or kind in self._vector_kinds:
-            if self.model is None:
+            if self.model is None or self.dim is None:
                 raise RuntimeError("bind_model() must be called before using vector tables")
             return f"ns_{self.key}__{kind}__{model_tag(self.model, self.dim)}"
         return f"ns_{self.key}__{kind}"
 
     def table(self, kind: str, schema=None, create: bool = False):
         if create and schema is None and kind in VECTOR_KINDS:
+            if self.dim is None:
+                raise RuntimeError("bind_model() must be called before using vector tables")
             schema = VECTOR_KINDS[kind](self.dim)
         if create and not self._registered:
             self.store.register_namespace(self.namespace)

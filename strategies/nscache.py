@@ -63,19 +63,19 @@ class NamespaceCache:
             with self._lock:
                 self._writing[k] -= 1
 
-    def get(self, space, recheck_s: float) -> tuple[Any, int, tuple | None]:
-        """(the cached item, None, None) while it is current; else (None, generation, counts)
-        for the caller to read the tables and ``put`` the result."""
+    def get(self, space, recheck_s: float) -> tuple[Any, int, tuple]:
+        """(the cached item, generation, counts) while it is current; else (None, generation,
+        counts) for the caller to read the tables and ``put`` the result."""
         k = self.key(space)
         with self._lock:
             item, gen, busy = self._items.get(k), self._gen.get(k, 0), self._writing.get(k, 0) > 0
         now = time.monotonic()
         if item is not None and item.gen == gen and (busy or now - item.checked < recheck_s):
-            return item, None, None
+            return item, gen, item.counts
         counts = self._counts(space)
         if item is not None and item.gen == gen and item.counts == counts:
             item.checked = now
-            return item, None, None
+            return item, gen, counts
         return None, gen, counts
 
     def put(self, space, item) -> None:

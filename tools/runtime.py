@@ -12,8 +12,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp.server.mcpserver.exceptions import ToolError
+
+if TYPE_CHECKING:
+    from ..storage.space import Space
 
 log = logging.getLogger(__name__)
 EMBED_BATCH = 64               # texts per embedder call (the local model cuts them by tokens again)
@@ -162,7 +166,7 @@ class Runtime:
         with self._lock:
             return self._ns_locks.setdefault(namespace, threading.RLock())
 
-    def space(self, namespace: str):
+    def space(self, namespace: str) -> Space:
         """The namespace's storage, bound to the current embedding model."""
         sp = self.store.space(namespace)
         emb = self.embedder

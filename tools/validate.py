@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal, overload
 
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -23,6 +23,11 @@ def unicode(name: str, value: str) -> str:
     return value
 
 
+@overload
+def text_field(name: str, value: str | None, limits: Limits, *, required: Literal[True]) -> str: ...
+@overload
+def text_field(name: str, value: str | None, limits: Limits, *,
+               required: bool = False) -> str | None: ...
 def text_field(name: str, value: str | None, limits: Limits, *, required: bool = False) -> str | None:
     """Ids, refs, speakers, session ids and namespaces: bounded, no NUL or other control chars."""
     if value is None:

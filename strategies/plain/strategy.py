@@ -8,7 +8,7 @@ a user can pick for raw evidence, and the baseline every other strategy must bea
 
 from __future__ import annotations
 
-from ..base import Env, Item, Recollection, RecallRequest, SourceRef
+from ..base import Env, Item, ItemKind, Recollection, RecallRequest, SourceRef
 from ..render import pack_sources
 
 RRF_K = 60
@@ -83,7 +83,7 @@ def source_ref(row: dict) -> SourceRef:
                      speaker=row.get("speaker"), timestamp=row.get("timestamp"), text=row["text"])
 
 
-def finish(packed, parts: dict[str, dict], kind: str = "source") -> tuple[list[Item], list[SourceRef]]:
+def finish(packed, parts: dict[str, dict], kind: ItemKind = "source") -> tuple[list[Item], list[SourceRef]]:
     items = [Item(id=r["id"], kind=kind, text=r["text"], score=round(parts[r["id"]]["score"], 6),
                   timestamp=r.get("timestamp"), source_ids=[r["id"]]) for r in packed.chosen]
     sources = [source_ref(r) for r in packed.chosen if r["id"] in packed.verbatim_ids]

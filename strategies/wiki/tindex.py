@@ -25,6 +25,16 @@ KINDS = 3   # entities, facets, words
 
 
 class TrajIndex:
+    # the columns, one row per trajectory, set (and grown) by _alloc through setattr
+    head: np.ndarray
+    last: np.ndarray
+    sum: np.ndarray
+    idx: np.ndarray
+    ts: np.ndarray
+    size: np.ndarray
+    alive: np.ndarray
+    length: np.ndarray
+
     def __init__(self, dim: int = 384):
         self.dim, self.n = dim, 0
         self.ids: list[str] = []
