@@ -102,7 +102,7 @@ def fit(sc: Scorer, qs: list[dict], min_kind: int) -> dict:
         r, h = sc.mean(subset, w, k)
         return r + h
 
-    best: tuple[float, dict | None, int | None] = (-1.0, None, None)
+    best: tuple[float, dict | None, float | None] = (-1.0, None, None)
     for k in KS:   # global: every combination with plain's weight fixed at 1 (scale-free)
         for ws in itertools.product(GRID, repeat=len(VOTERS) - 1):
             w = dict(zip(VOTERS, (1.0, *ws)))

@@ -35,7 +35,7 @@ class Settings(BaseSettings):
     embed_base_url: str | None = None
     embed_api_key: str | None = None
     llm: Literal["none", "openai", "sampling", "auto"] = Field(
-        "auto", description="who writes curated memories and merge texts: none (heuristics), "
+        default="auto", description="who writes curated memories and merge texts: none (heuristics), "
         "openai (an OpenAI-compatible endpoint, in the background), sampling (the host's own "
         "model, asked during `consolidate`), auto (sampling when the client offers it, else "
         "heuristics)")
@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     curation: bool = Field(default=True, description="false: keep raw sources only (plain recall); "
                            "the paper strategies then have nothing curated to use")
     consolidate_every_sessions: int = Field(
-        0, ge=0, description="consolidate a namespace after this many newly curated sessions "
+        default=0, ge=0, description="consolidate a namespace after this many newly curated sessions "
         "(the paper suggests 10-20); 0 = only when asked (the consolidate tool or command)")
     recall_log_days: float = Field(default=30.0, ge=0, description="recall records (what `explain` "
                                    "replays, queries included) older than this are deleted; "

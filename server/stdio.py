@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -132,8 +133,9 @@ class AnsweringReader:
         await self._inner.__aenter__()
         return self
 
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        return await self._inner.__aexit__(*exc)
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> bool | None:
+        return await self._inner.__aexit__(exc_type, exc, tb)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -53,7 +53,8 @@ class DerivedMixin(SpaceParts):
         elif schema is None and kind not in self._vector_kinds and kind not in self._plain_kinds:
             # a reader in a fresh process does not know yet whether `kind` has vectors: a
             # model-tagged table on disk says it does
-            tagged = f"ns_{self.key}__{kind}__{model_tag(self.model, self.dim)}" if self.model else None
+            tagged = (f"ns_{self.key}__{kind}__{model_tag(self.model, self.dim)}"
+                      if self.model and self.dim is not None else None)
             if tagged and self.store.open_table(tagged) is not None:
                 self._vector_kinds[kind] = None
             else:

@@ -141,7 +141,7 @@ class SourcesMixin(SpaceParts):
         table gives the same sample), shape (n, dim); empty when there are no sources."""
         tbl = self._sources()
         n = 0 if tbl is None else tbl.count_rows()
-        if not n:
+        if tbl is None or not n:
             return np.zeros((0, self.dim or 0), dtype=np.float32)
         offsets = sorted(np.random.default_rng(seed).choice(n, min(k, n), replace=False).tolist())
         rows = tbl.take_offsets(offsets).select(["vector", "namespace"]).to_list()
