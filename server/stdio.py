@@ -133,9 +133,9 @@ class AnsweringReader:
         await self._inner.__aenter__()
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> bool | None:
-        return await self._inner.__aexit__(exc_type, exc, tb)
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc_val: BaseException | None, exc_tb: TracebackType | None) -> bool | None:
+        return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
