@@ -64,7 +64,7 @@ async def run(args) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--clients", default="1,8")
     ap.add_argument("--calls", type=int, default=12, help="calls per client per phase")
     ap.add_argument("--same-total", action="store_true", help="split --calls over the clients")

@@ -53,7 +53,7 @@ def read_conversation(path: Path) -> tuple[list[str], list[str]]:
 def _load_child(out: str) -> None:
     """Runs in a fresh interpreter: time import + load (+ first tiny embed) of the embedder."""
     t0 = time.perf_counter()
-    from trimem.providers.local import LocalEmbedder
+    from ..providers.local import LocalEmbedder
 
     t_import = time.perf_counter() - t0
     emb = LocalEmbedder()
@@ -109,7 +109,7 @@ def measure_queries(emb, queries: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     p.add_argument("--data", type=Path, default=Path("../shared/data/locomo"),
                    help="folder with LoCoMo conv-*.json files (default: %(default)s)")
     p.add_argument("--conv", default="conv-26.json", help="which conversation file to use")
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("trimem.providers").setLevel(logging.WARNING)
 
-    from trimem.providers.local import LocalEmbedder
+    from ..providers.local import LocalEmbedder
 
     path = args.data / args.conv
     if not path.is_file():

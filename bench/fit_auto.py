@@ -102,7 +102,7 @@ def fit(sc: Scorer, qs: list[dict], min_kind: int) -> dict:
         r, h = sc.mean(subset, w, k)
         return r + h
 
-    best = (-1.0, None, None)
+    best: tuple[float, dict | None, float | None] = (-1.0, None, None)
     for k in KS:   # global: every combination with plain's weight fixed at 1 (scale-free)
         for ws in itertools.product(GRID, repeat=len(VOTERS) - 1):
             w = dict(zip(VOTERS, (1.0, *ws)))
@@ -110,6 +110,7 @@ def fit(sc: Scorer, qs: list[dict], min_kind: int) -> dict:
             if v > best[0]:
                 best = (v, w, k)
     _, w_glob, k = best
+    assert w_glob is not None and k is not None, "obj() is never below 0: some weights won"
     print(f"  global: k={k} {w_glob} R+H={best[0]:.4f}", file=sys.stderr)
     per_kind = {}
     from ..strategies.auto.features import KINDS
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     from ..server.settings import Settings
     from ..tools.runtime import Runtime
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--data", default="../shared/data/locomo")
     ap.add_argument("--home", required=True, help="store folder; kept and reused between runs")
     ap.add_argument("--convs", default="")

@@ -83,7 +83,7 @@ async def one_run(a, b, strategy: str, run: int,
         return holds(rec, secret) and "fell back" not in rec["route_reason"]
 
     for c in (a, b):   # both processes see it curated, and B's caches hold it
-        if not await until(lambda: curated(c), 120.0):
+        if not await until(lambda c=c: curated(c), 120.0):
             raise RuntimeError(f"{strategy}: the secret never showed up in a recall")
     _data(await a.call_tool("forget", {"refs": [f"s{run}"], "namespace": NS}))
     t0 = time.monotonic()
@@ -118,7 +118,7 @@ async def measure(home: Path, strategies=STRATEGIES, runs: int = 1,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     args = ap.parse_args()

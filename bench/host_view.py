@@ -20,8 +20,15 @@ from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.types import TextContent
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def text_of(block) -> str:
+    """The text of a content block that must be text (every trimem tool answers in text)."""
+    assert isinstance(block, TextContent), block
+    return block.text
 
 
 def params(home: str, env_extra: dict) -> StdioServerParameters:
@@ -65,7 +72,7 @@ async def measure(args) -> dict:
                                                     "page": page})
                 assert not exp.is_error, exp.content
                 explain_max = max(explain_max, text_chars(exp))
-                head = exp.content[0].text.split("\n", 1)[0]
+                head = text_of(exp.content[0]).split("\n", 1)[0]
                 n = int(head.split(" of ")[1].split(";")[0].rstrip("]"))
                 page += 1
             explain_pages.append(n)
@@ -76,7 +83,7 @@ async def measure(args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--home", required=True)
     ap.add_argument("--namespace", default="conv-26")
     ap.add_argument("--data", default="../shared/data/locomo")

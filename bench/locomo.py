@@ -103,7 +103,8 @@ def load(data: Path, convs: str) -> list[tuple[str, dict]]:
     files = sorted(data.glob(pattern))
     if convs:
         keep = set(convs.split(","))
-        files = [f for f in files if re.match(r"[A-Za-z]+[-_](\d+)", f.stem).group(1) in keep]
+        files = [f for f in files
+                 if (m := re.match(r"[A-Za-z]+[-_](\d+)", f.stem)) and m.group(1) in keep]
     if not files:
         raise SystemExit(f"no {pattern} files in {data}")
     out = []
@@ -245,7 +246,9 @@ def run(args) -> dict:
         except ValueError:
             pass
     budgets = [int(b) for b in str(args.budget).split(",")]
-    label = (lambda s, b, m: f"{s}@{b}" + (f" {m or 'heuristics'}" if len(modes) > 1 else ""))
+    def label(s, b, m):
+        return f"{s}@{b}" + (f" {m or 'heuristics'}" if len(modes) > 1 else "")
+
     keys = [(s, b, m) for m in modes for s in strategies for b in budgets]
     results = {k: [] for k in keys}
     off_q = offtopic_questions(args.offtopic) if args.offtopic else []
@@ -352,7 +355,7 @@ def table(out: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--data", default="../shared/data/locomo")
     ap.add_argument("--strategies", default="plain,auto")
     ap.add_argument("--budget", default="2000", help="one or more, comma-separated")

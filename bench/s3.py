@@ -37,7 +37,7 @@ def run_one(home: str, sessions: int, queries: int) -> dict:
     rt.embed(["warm up"])
     syn = Synth(seed=5)
     rem = []
-    for k, (sid, when, msgs) in zip(range(sessions), syn.sessions()):
+    for _, (sid, when, msgs) in zip(range(sessions), syn.sessions()):
         t0 = time.perf_counter()
         remember(rt, [Message(**m) for m in msgs], sid, when, "bench")
         rem.append(1000 * (time.perf_counter() - t0))
@@ -54,7 +54,7 @@ def run_one(home: str, sessions: int, queries: int) -> dict:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--queries", type=int, default=20)
     args = ap.parse_args(argv)

@@ -27,6 +27,12 @@ CONVERSATION = [
     {"content": "I live in Lisbon and I love the trams.", "speaker": "Ana", "ref": "m3"}]
 
 
+def text_of(block) -> str:
+    """The text of a content block that must be text (prompts and tool answers here are)."""
+    assert isinstance(block, TextContent), block
+    return block.text
+
+
 class ScriptedHost:
     """A host model for tests and this demo; ``mode``: good | garbage | refuse | hang."""
 
@@ -105,7 +111,7 @@ async def demo(home: str) -> str:
                            ("use_memory", {})):
             got = await c.get_prompt(name, args)
             say(f"\n`prompts/get` {name} {json.dumps(args)}:\n")
-            say(block(got.messages[0].content.text))
+            say(block(text_of(got.messages[0].content)))
 
     # 2. one curation through sampling (stateless 2026-07-28 protocol)
     host = ScriptedHost("good")
@@ -128,7 +134,7 @@ async def demo(home: str) -> str:
         say(block(json.dumps(req.model_dump(mode="json", exclude_none=True), indent=1), "json"))
         say("\nThe host's answer (scripted model `scripted-model`):\n")
         say(block(host.answers[0], "json"))
-        say(f"\nThe tool's text: {res.content[0].text}\n\nhost_model: "
+        say(f"\nThe tool's text: {text_of(res.content[0])}\n\nhost_model: "
             f"`{json.dumps(res.structured_content['host_model'])}`\n\nStored after:\n")
         after = rows_of(space)
         say(block(json.dumps(after, indent=1), "json"))
@@ -206,7 +212,7 @@ async def demo(home: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--out", default="")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="trimem-sampling-") as home:

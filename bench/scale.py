@@ -4,8 +4,8 @@
 
 One namespace grows to each size through ``tools.remember.remember`` (one call per ~20-turn
 synthetic session, see ``bench/synth.py``). At each size: wait for the automatic vector index (or
-build it), then time ``tools.recall.recall`` (--strategy, default "plain", budget 2000) over distinct questions
-about the stored content after a warm-up; separately time the floor (one query embedding, one BM25
+build it), then time ``tools.recall.recall`` (--strategy, default "plain", budget 2000) over distinct
+questions about the stored content after a warm-up; separately time the floor (one query embedding, one BM25
 top-100, one vector top-100); record RSS. Last, spawn ``trimem serve`` over stdio as mcp.json says
 and time spawn -> first tools/list answer (populated and empty store) and spawn -> first recall.
 Embedding time is measured by wrapping ``Runtime.embed`` (the real call, timed); nothing is mocked.
@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from .synth import Timed, fragments, log, pct, rss_mb
 
@@ -220,7 +221,7 @@ def cold_start(home: str, runs: int, query: str) -> dict:
                 out[label] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
                 log(f"cold start {label}: FAILED {out[label]['error']}")
                 continue
-            vals = [t[1] if q else t[0] for t in times]
+            vals = [t[0] for t in times] if not q else [t[1] for t in times if t[1] is not None]
             out[label] = {"median_s": round(statistics.median(vals), 3),
                           "runs_s": [round(v, 3) for v in vals]}
             log(f"cold start {label}: median {out[label]['median_s']} s")
@@ -256,6 +257,7 @@ def run(args) -> dict:
     for size in sorted(int(s) for s in args.sizes.split(",")):
         log(f"size {size}: ingesting")
         n_builds = len(builds.bg)
+        res: dict[str, Any]
         if stored >= size:   # --reuse: the same synthetic stream, already stored; only re-time
             res = {"ingest": {"reused": skip(stream, carry, size, stored_before(out))}}
             cur = getattr(rt, "curation", None)   # sessions an interrupted run left queued
@@ -368,7 +370,7 @@ def table(out: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--sizes", default="10000,100000", help="comma-separated row counts")
     ap.add_argument("--home", default="", help="an empty store folder (default: a temp folder)")
     ap.add_argument("--keep", action="store_true", help="keep the temp store folder")

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -84,6 +85,7 @@ def start_http(home: Path, token: str = "bench-token") -> tuple[subprocess.Popen
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=_env(home, TRIMEM_HTTP_TOKEN=token))
     url = ""
+    assert proc.stderr is not None   # stderr=PIPE
     while not url:   # the server prints the URL it serves on stderr
         line = proc.stderr.readline().decode()
         if not line:
@@ -106,6 +108,7 @@ def start_http(home: Path, token: str = "bench-token") -> tuple[subprocess.Popen
 def stop(proc: subprocess.Popen, way: str, timeout: float = 30.0) -> tuple[float, int | None, str]:
     """Stop ``proc`` one way; (seconds to exit, exit code or None if it did not, stderr)."""
     t0 = time.perf_counter()
+    assert proc.stdin is not None and proc.stderr is not None   # both are pipes
     if way == "eof":
         proc.stdin.close()
     else:
@@ -131,7 +134,7 @@ def run_once(transport: str, way: str, home: Path) -> tuple[float, int | None, s
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--transports", default="stdio,http")
     args = ap.parse_args(argv)
@@ -150,7 +153,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{transport} {way}: max {max(times):.2f} s, median {statistics.median(times):.2f} s, "
                   f"exit codes {sorted(set(codes), key=str)}, runs with a traceback {tracebacks}",
                   file=sys.stderr)
-    print(f"| transport | way | runs | max s | median s | exit codes | tracebacks |\n|---|---|---|---|---|---|---|")
+    print("| transport | way | runs | max s | median s | exit codes | tracebacks |\n"
+          "|---|---|---|---|---|---|---|")
     for transport, way, mx, med, codes, tb in rows:
         print(f"| {transport} | {way} | {args.runs} | {mx:.2f} | {med:.2f} | {codes} | {tb} |")
 

@@ -167,7 +167,7 @@ def _stage(out: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     lo = sub.add_parser("locomo")
     lo.add_argument("--data", default="../shared/data/locomo")

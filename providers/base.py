@@ -24,7 +24,11 @@ class Embedder(Protocol):
     """Turns texts into vectors. ``name`` is recorded beside every stored vector."""
 
     name: str
-    dim: int
+
+    @property
+    def dim(self) -> int:
+        """The vectors' width (a remote embedder may learn it on first use)."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed documents: shape (len(texts), dim), float32, rows L2-normalised."""

@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 
 from .. import __version__
-from ..tools import consolidate, explain, forget, namespaces, recall, remember
-from ..strategies.wiki.resources import register_resources as register_wiki_pages
+from ..tools import consolidate, explain, forget, namespaces, recall, remember, wiki_pages
 from ..tools.runtime import Runtime
 from . import prompts
 from .settings import Settings, load_settings
@@ -30,7 +29,7 @@ def build_server(settings: Settings | None = None) -> StdioServer:
     for tool in (remember, recall, consolidate, explain, forget):
         tool.register(server, rt)
     namespaces.register(server, rt)   # trimem://namespaces, trimem://{namespace}/status
-    register_wiki_pages(server, rt)   # trimem://{namespace}/wiki[/{page}]: browse the memory wiki
+    wiki_pages.register(server, rt)   # trimem://{namespace}/wiki[/{page}]: browse the memory wiki
     prompts.register(server)          # curate_conversation, use_memory
     server.runtime = rt  # for the CLI and tests: the same objects the tools use
     return server

@@ -103,10 +103,13 @@ def cmd_restore(args) -> int:
 def restore_memory(rt, namespace: str, memory_id: str) -> dict:
     """Check that ``memory_id`` names a restorable memory of ``namespace``, then restore it
     through the hybrid strategy (under the namespace lock, like curation and forget)."""
+    from typing import cast
+
     from mcp.server.mcpserver.exceptions import ToolError
 
     from ..strategies import registry
     from ..strategies.hybrid.store import KINDS
+    from ..strategies.hybrid.strategy import HybridStrategy
 
     try:
         if namespace not in rt.store.namespaces():
@@ -129,7 +132,7 @@ def restore_memory(rt, namespace: str, memory_id: str) -> dict:
         raise CommandError(f"{memory_id!r} is {mem['status']}: only a merged or superseded "
                            "memory can be restored")
     with rt.namespace_lock(namespace):
-        out = registry.get("hybrid").restore(env, memory_id)
+        out = cast(HybridStrategy, registry.get("hybrid")).restore(env, memory_id)
     return {"namespace": namespace, "kind": mem["kind"], "text": mem["text"], **out}
 
 

@@ -53,7 +53,7 @@ async def run_demo(keep: bool = False) -> int:
         print(f"remembered {sum(len(t) for _, t in CONVERSATION)} messages in "
               f"{len(CONVERSATION)} sessions ({time.perf_counter() - t0:.2f} s, first call loads "
               "the embedding model)\n")
-        last = None
+        last: dict = {}
         for q in QUESTIONS:
             out = _check(await client.call_tool("recall", {"query": q, "namespace": "demo",
                                                            "budget_tokens": 70}))

@@ -25,7 +25,7 @@ import secrets
 import stat
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import cast
 
 log = logging.getLogger(__name__)
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
@@ -217,4 +217,5 @@ def serve_http(server, settings, host: str, port: int, graceful_s: float = 0.5) 
     print(f"trimem: serving MCP over streamable HTTP at {url_of(host, port)}", file=sys.stderr,
           flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning",
-                timeout_graceful_shutdown=graceful_s, http=slow_client_protocol())
+                # uvicorn annotates this int but waits with asyncio (any float works)
+                timeout_graceful_shutdown=cast(int, graceful_s), http=slow_client_protocol())

@@ -35,36 +35,36 @@ class Settings(BaseSettings):
     embed_base_url: str | None = None
     embed_api_key: str | None = None
     llm: Literal["none", "openai", "sampling", "auto"] = Field(
-        "auto", description="who writes curated memories and merge texts: none (heuristics), "
+        default="auto", description="who writes curated memories and merge texts: none (heuristics), "
         "openai (an OpenAI-compatible endpoint, in the background), sampling (the host's own "
         "model, asked during `consolidate`), auto (sampling when the client offers it, else "
         "heuristics)")
-    sampling_timeout_s: float = Field(120.0, gt=0, description="how long consolidate waits for "
+    sampling_timeout_s: float = Field(default=120.0, gt=0, description="how long consolidate waits for "
                                       "the host's model over a 2025-11-25 back-channel")
     llm_model: str | None = None
     llm_base_url: str | None = None
     llm_api_key: str | None = None
     vector_index_min_rows: int = 10_000
-    curation_delay_s: float = Field(0.0, description="curate a session once idle this long")
-    curation: bool = Field(True, description="false: keep raw sources only (plain recall); "
+    curation_delay_s: float = Field(default=0.0, description="curate a session once idle this long")
+    curation: bool = Field(default=True, description="false: keep raw sources only (plain recall); "
                            "the paper strategies then have nothing curated to use")
     consolidate_every_sessions: int = Field(
-        0, ge=0, description="consolidate a namespace after this many newly curated sessions "
+        default=0, ge=0, description="consolidate a namespace after this many newly curated sessions "
         "(the paper suggests 10-20); 0 = only when asked (the consolidate tool or command)")
-    recall_log_days: float = Field(30.0, ge=0, description="recall records (what `explain` "
+    recall_log_days: float = Field(default=30.0, ge=0, description="recall records (what `explain` "
                                    "replays, queries included) older than this are deleted; "
                                    "0 = do not keep a recall log")
-    recall_log_max: int = Field(10_000, ge=0, description="recall records kept per namespace "
+    recall_log_max: int = Field(default=10_000, ge=0, description="recall records kept per namespace "
                                 "(the oldest go first)")
-    recall_trace_max_bytes: int = Field(65_536, ge=1_024, description="largest trace kept per "
+    recall_trace_max_bytes: int = Field(default=65_536, ge=1_024, description="largest trace kept per "
                                         "recall; bigger traces drop their largest fields")
     max_messages: int = 1_000
     max_message_chars: int = 100_000
-    max_call_chars: int = Field(4_000_000, description="characters per remember call, all "
+    max_call_chars: int = Field(default=4_000_000, description="characters per remember call, all "
                                 "messages (and curated memories) together")
     max_budget_tokens: int = 100_000
     log_level: str = "WARNING"
-    http_token: str | None = Field(None, description="bearer token for `serve --http`")
+    http_token: str | None = Field(default=None, description="bearer token for `serve --http`")
     http_allowed_hosts: list[str] = Field(default_factory=list,
                                           description="extra Host/Origin names for `serve --http`")
 
@@ -111,7 +111,9 @@ def load_settings(env_file: str | os.PathLike | None = None) -> Settings:
     path = settings_file(env_file)
     if path is None:
         return Settings()
+    # ``_env_file`` is an argument of BaseSettings.__init__, which pyright does not see (it
+    # synthesises the constructor from the fields)
     if env_file or os.environ.get("TRIMEM_ENV_FILE"):
-        return Settings(_env_file=path)
+        return Settings(_env_file=path)  # pyright: ignore[reportCallIssue]
     # the home's own file cannot move the home elsewhere
-    return Settings(_env_file=path, home=str(path.parent))
+    return Settings(_env_file=path, home=str(path.parent))  # pyright: ignore[reportCallIssue]

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+
+if TYPE_CHECKING:
+    from ..tools.runtime import Runtime
 
 log = logging.getLogger(__name__)
 _NUMBER = re.compile(r"-?\d{1,18}(?![\d.eE])")
@@ -125,12 +129,13 @@ class AnsweringReader:
     def last_context(self):
         return getattr(self._inner, "last_context", None)
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> AnsweringReader:
         await self._inner.__aenter__()
         return self
 
-    async def __aexit__(self, *exc):
-        return await self._inner.__aexit__(*exc)
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc_val: BaseException | None, exc_tb: TracebackType | None) -> bool | None:
+        return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -138,18 +143,18 @@ class AnsweringReader:
     def close(self) -> None:
         self._inner.close()
 
-    def __aiter__(self):
+    def __aiter__(self) -> AnsweringReader:
         return self
 
-    async def __anext__(self):
+    async def __anext__(self) -> SessionMessage:
         import anyio
 
         try:
             return await self.receive()
         except anyio.EndOfStream:
-            raise StopAsyncIteration
+            raise StopAsyncIteration from None
 
-    async def receive(self):
+    async def receive(self) -> SessionMessage:
         while True:
             item = await self._inner.receive()
             if not isinstance(item, Exception):
@@ -159,6 +164,8 @@ class AnsweringReader:
 
 class StdioServer(MCPServer):
     """``MCPServer`` whose stdio transport answers every malformed line (see module docstring)."""
+
+    runtime: Runtime   # set by ``build_server``: the objects the tools use, for the CLI and tests
 
     async def run_stdio_async(self) -> None:
         async with stdio_server() as (read_stream, write_stream):

@@ -20,7 +20,7 @@ import weakref
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # Rust logs go to stderr; keep them quiet
 
@@ -29,6 +29,9 @@ import pyarrow as pa  # noqa: E402
 
 from .errors import StorageError  # noqa: E402
 from .schema import META, MIGRATIONS, NAMESPACES, SCHEMA_VERSION  # noqa: E402
+
+if TYPE_CHECKING:
+    from .space import Space
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -176,8 +179,9 @@ class Store:
             if not token:
                 return names
 
-    def open_table(self, name: str, schema: pa.Schema | None = None):
-        """The table ``name``; created with ``schema`` if missing, else None when missing."""
+    def open_table(self, name: str, schema: pa.Schema | None = None) -> Any:
+        """The table ``name`` (a lancedb ``Table``); created with ``schema`` if missing, else None
+        when missing. Typed ``Any``: most callers pass a schema or checked the table exists."""
         with self.lock:
             tbl = self._tables.get(name)
             if tbl is not None:
@@ -282,7 +286,7 @@ class Store:
             return []
         return sorted(r["name"] for r in tbl.search().select(["name"]).limit(None).to_list())
 
-    def space(self, namespace: str):
+    def space(self, namespace: str) -> Space:
         """The handle for one namespace (cached)."""
         from .space import Space
 

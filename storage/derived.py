@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from .db import ensure_index, retrying, sql_in, sql_str
+from .parts import SpaceParts
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ def _where(eq: dict[str, Any] | None, extra: str | None = None,
     return " AND ".join(parts) or None
 
 
-class DerivedMixin:
+class DerivedMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for strategy-owned tables."""
 
     def derived_table(self, kind: str, schema: pa.Schema | None = None, create: bool = False):
@@ -65,7 +66,8 @@ class DerivedMixin:
         elif schema is None and kind not in self._vector_kinds and kind not in self._plain_kinds:
             # a reader in a fresh process does not know yet whether `kind` has vectors: a
             # model-tagged table on disk says it does
-            tagged = f"ns_{self.key}__{kind}__{model_tag(self.model, self.dim)}" if self.model else None
+            tagged = (f"ns_{self.key}__{kind}__{model_tag(self.model, self.dim)}"
+                      if self.model and self.dim is not None else None)
             if tagged and self.store.open_table(tagged) is not None:
                 self._vector_kinds[kind] = None
             else:
@@ -108,7 +110,7 @@ class DerivedMixin:
                 for col, how in columns.items():
                     cfg = Bitmap() if how == "bitmap" else BTree()
                     if rebuild:
-                        retrying(lambda: tbl.create_index(col, config=cfg, replace=True),
+                        retrying(lambda col=col, cfg=cfg: tbl.create_index(col, config=cfg, replace=True),
                                  f"rebuild index {kind}.{col}")
                     else:
                         ensure_index(tbl, col, cfg)
@@ -206,7 +208,10 @@ class DerivedMixin:
                 log.warning("cannot build the full-text index of %s (%s); searching without it",
                             tbl.name, exc)
                 return []
-        q = tbl.search(MatchQuery(query, column), query_type="fts").select(
+        # lancedb declares MatchQuery's defaults as positional pydantic.Field(...) arguments,
+        # which pyright does not read as defaults
+        q = tbl.search(MatchQuery(query, column),  # pyright: ignore[reportCallIssue]
+                       query_type="fts").select(
             sorted(set(columns) | {"namespace"}))
         w = _where(eq)
         if w:

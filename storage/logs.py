@@ -6,6 +6,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from .db import retrying, sql_in, sql_str, sql_time
 from .errors import NotFound
@@ -31,7 +32,7 @@ def bounded_trace(dumps, trace: dict, max_bytes: int) -> str:
     text = dumps(trace)
     if len(text.encode()) <= max_bytes:
         return text
-    out = dict(trace, truncated=True)
+    out: dict[str, Any] = {**trace, "truncated": True}
     for key in sorted(trace, key=lambda k: -len(dumps(trace[k]))):
         out[key] = f"[dropped: {len(dumps(trace[key]).encode())} bytes over the trace limit]"
         text = dumps(out)
@@ -40,7 +41,7 @@ def bounded_trace(dumps, trace: dict, max_bytes: int) -> str:
     return dumps({"truncated": True, "strategy": str(trace.get("strategy", ""))[:100]})
 
 
-class LogsMixin:
+class LogsMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for sessions, recalls and the audit log."""
 
     # -- sessions -------------------------------------------------------------------------------
@@ -164,9 +165,9 @@ class LogsMixin:
             return []
         rows = tbl.search().select(["recall_id", "source_ids"]).limit(None).to_list()
         out = {r["recall_id"] for r in rows if ids.intersection(r["source_ids"] or [])}
-        ids = sorted(ids) if in_trace else []
-        for i in range(0, len(ids), 50):
-            where = " OR ".join(f"trace LIKE {sql_str('%' + x + '%')}" for x in ids[i:i + 50])
+        named = sorted(ids) if in_trace else []
+        for i in range(0, len(named), 50):
+            where = " OR ".join(f"trace LIKE {sql_str('%' + x + '%')}" for x in named[i:i + 50])
             out.update(r["recall_id"] for r in tbl.search().where(where).select(["recall_id"])
                        .limit(None).to_list())
         return sorted(out)
@@ -189,7 +190,7 @@ class LogsMixin:
         if tbl is not None and recall_ids:
             for i in range(0, len(recall_ids), 500):
                 chunk = recall_ids[i:i + 500]
-                retrying(lambda: tbl.delete(sql_in("recall_id", chunk)), "delete recalls")
+                retrying(lambda chunk=chunk: tbl.delete(sql_in("recall_id", chunk)), "delete recalls")
 
     # -- audit ----------------------------------------------------------------------------------
     def audit(self, op: str, target_ids: list[str], detail: dict) -> str:

@@ -7,6 +7,7 @@ import json
 import numpy as np
 
 from .db import retrying, sql_in, sql_str
+from .parts import SpaceParts
 
 # filter columns of the memories table: get_memories looks rows up by id, and every vector and
 # BM25 search prefilters on kind and status (ids are opaque and kind / status are enums: no
@@ -23,7 +24,7 @@ def _clean(row: dict) -> dict:
     return out
 
 
-class MemoriesMixin:
+class MemoriesMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for the ``memories`` table."""
 
     def add_memories(self, rows: list[dict]) -> None:
@@ -79,7 +80,7 @@ class MemoriesMixin:
         if tbl is not None and ids:
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
-                retrying(lambda: tbl.delete(sql_in("id", chunk)), "delete memories")
+                retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)), "delete memories")
 
     def vector_memories(self, kind: str, vector: np.ndarray, limit: int,
                         status: str = "active") -> list[tuple[str, float]]:

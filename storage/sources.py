@@ -8,6 +8,7 @@ from datetime import datetime
 import numpy as np
 
 from .db import ensure_index, retrying, sql_in, sql_str, sql_time
+from .parts import SpaceParts
 
 SOURCE_COLUMNS = ["id", "namespace", "session_id", "seq", "ref", "speaker", "timestamp", "text",
                   "metadata", "embed_model", "created_at"]
@@ -135,7 +136,10 @@ class SourcesMixin:
         tbl = self._sources()
         if tbl is None or not query.strip():
             return []
-        q = tbl.search(MatchQuery(query, "search_text"), query_type="fts").select(["id", "namespace"])
+        # lancedb declares MatchQuery's defaults as positional pydantic.Field(...) arguments,
+        # which pyright does not read as defaults
+        q = tbl.search(MatchQuery(query, "search_text"),  # pyright: ignore[reportCallIssue]
+                       query_type="fts").select(["id", "namespace"])
         if where:
             q = q.where(where, prefilter=True)
         rows = q.limit(limit + TIE_EXTRA).to_list()
@@ -182,7 +186,7 @@ class SourcesMixin:
         table gives the same sample), shape (n, dim); empty when there are no sources."""
         tbl = self._sources()
         n = 0 if tbl is None else tbl.count_rows()
-        if not n:
+        if tbl is None or not n:
             return np.zeros((0, self.dim or 0), dtype=np.float32)
         offsets = sorted(np.random.default_rng(seed).choice(n, min(k, n), replace=False).tolist())
         rows = tbl.take_offsets(offsets).select(["vector", "namespace"]).to_list()
@@ -203,7 +207,7 @@ class SourcesMixin:
         if tbl is not None and ids:
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
-                retrying(lambda: tbl.delete(sql_in("id", chunk)), "delete sources")
+                retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)), "delete sources")
 
     def rebuild_text_index(self) -> None:
         """Rebuild the full-text index from the rows that remain (forget uses it, so no token

@@ -55,13 +55,15 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
     # -- naming -----------------------------------------------------------------------------
     def name(self, kind: str) -> str:
         if kind in VECTOR_KINDS or kind in self._vector_kinds:
-            if self.model is None:
+            if self.model is None or self.dim is None:
                 raise RuntimeError("bind_model() must be called before using vector tables")
             return f"ns_{self.key}__{kind}__{model_tag(self.model, self.dim)}"
         return f"ns_{self.key}__{kind}"
 
     def table(self, kind: str, schema=None, create: bool = False):
         if create and schema is None and kind in VECTOR_KINDS:
+            if self.dim is None:
+                raise RuntimeError("bind_model() must be called before using vector tables")
             schema = VECTOR_KINDS[kind](self.dim)
         if create and not self._registered:
             self.store.register_namespace(self.namespace)
@@ -106,8 +108,8 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
             vecs = embed([r.get("search_text") or r["text"] for r in batch])
             for r, v in zip(batch, vecs):
                 r["vector"], r["embed_model"] = v.astype(np.float32).tolist(), self.model
-            retrying(lambda: new.merge_insert("id").when_not_matched_insert_all().execute(batch),
-                     "re-embed")
+            retrying(lambda batch=batch: new.merge_insert("id").when_not_matched_insert_all()
+                     .execute(batch), "re-embed")
         self.audit("reembed", [], {"table": kind, "from": old_name, "to": self.name(kind),
                                    "rows": len(rows)})
         self.store.drop_table(old_name)

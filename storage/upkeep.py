@@ -29,11 +29,12 @@ import warnings
 from datetime import timedelta
 
 from .db import retrying
+from .parts import SpaceParts
 
 log = logging.getLogger(__name__)
 
 
-class UpkeepMixin:
+class UpkeepMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` that keep its tables fast."""
 
     keep_versions = timedelta(seconds=60)   # how long a superseded version stays readable
@@ -64,15 +65,15 @@ class UpkeepMixin:
             if due:
                 self._optimizing.add(kind)
             self._last_write = time.monotonic()
-            start_idle = self._idle_thread is None and not self._closed
-            if start_idle:
-                self._idle_thread = threading.Thread(target=self._idle_loop, daemon=True,
-                                                     name="trimem-idle-upkeep")
+            idle = None
+            if self._idle_thread is None and not self._closed:
+                idle = self._idle_thread = threading.Thread(target=self._idle_loop, daemon=True,
+                                                            name="trimem-idle-upkeep")
         if due:
             threading.Thread(target=self._optimize_now, args=(kind,), name="trimem-optimize",
                              daemon=True).start()
-        if start_idle:
-            self._idle_thread.start()
+        if idle is not None:
+            idle.start()
         if self._has_vectors(kind) and n_rows:
             tbl = self.table(kind)
             n = tbl.count_rows() if tbl is not None else 0

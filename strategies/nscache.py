@@ -54,11 +54,11 @@ class NamespaceCache:
             item, gen, busy = self._item, self._gen, self._writing > 0
         now = time.monotonic()
         if item is not None and item.gen == gen and (busy or now - item.checked < recheck_s):
-            return item, None, None
+            return item, gen, item.counts
         counts = self._counts(space)
         if item is not None and item.gen == gen and item.counts == counts:
             item.checked = now
-            return item, None, None
+            return item, gen, counts
         return None, gen, counts
 
     def put(self, item) -> None:

@@ -7,7 +7,7 @@ that the two agree). Strategy modules are imported lazily, on first use, so star
 from __future__ import annotations
 
 import importlib
-from typing import Literal
+from typing import Any, Literal
 
 from .base import Strategy
 
@@ -48,9 +48,10 @@ def get(name: str) -> Strategy:
     return strat
 
 
-def with_hook(hook: str) -> list[Strategy]:
+def with_hook(hook: str) -> list[Any]:
     """Every registered strategy that implements the optional method ``hook`` (``curate``,
-    ``consolidate``, ``forget``, ``explain``), loading them if needed."""
+    ``consolidate``, ``forget``, ``explain``), loading them if needed. Typed ``Any``: which
+    optional methods a strategy has is only known here, at run time."""
     return [s for s in (get(n) for n in names()) if callable(getattr(s, hook, None))]
 
 

@@ -40,7 +40,7 @@ class ConsolidateResult(BaseModel):
     clusters: int = Field(description="Clusters of similar memories found.")
     operations: list[dict[str, Any]] = Field(description="Every merge, supersede and upkeep step.")
     duration_s: float
-    host_model: dict[str, Any] | None = Field(None, description="What the host's model wrote "
+    host_model: dict[str, Any] | None = Field(default=None, description="What the host's model wrote "
                                               "through sampling (sessions, merge texts, "
                                               "written_by), or why it was not used.")
 
@@ -133,7 +133,8 @@ async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = F
     import anyio.to_thread
 
     def relay(done, total, message):
-        anyio.from_thread.run(progress, done, total, message)
+        if progress is not None:
+            anyio.from_thread.run(progress, done, total, message)
 
     return await anyio.to_thread.run_sync(
         lambda: run_consolidation(rt, namespace, dry_run, min_cluster_size,

@@ -34,7 +34,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context
@@ -45,6 +45,9 @@ from pydantic import BaseModel
 
 from ..strategies.hybrid import llm_schema as S
 from ..strategies.hybrid.llm_curate import EPISODIC_PROMPT, RELATIONAL_PROMPT
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 log = logging.getLogger(__name__)
 SESSIONS_PER_CALL, TURNS_PER_CALL, MERGES_PER_CALL = 3, 240, 10
@@ -170,7 +173,8 @@ OPT_IN = ("not asked: on protocol 2026-07-28 a declined request ends the whole c
 async def ask_host(ctx: Context, namespace: str, dry_run: bool,
                    use_my_model: bool | None) -> Sample | HostAnswer | HostSkip:
     """Resolver of ``consolidate``'s ``host`` parameter (see the module docstring)."""
-    rt = ctx.mcp_server.runtime
+    # build_server sets ``runtime`` on the server; the SDK's MCPServer does not declare it
+    rt: Runtime = ctx.mcp_server.runtime  # pyright: ignore[reportAttributeAccessIssue]
     mode = rt.config.llm
     if mode not in ("sampling", "auto"):
         return HostSkip(why=f"TRIMEM_LLM={mode}")

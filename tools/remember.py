@@ -24,22 +24,23 @@ class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
     content: str = Field(description="The message text, stored verbatim.",
                          examples=["I moved to Lisbon last week."])
-    speaker: str | None = Field(None, description="Who said it (a name or 'user'/'assistant').",
+    speaker: str | None = Field(default=None, description="Who said it (a name or 'user'/'assistant').",
                                 examples=["user", "Ana"])
-    timestamp: DateTimeStr | None = Field(None, description="When the message was sent "
+    timestamp: DateTimeStr | None = Field(default=None, description="When the message was sent "
                                           "(ISO-8601; default: the session's time).")
-    ref: str | None = Field(None, description="Your own id for the message; echoed wherever it "
+    ref: str | None = Field(default=None, description="Your own id for the message; echoed wherever it "
                             "is cited, and a message whose ref this session already holds is not "
                             "stored twice (safe retries).", examples=["msg-41"])
-    metadata: dict[str, Any] | None = Field(None, description="Any JSON object, kept with the message.")
+    metadata: dict[str, Any] | None = Field(default=None,
+                                            description="Any JSON object, kept with the message.")
 
 
 class CuratedEpisode(BaseModel):
     model_config = ConfigDict(extra="forbid")
     title: str = Field(description="A short title for what happened.")
     summary: str = Field(description="What happened, in a few sentences.")
-    details: str = Field("", description="Anything else worth keeping.")
-    timestamp: DateTimeStr | None = Field(None, description="When it happened (ISO-8601; "
+    details: str = Field(default="", description="Anything else worth keeping.")
+    timestamp: DateTimeStr | None = Field(default=None, description="When it happened (ISO-8601; "
                                           "default: the session's time).")
     refs: list[str] = Field(default_factory=list, description="refs of the messages it came from")
 
@@ -49,9 +50,9 @@ class CuratedFact(BaseModel):
     subject: str = Field(description="Who or what the fact is about.", examples=["Ana"])
     relation: str = Field(description="The relation, as a verb phrase.", examples=["works at"])
     object: str = Field(description="The other end of the relation.", examples=["Lumen"])
-    timestamp: DateTimeStr | None = Field(None, description="When it became true (ISO-8601; "
+    timestamp: DateTimeStr | None = Field(default=None, description="When it became true (ISO-8601; "
                                           "default: the session's time).")
-    context: str = Field("", description="The sentence or situation it comes from.")
+    context: str = Field(default="", description="The sentence or situation it comes from.")
     refs: list[str] = Field(default_factory=list, description="refs of the messages it came from")
 
 

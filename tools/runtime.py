@@ -14,6 +14,9 @@ from dataclasses import dataclass
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+if TYPE_CHECKING:
+    from ..storage.space import Space
+
 log = logging.getLogger(__name__)
 EMBED_BATCH = 64               # texts per embedder call (the local model cuts them by tokens again)
 EMBED_BATCH_CHARS = 400_000    # characters per embedder call
@@ -170,7 +173,7 @@ class Runtime:
         """Held by curation of a namespace and by forget in it (``NamespaceContext.lock``)."""
         return self.context(namespace).lock
 
-    def space(self, namespace: str):
+    def space(self, namespace: str) -> Space:
         """The namespace's storage, bound to the current embedding model."""
         ctx = self.context(namespace)
         sp = ctx.space

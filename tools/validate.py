@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal, overload
 
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -19,10 +19,15 @@ def unicode(name: str, value: str) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ToolError(f"{name} holds a lone UTF-16 surrogate at position {exc.start} "
-                        "(\\ud800-\\udfff), which is not valid Unicode text")
+                        "(\\ud800-\\udfff), which is not valid Unicode text") from None
     return value
 
 
+@overload
+def text_field(name: str, value: str | None, limits: Limits, *, required: Literal[True]) -> str: ...
+@overload
+def text_field(name: str, value: str | None, limits: Limits, *,
+               required: bool = False) -> str | None: ...
 def text_field(name: str, value: str | None, limits: Limits, *, required: bool = False) -> str | None:
     """Ids, refs, speakers, session ids and namespaces: bounded, no NUL or other control chars."""
     if value is None:
@@ -56,14 +61,14 @@ def when(name: str, value: str | datetime | None) -> datetime | None:
             dt = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
         except ValueError:
             raise ToolError(f"{name} {value!r} is not an ISO-8601 time such as "
-                            "2024-05-08T13:56:00Z (years 0001 to 9999)")
+                            "2024-05-08T13:56:00Z (years 0001 to 9999)") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     try:
         dt.astimezone(timezone.utc)
     except (OverflowError, ValueError):
         raise ToolError(f"{name} {value!r} is out of range: times must fall between "
-                        "0001-01-01 and 9999-12-31 in UTC")
+                        "0001-01-01 and 9999-12-31 in UTC") from None
     return dt
 
 
@@ -87,7 +92,7 @@ def metadata(value: Any, limits: Limits, where: str) -> dict | None:
     try:
         size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode())
     except (TypeError, ValueError) as exc:
-        raise ToolError(f"{where}.metadata is not plain JSON: {exc}")
+        raise ToolError(f"{where}.metadata is not plain JSON: {exc}") from exc
     if size > limits.max_metadata_bytes:
         raise ToolError(f"{where}.metadata is {size} bytes as JSON; the limit is "
                         f"{limits.max_metadata_bytes}")
@@ -95,7 +100,8 @@ def metadata(value: Any, limits: Limits, where: str) -> dict | None:
 
 
 def budget(value: int, limits: Limits) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or (isinstance(value, float) and not math.isfinite(value)):
+    if isinstance(value, bool) or not isinstance(value, int) or (
+            isinstance(value, float) and not math.isfinite(value)):
         raise ToolError("budget_tokens must be a whole number")
     if value <= 0:
         raise ToolError(f"budget_tokens must be positive (got {value}); 2000 is a good default")

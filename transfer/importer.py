@@ -99,7 +99,7 @@ class Plan:
         self.forgets: dict[str, list[ForgetRec]] = {}
         lim = rt.limits
         try:
-            for k, rec in enumerate(records, 2):     # line numbers: the header is line 1
+            for k, rec in enumerate(records, 2):  # noqa: B007 (the except reads k: the header is line 1)
                 ns = v.namespace(rec.namespace, lim)
                 if isinstance(rec, ForgetRec):
                     self.forgets.setdefault(ns, []).append(rec)

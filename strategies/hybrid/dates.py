@@ -129,7 +129,7 @@ def resolve(text: str, when: datetime | date | None) -> tuple[str, list[str]]:
     if not spans:
         return text, []
     out, last = [], 0
-    for s, e, r in spans:
+    for _s, e, r in spans:
         out.append(text[last:e] + f" ({r})")
         last = e
     out.append(text[last:])

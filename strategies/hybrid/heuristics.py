@@ -35,7 +35,7 @@ thank lol haha ok okay sure great good nice awesome cool amazing glad love lot m
 will do did does doing done has have had get got go going know think feel like well all some any more
 s t m re ve ll d that's it's i'm i've i'll don't can't im one thing things way sounds""".split())
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
-_FIRST = [
+_FIRST_WORDS = [
     (r"\bI'm\b", "{S} is"), (r"\bI am\b", "{S} is"), (r"\bI've\b", "{S} has"),
     (r"\bI have\b", "{S} has"), (r"\bI'll\b", "{S} will"), (r"\bI'd\b", "{S} would"),
     (r"\bI was\b", "{S} was"), (r"\bI\b", "{S}"), (r"\bmyself\b", "{S}"), (r"\bmy\b", "{S}'s"),
@@ -43,7 +43,7 @@ _FIRST = [
     (r"\byour\b", "{O}'s"), (r"\bYour\b", "{O}'s"), (r"\byou're\b", "{O} is"),
     (r"\bYou're\b", "{O} is"), (r"\byou\b", "{O}"), (r"\bYou\b", "{O}"),
 ]
-_FIRST = [(re.compile(p), r) for p, r in _FIRST]
+_FIRST = [(re.compile(p), r) for p, r in _FIRST_WORDS]
 _AUX = {"is", "was", "has", "had", "will", "would", "can", "could", "just", "also", "really",
         "recently", "finally", "actually", "still", "never", "always", "did", "been", "am"}
 

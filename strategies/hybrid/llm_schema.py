@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timezone
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
@@ -32,7 +32,7 @@ class EpisodeOut(BaseModel):
     title: Short
     summary: Medium
     details: Long = ""
-    timestamp: Short = Field("", description="ISO date YYYY-MM-DD")
+    timestamp: Short = Field(default="", description="ISO date YYYY-MM-DD")
     turn_refs: Refs = Field(default_factory=list)
 
 
@@ -44,7 +44,7 @@ class TupleOut(BaseModel):
     subject: Short
     relation: Short
     object: Medium
-    timestamp: Short = Field("", description="ISO date YYYY-MM-DD")
+    timestamp: Short = Field(default="", description="ISO date YYYY-MM-DD")
     context: Medium = ""
     turn_refs: Refs = Field(default_factory=list)
 
@@ -86,7 +86,7 @@ class HostOut(BaseModel):
     merges: Annotated[list[MergeOut], Field(max_length=50)] = Field(default_factory=list)
 
 
-def parse(text: str, schema: type[BaseModel]) -> BaseModel:
+def parse(text: str, schema: type[M]) -> M:
     """``text`` (a bare or fenced JSON object) validated into ``schema``; ProviderError if not."""
     from ...providers.base import ProviderError   # numpy: not on the start path
 

@@ -118,7 +118,7 @@ class Operation(BaseModel):
     ids: list[str]
     into: str
     why: str
-    text: str = Field("", max_length=MERGED_MAX_CHARS,
+    text: str = Field(default="", max_length=MERGED_MAX_CHARS,
                       description="merge only: the merged entry, keeping every distinct detail")
 
 

@@ -104,7 +104,7 @@ def curate(env, session_id: str) -> dict:
             origin, written_by = "llm", env.llm.name
         except ProviderError as exc:
             log.warning("LLM curation of %s failed (%s); using heuristics", session_id, exc)
-    if episodes is None:
+    if episodes is None or tuples is None:
         vectors = space.source_vectors([t["id"] for t in turns])
         episodes, tuples = heuristics.curate_session(turns, vectors, when, space.dim)
     now = space.now()

@@ -12,11 +12,11 @@ every other strategy must beat.
 
 from __future__ import annotations
 
-from ..base import Env, Item, Recollection, RecallRequest, SourceRef
+from ..base import Env, Item, ItemKind, Recollection, RecallRequest, SourceRef
 from ..render import pack_sources
 from ..search import RRF_K, search_turns, source_ref, turn_search
 
-def finish(packed, parts: dict[str, dict], kind: str = "source") -> tuple[list[Item], list[SourceRef]]:
+def finish(packed, parts: dict[str, dict], kind: ItemKind = "source") -> tuple[list[Item], list[SourceRef]]:
     items = [Item(id=r["id"], kind=kind, text=r["text"], score=round(parts[r["id"]]["score"], 6),
                   timestamp=r.get("timestamp"), source_ids=[r["id"]]) for r in packed.chosen]
     sources = [source_ref(r) for r in packed.chosen if r["id"] in packed.verbatim_ids]

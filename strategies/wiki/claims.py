@@ -42,7 +42,8 @@ STATE = {
     "residence": re.compile(r"\b(live|lives|living|lived|moved|move|moving|relocat\w*)\b"),
     "job": re.compile(r"\b(work(?:s|ing|ed)? (?:at|for|as)|job (?:at|as)|hired|employed|new job)\b"),
     "study": re.compile(r"\b(stud(?:y|ying|ies) at|enrolled|majoring|student at)\b"),
-    "relationship": re.compile(r"\b(dating|married|engaged|divorced|single|my (?:boyfriend|girlfriend|partner))\b"),
+    "relationship": re.compile(r"\b(dating|married|engaged|divorced|single"
+                               r"|my (?:boyfriend|girlfriend|partner))\b"),
 }
 END = re.compile(r"\b(no longer|not anymore|any ?more|quit|stopped|broke up|sold|left my|moved out|"
                  r"passed away|gave up|ended|lost my)\b")

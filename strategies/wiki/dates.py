@@ -31,7 +31,8 @@ NUMS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "
 SEASONS = {"spring": (3, 5), "summer": (6, 8), "fall": (9, 11), "autumn": (9, 11), "winter": (12, 2)}
 _M = "|".join(MONTHS)
 _D = "|".join(DAYS)
-_N = r"\d+|a couple of|a couple|couple of|a few|few|several|an|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+_N = (r"\d+|a couple of|a couple|couple of|a few|few|several|an|a"
+      r"|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve")
 
 _PATTERNS = [
     ("before_yesterday", re.compile(r"\bthe day before yesterday\b")),
@@ -39,7 +40,8 @@ _PATTERNS = [
     ("today", re.compile(r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b")),
     ("tomorrow", re.compile(r"\btomorrow\b")),
     ("ago", re.compile(rf"\b({_N})\s+(day|week|month|year)s?\s+ago\b")),
-    ("rel_period", re.compile(r"\b(last|this|next|past)\s+(week|weekend|month|year|spring|summer|fall|autumn|winter)\b")),
+    ("rel_period", re.compile(r"\b(last|this|next|past)\s+"
+                              r"(week|weekend|month|year|spring|summer|fall|autumn|winter)\b")),
     ("rel_day", re.compile(rf"\b(last|next|this past|on|this)\s+({_D})\b")),
     ("day_month", re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_M})(?:,?\s+(\d{{4}}))?\b")),
     ("month_day", re.compile(rf"\b({_M})\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b")),

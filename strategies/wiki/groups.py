@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -76,7 +77,7 @@ class Group:
         self.pages: dict[str, list] = d.get("pages", {})    # the index group only: directory
 
     def dump(self) -> str:
-        d = {k: sorted(getattr(self, k)) for k in SETS if getattr(self, k)}
+        d: dict[str, Any] = {k: sorted(getattr(self, k)) for k in SETS if getattr(self, k)}
         d.update(v=base64.b64encode(self.v.tobytes()).decode(), first=self.first, last=self.last,
                  n_act=self.n_act, n_hist=self.n_hist, act=self.act, hist=self.hist,
                  names=self.names, name_claims=self.name_claims, date=self.date, pid=self.pid)

@@ -162,7 +162,7 @@ def select(rows, scores, f, k: int, lam: float = 0.15, mu: float = 0.15) -> list
     covered: set = set()
     chosen: list[dict] = []
     while left and len(chosen) < k:
-        best, best_g, best_p = None, -1e9, None
+        best, best_g, best_p = None, -1e9, {}
         for tid in left:
             u = units(by_id[tid], f)
             cov = len(u - covered) / len(u) if u else 0.0

@@ -35,8 +35,9 @@ def fused_scores(parts: dict[str, dict], k: int = RRF_K) -> dict[str, float]:
 def score_turns(space, qv, f: dict, parts: dict, support: dict[str, float],
                 m, vectors=None) -> tuple[list[str], dict]:
     """The pool scored: the searched turns, every turn of a trajectory holding one of the best
-    of them or among the best routed to (``support``), and the turns with an inventory claim the query asks about. Other
-    turns would score at most the smoothing of their own weak cosine (< 0.2 of a top hit), below
+    of them or among the best routed to (``support``), and the turns with an inventory claim the
+    query asks about. Other turns would score at most the smoothing of their own weak cosine
+    (< 0.2 of a top hit), below
     the 2x-budget cut of every caller; leaving them out keeps recall independent of the
     namespace's size (``turnmap.py``; ``m``: its ``TurnMaps``)."""
     t_of, s_of = m.t_of, m.s_of

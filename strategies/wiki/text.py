@@ -27,6 +27,7 @@ Our exact choices:
 from __future__ import annotations
 
 import re
+from typing import LiteralString
 
 STOP = set("""a an the and or but of to in on at for with by from is are was were be been being it its
 this that these those he she they them his her their i you we my your our as not no do did does
@@ -52,7 +53,7 @@ GENERIC = set("""time times thing things lot bit way ways day days week weeks ye
 moments idea ideas kind sort part chance place people person experience stuff one ones something
 lots while point life world feeling feelings end start side number reason work fun""".split())
 
-FACETS: dict[str, list[str]] = {
+FACETS: dict[str, list[LiteralString]] = {
     "family": "family kid kids child children son daughter mom mother dad father parent sister "
               "brother sibling wife husband grandma grandmother grandpa grandfather baby cousin "
               "aunt uncle niece nephew".split(),

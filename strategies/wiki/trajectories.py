@@ -40,6 +40,7 @@ from __future__ import annotations
 import base64
 import json
 from datetime import datetime
+from typing import Callable
 
 import numpy as np
 
@@ -65,7 +66,9 @@ class Traj:
         self.recent: list[tuple[set, set, set]] = []
         self.slots: dict[str, str] = dict(slots or {})
         self.active: dict[str, dict] = {}       # claim id -> {subject, slot, toks}
-        self.head = self.last = self.sum = None
+        self.head: np.ndarray | None = None
+        self.last: np.ndarray | None = None
+        self.sum: np.ndarray | None = None
 
 
 class Builder:
@@ -77,7 +80,7 @@ class Builder:
     snapshot joins it, so appending never reads the trajectories it does not touch."""
 
     def __init__(self, m: int = M_DEFAULT, theta: float = THETA, index: TrajIndex | None = None,
-                 load=None):
+                 load: Callable[[list[str]], dict[str, str]] | None = None):
         self.m, self.theta = m, theta
         self.index = index if index is not None else TrajIndex()
         self.load = load
@@ -88,6 +91,8 @@ class Builder:
 
     def traj(self, tid: str) -> Traj:
         if tid not in self.trajs:
+            if self.load is None:
+                raise KeyError(f"trajectory {tid!r} is not loaded and this builder has no load")
             self.trajs[tid] = traj_from_state(tid, self.load([tid])[tid])
         return self.trajs[tid]
 
@@ -102,7 +107,7 @@ class Builder:
         slots = {c["slot"] for c in claims if c.get("slot")}
         tid, parts = self.index.best(s, terms, slots)
         full = tid is not None and self.index.length[self.index.pos[tid]] >= self.m
-        if full and parts["g"] >= self.theta:
+        if full and tid is not None and parts["g"] >= self.theta:
             old = self.traj(tid)
             old.closed = True
             self.index.close(tid)
@@ -121,7 +126,7 @@ class Builder:
 
     def _push(self, T: Traj, s: dict, terms, claims: list[dict]) -> None:
         v = s["vector"]
-        if T.head is None:
+        if T.head is None or T.sum is None:   # the first snapshot (both are set together)
             T.head, T.sum = v.copy(), np.zeros_like(v)
         T.last, T.sum = v, T.sum + v
         T.snapshots.append({k: s[k] for k in ("id", "session_id", "idx", "timestamp")})
@@ -175,7 +180,7 @@ class Builder:
         self.index.add(tid, T)
 
 
-def _b64(v: np.ndarray) -> str:
+def _b64(v: np.ndarray | None) -> str:
     return base64.b64encode(np.asarray(v, dtype=np.float32).tobytes()).decode()
 
 

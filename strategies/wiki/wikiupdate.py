@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from typing import Any
 
 from .groups import GROUP, GROUP_SCHEMA, Group, gid, load
 from .pages import (INDEX, PAGE, PAGE_SCHEMA, accepts, claim_keys, index_row, is_hub, is_live,
@@ -116,9 +117,10 @@ def rebuild_all(space) -> dict:
         for key in claim_keys(c):
             if key in groups and accepts(groups[key], c):
                 groups[key].add_claim(c, by.get(c["by"]))
-    groups[INDEX].sync = {"token": uuid.uuid4().hex, "assigned": sum(t["n"] for t in trajs)}
+    token = uuid.uuid4().hex
+    groups[INDEX].sync = {"token": token, "assigned": sum(t["n"] for t in trajs)}
     n = _write(space, groups, full=True)
-    return {"pages": n, "token": groups[INDEX].sync["token"]}
+    return {"pages": n, "token": token}
 
 
 def _assign_pids(space, gs: list[Group], full: bool) -> None:
@@ -173,7 +175,7 @@ def _write(space, groups: dict, full: bool) -> int:
 
 def _refill(space, g: Group) -> None:
     """Rebuild the buffer of newest current claims after revisions emptied it (rare)."""
-    eq = {"status": "active"}
+    eq: dict[str, Any] = {"status": "active"}
     if len(g.trajs) <= 500:
         eq["trajectory_id"] = sorted(g.trajs)
     key = (g.kind, g.key)

@@ -23,6 +23,7 @@ Choices the paper leaves open, and what is done here:
 from __future__ import annotations
 
 import heapq
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -30,7 +31,14 @@ GAMMA, TAU, K0, COVER_STOP = 0.6, 0.25, 0.4, 0.95
 LAMBDA_M, LAMBDA_R = 1.25, 0.5
 
 
-def propagate(r0: dict[str, float], seeds: list[str], adj: dict[str, list[tuple[str, float]]],
+class Adjacency(Protocol):
+    """thread -> its (neighbour, weight) list, looked up with ``.get(t, ())``: a dict, or the
+    recall's filtered view of the graph."""
+
+    def get(self, key: str, default: Any, /) -> Any: ...
+
+
+def propagate(r0: dict[str, float], seeds: list[str], adj: Adjacency,
               hops: int, max_threads: int, gamma: float = GAMMA) -> tuple[dict[str, float], dict[str, int]]:
     """Scores r~ and hop counts of the neighbourhood H_q (eq. 4)."""
     score = {s: r0[s] for s in seeds}
@@ -55,7 +63,7 @@ def propagate(r0: dict[str, float], seeds: list[str], adj: dict[str, list[tuple[
     return score, hop
 
 
-def path_costs(ids: list[str], adj: dict[str, list[tuple[str, float]]]) -> np.ndarray:
+def path_costs(ids: list[str], adj: Adjacency) -> np.ndarray:
     """All-pairs shortest path costs within the neighbourhood (edge cost 1 - w_H)."""
     n, at = len(ids), {t: i for i, t in enumerate(ids)}
     dist = np.full((n, n), np.inf)

@@ -108,7 +108,7 @@ def test_many_sessions_and_appends_still_equal_a_full_rebuild(rt):
 
     wiki = WikiStrategy()
     wiki.m = 4                  # short trajectories, so full ones get continued
-    for k, (sid, when, msgs) in zip(range(12), Synth(seed=3).sessions()):
+    for _, (sid, when, msgs) in zip(range(12), Synth(seed=3).sessions()):
         for part in (msgs[:9], msgs[9:]):
             remember(rt, [Message(**m) for m in part], session_id=sid, session_time=when,
                      namespace="default")

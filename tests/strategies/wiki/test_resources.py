@@ -3,7 +3,7 @@
 import pytest
 
 from helpers import payload
-from trimem.strategies.wiki.resources import register_resources
+from trimem.tools.wiki_pages import register
 
 pytestmark = pytest.mark.anyio
 
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.anyio
 async def test_wiki_pages_are_mcp_resources(server):
     from mcp import Client
 
-    register_resources(server, server.runtime)
+    register(server, server.runtime)
     async with Client(server) as c:
         msgs = [{"content": "I adopted a puppy named Rex. Rex loves the beach.", "speaker": "Ana",
                  "ref": "a1"}, {"content": "Rex is cute! I went to the beach with Rex too.",

@@ -4,7 +4,7 @@ import pytest
 
 from helpers import payload
 from trimem.strategies.wiki import pages, route, store
-from trimem.strategies.wiki.resources import read_page
+from trimem.tools.wiki_pages import read_page
 
 pytestmark = pytest.mark.anyio
 
