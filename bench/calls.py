@@ -87,7 +87,7 @@ def restart_auto_pool():
     from ..strategies.auto import strategy as auto
 
     if getattr(auto, "_POOL", None) is not None:
-        auto._POOL = None
+        auto.__dict__["_POOL"] = None
 
 
 def run(args) -> dict:
@@ -138,7 +138,7 @@ def run(args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--home", required=True, help="a store the LoCoMo benchmark built")
     ap.add_argument("--data", default="../shared/data/locomo")
     ap.add_argument("--conv", default="26", help="the conversation (as --convs of locomo)")

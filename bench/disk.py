@@ -79,7 +79,7 @@ def replay(home: Path, ns: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--home", required=True)
     ap.add_argument("--settle", action="store_true")
     ap.add_argument("--replay", default="", metavar="NS")

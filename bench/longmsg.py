@@ -110,13 +110,14 @@ def build(seed: int = 7) -> tuple[list[dict], list[dict]]:
     k = 0
     for length in LENGTHS:
         for depth in DEPTHS:
-            for f, (fact, ask, distract) in enumerate(FACTS):
+            for fact, ask, distract in FACTS:
                 p = PROJECTS[k % len(PROJECTS)] + ("" if k < len(PROJECTS) else f" {k // len(PROJECTS) + 1}")
                 q = PROJECTS[(k + 5) % len(PROJECTS)]
                 vals = {"p": p, "n": rng.randint(7000, 9999), "who": rng.choice(PEOPLE),
                         "date": f"{rng.randint(1, 28)} {rng.choice(['March', 'June', 'October'])}",
                         "ver": f"3.{rng.randint(10, 25)}.{rng.randint(0, 9)}",
-                        "site": rng.choice(SITES), "flag": f"{p.lower().replace(' ', '_')}_checkout_v{rng.randint(2, 9)}"}
+                        "site": rng.choice(SITES),
+                        "flag": f"{p.lower().replace(' ', '_')}_checkout_v{rng.randint(2, 9)}"}
                 sentence = fact.format(**vals)
                 answer = _answer(rng, p, length, depth, sentence)
                 sid = f"longmsg-{k:03d}"
@@ -132,7 +133,7 @@ def build(seed: int = 7) -> tuple[list[dict], list[dict]]:
     return sessions, questions
 
 
-def _answer(rng: random.Random, p: str, length: int, depth: int, sentence: str) -> str:
+def _answer(rng: random.Random, p: str, length: int, depth: float, sentence: str) -> str:
     paras, pool = [], []
     while sum(len(x) + 2 for x in paras) < length:
         if not pool:
@@ -209,7 +210,7 @@ def table(out: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--strategies", default="plain,auto,hybrid,workspace,wiki")
     ap.add_argument("--budget", default="2000", help="one or more, comma-separated")
     ap.add_argument("--home", help="store folder (default: a new temp folder)")

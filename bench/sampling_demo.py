@@ -127,7 +127,7 @@ async def demo(home: str) -> str:
         res = await c.call_tool("consolidate", {"use_my_model": True})
         (req,) = host.requests
         say("\n## 2. One curation through sampling (`consolidate`, protocol 2026-07-28)\n")
-        say(f"Without `use_my_model` (the default on this protocol): {offered.content[0].text}\n")
+        say(f"Without `use_my_model` (the default on this protocol): {text_of(offered.content[0])}\n")
         say("Stored before (background heuristics):\n")
         say(block(json.dumps(before, indent=1), "json"))
         say("\nThe `sampling/createMessage` request the server sent (inside an InputRequiredResult):\n")

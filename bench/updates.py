@@ -241,7 +241,7 @@ def table(out: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--strategies", default="plain,hybrid,workspace,wiki,auto")
     ap.add_argument("--budget", default="2000")
     ap.add_argument("--chats", type=int, default=3, help="user/assistant chats (plus 2 groups)")

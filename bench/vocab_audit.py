@@ -68,7 +68,7 @@ def concentrated(words: dict[str, set[str]], counts: dict[str, Counter], least: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--data", action="append", required=True)
     ap.add_argument("--min", type=int, default=3)
     args = ap.parse_args(argv)

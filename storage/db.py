@@ -159,8 +159,8 @@ class Store:
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(seconds=1))
         self.lock = threading.RLock()   # guards the handle caches below; held only briefly
         self._index_locks: dict[str, threading.RLock] = {}
-        self._spaces: dict[str, object] = {}
-        self._tables: dict[str, object] = {}
+        self._spaces: dict[str, Space] = {}
+        self._tables: dict[str, Any] = {}   # lancedb tables
         self._write_locks: dict[str, threading.Lock] = {}
         self._migrate()
         from .forgets import ForgetMarks

@@ -10,6 +10,7 @@ from typing import Any
 
 from .db import retrying, sql_in, sql_str, sql_time
 from .errors import NotFound
+from .parts import SpaceParts
 from .schema import AUDIT, RECALLS, SESSIONS
 from .traces import compact, expand, fill, text_ids
 

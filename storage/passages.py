@@ -17,7 +17,8 @@ vector to stay specific. Consecutive passages overlap by 175 characters (a quart
 sentence or line boundary where there is one), so a fact of a sentence or two that straddles a
 cut stands whole in one passage; and text denser still (a markdown table of backticked names,
 2.2 characters a piece) loses at most the last ~140 characters of a passage to truncation,
-which are the first of the next one, so every part of a message is read in some passage. A message of up to 700 characters is its own only passage:
+which are the first of the next one, so every part of a message is read in some passage. A
+message of up to 700 characters is its own only passage:
 that is every LoCoMo turn and all but ~20 of the REALTALK development chats' messages.
 
 A source's search score is its best passage's: :meth:`PassagesMixin.merge_hits` takes the max
@@ -35,6 +36,8 @@ import re
 import threading
 import time
 from collections import OrderedDict
+
+from .parts import SpaceParts
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +92,7 @@ def _next_start(text: str, lo: int, mid: int, hi: int) -> int:
     return lo
 
 
-class PassagesMixin:
+class PassagesMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for the ``passages`` table."""
 
     def _init_passages(self) -> None:
@@ -158,6 +161,7 @@ class PassagesMixin:
         rows = self.passage_rows(sources)
         if rows:
             tbl = self._passages(create=True)
+            assert tbl is not None   # create=True opens or makes the table
             retrying(lambda: tbl.merge_insert("id").when_matched_update_all()
                      .when_not_matched_insert_all().execute(rows), "add passages")
             self._passages_missing_at = float("-inf")
@@ -171,7 +175,7 @@ class PassagesMixin:
         if tbl is not None and source_ids:
             for i in range(0, len(source_ids), 500):
                 chunk = source_ids[i:i + 500]
-                retrying(lambda: tbl.delete(sql_in("source_id", chunk)), "delete passages")
+                retrying(lambda c=chunk: tbl.delete(sql_in("source_id", c)), "delete passages")
         with self._span_lock:
             for s in source_ids:
                 self._spans.pop(s, None)

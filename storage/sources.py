@@ -48,7 +48,7 @@ def ranked(pairs: list[tuple[str, float]], limit: int) -> list[tuple[str, float]
     """``(id, score)`` best first, ties by id, cut to ``limit``."""
     return sorted(pairs, key=lambda kv: (-round(kv[1], 5), kv[0]))[:limit]
 
-class SourcesMixin:
+class SourcesMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for the ``sources`` table."""
 
     def _sources(self, create: bool = False):
@@ -147,7 +147,9 @@ class SourcesMixin:
                        if r["namespace"] == self.namespace], limit)
 
         def passages(ptbl, extra: str | None, k: int) -> list[dict]:
-            q = (ptbl.search(MatchQuery(query, "search_text"), query_type="fts")
+            # MatchQuery: as in fts_sources (lancedb's positional pydantic.Field defaults)
+            q = (ptbl.search(MatchQuery(query, "search_text"),  # pyright: ignore[reportCallIssue]
+                             query_type="fts")
                  .select(["source_id", "namespace", "start", "end"]))
             cond = _and(where, extra)
             if cond:

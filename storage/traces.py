@@ -86,9 +86,9 @@ def fill(trace: Any, sources: Lookup, memories: Lookup) -> Any:
     """Put the text back into an expanded trace, read now from the sources and memories by id;
     an entry whose row is gone gets ``text: None`` and a ``gone`` note instead."""
     want: dict[str, set[str]] = {"source": set(), "memory": set()}
-    _walk(trace, lambda d: want.get(d.get(TEXT_OF), set()).add(d["id"])
+    _walk(trace, lambda d: want.get(d.get(TEXT_OF, ""), set()).add(d["id"])
           if isinstance(d.get("id"), str) else None)
-    found = {"source": sources(sorted(want["source"])) if want["source"] else {},
+    found: dict[str, dict[Any, str]] = {"source": sources(sorted(want["source"])) if want["source"] else {},
              "memory": memories(sorted(want["memory"])) if want["memory"] else {}}
 
     def put(d: dict) -> None:

@@ -111,16 +111,17 @@ def session_stats(rows: list[dict]) -> SessionStats:
         if not me:
             continue
         intro = introductions(text)
+        # the ignores below: typeshed types Counter values as int; votes are fractional
         for name, v in intro:
-            st.votes[(name, me)] += v
+            st.votes[(name, me)] += v  # pyright: ignore[reportArgumentType]
         prev = next((s for s in reversed(spk[:i]) if s and s != me), None)
         nxt = next((s for s in spk[i + 1:] if s and s != me), None)
         said = vocatives(text)
         for name in said:
             if prev:
-                st.votes[(name, prev)] += 1.0
+                st.votes[(name, prev)] += 1.0  # pyright: ignore[reportArgumentType]
             if nxt and nxt != prev:
-                st.votes[(name, nxt)] += 0.5
+                st.votes[(name, nxt)] += 0.5  # pyright: ignore[reportArgumentType]
         skip = Counter(n for n, _ in intro) + Counter(said)
         for s in _SENT.split(text):
             st.mid.update(_CAP.findall(s.strip().strip("\"'()"))[1:] if s.strip() else [])

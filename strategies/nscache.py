@@ -47,7 +47,7 @@ class NamespaceCache:
             with self._lock:
                 self._writing -= 1
 
-    def get(self, space, recheck_s: float) -> tuple[Any, int | None, tuple | None]:
+    def get(self, space, recheck_s: float) -> tuple[Any, int, tuple]:
         """(the cached item, None, None) while it is current; else (None, generation, counts)
         for the caller to read ``space``'s tables and ``put`` the result."""
         with self._lock:

@@ -97,7 +97,7 @@ def render_line(row: dict) -> tuple[str, bool]:
     in it verbatim."""
     quote, start, end = excerpt(row)
     text, verbatim = shown(quote)
-    if start is not None:
+    if start is not None and end is not None:   # both or neither
         text = (f"{ELLIPSIS} " if start > 0 else "") + text + (
             f" {ELLIPSIS}" if end < len(row["text"]) else "")
     who = row.get("speaker")

@@ -84,19 +84,21 @@ class TurnSearch:
         if (query is not None and query != self.query) or n > self.depth:
             return self.space.fts_sources(self.query if query is None else query, n, self.where)
         with self._lock:
-            if self._lex is None:
-                self._lex = self.space.fts_sources(self.query, self.depth, self.where)
+            lex = self._lex
+            if lex is None:
+                lex = self._lex = self.space.fts_sources(self.query, self.depth, self.where)
             self.hits["fts"] += 1
-            return self._lex[:n]
+            return lex[:n]
 
     def dense(self, n: int, vector=None) -> list[tuple[str, float]]:
         if vector is not None or n > self.depth:
             return self.space.vector_sources(self.qv if vector is None else vector, n, self.where)
         with self._lock:
-            if self._dense is None:
-                self._dense = self.space.vector_sources(self.qv, self.depth, self.where)
+            dense = self._dense
+            if dense is None:
+                dense = self._dense = self.space.vector_sources(self.qv, self.depth, self.where)
             self.hits["vector"] += 1
-            return self._dense[:n]
+            return dense[:n]
 
     def rows(self, ids: list[str]) -> list[dict]:
         """Source rows for ``ids`` in the order asked; only the ones not read yet are fetched."""
@@ -131,7 +133,7 @@ def search_turns(env: Env, request: RecallRequest, n: int, *, names: bool = True
     if names:
         ids = [i for i, _ in dense]
         rows = speaker_rows(ids) if speaker_rows else turns.rows(ids[:SPEAKER_ROWS])
-        query = without_speakers(query, {r.get("speaker") for r in rows} - {None, ""},
+        query = without_speakers(query, {r["speaker"] for r in rows if r.get("speaker")},
                                  speaker_aliases(env.ns, env.space))
     lexical = turns.lexical(n, query)
     lists = {"bm25": [i for i, _ in lexical], "dense": [i for i, _ in dense]}

@@ -194,7 +194,10 @@ def register(server, rt: Runtime) -> None:
     async def consolidate_tool(ctx: Context, namespace: NAMESPACE = "default",
                                dry_run: DRY_RUN = False, min_cluster_size: MIN_CLUSTER = 10,
                                use_my_model: USE_MY_MODEL = None,
-                               host: HOST = None) -> Annotated[CallToolResult, ConsolidateResult]:
+                               # always filled by the SDK (Resolve); the default only keeps
+                               # the parameter order legal
+                               host: HOST = None,  # pyright: ignore[reportArgumentType]
+                               ) -> Annotated[CallToolResult, ConsolidateResult]:
         import anyio.to_thread
 
         used = None

@@ -176,10 +176,11 @@ def curate_session(turns: list[dict], vectors: dict[str, np.ndarray], when,
     turns without a vector (default: the size of those in ``vectors``)."""
     if not turns:
         return [], []
-    speakers = [s for s, _ in Counter(t.get("speaker") for t in turns if t.get("speaker")).most_common()]
+    speakers = [s for s, _ in Counter(t["speaker"] for t in turns if t.get("speaker")).most_common()]
     order = [t.get("speaker") for t in turns]
     to = {t["id"]: addressee(order, i) for i, t in enumerate(turns)}   # "you" is whom a turn answers
     dim = dim or next((len(v) for v in vectors.values()), None)
+    assert dim is not None, "curate_session needs dim or vectors"   # np.zeros(None) fails anyway
     mat = np.stack([vectors.get(t["id"], np.zeros(dim, np.float32)) for t in turns])
     episodes = []
     for a, b in segment(mat):

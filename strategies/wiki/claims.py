@@ -169,7 +169,11 @@ def build_snapshots(session_id: str, rows: list[dict], session_time, vectors: di
         if claims is None:
             claims = [c for r in ex for c in claims_of(r, when)]
         vecs = [vectors[r["id"]] for r in ex if r["id"] in vectors]
-        v = np.mean(vecs, axis=0) if vecs else np.zeros(dim, dtype=np.float32)
+        if vecs:
+            v = np.mean(vecs, axis=0)
+        else:
+            assert dim is not None, "an exchange without vectors needs dim"   # np.zeros(None) fails
+            v = np.zeros(dim, dtype=np.float32)
         v = v / (np.linalg.norm(v) or 1.0)
         names = sorted({n for c in claims for n in c["names"]})
         heads = sorted({h for c in claims for h in c["heads"]})

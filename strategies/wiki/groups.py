@@ -60,6 +60,15 @@ def hist_line(c: dict, new: dict | None) -> str:
 
 
 class Group:
+    # the sets named in SETS, set in __init__ through setattr
+    trajs: set[str]
+    facets: set[str]
+    sessions: set[str]
+    variants: set[str]
+    spk: set[str]
+    head_trajs: set[str]
+    snaps: set[str]
+
     def __init__(self, kind: str, key: str, state: str | None = None, *, dim: int):
         self.kind, self.key = kind, key
         d = json.loads(state) if state else {}

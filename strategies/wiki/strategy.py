@@ -103,7 +103,7 @@ class WikiStrategy:
                 final = second
         return self._finish(env, request, final, first, retry, t, k, direct, parts)
 
-    def _attempt(self, env, reads, request, query, qv, fused, order, t, k, direct, parts=None,
+    def _attempt(self, env, reads, request, query, qv, fused, order, t, k, direct, parts: dict,
                  judge=None) -> dict:
         """One routing + evidence pass. ``judge``: the features sufficiency is judged against
         (the retry's are the original query's, so its hint words, which the evidence it finds

@@ -27,6 +27,16 @@ KINDS = 3   # entities, facets, words
 class TrajIndex:
     """``dim``: the vectors' size; None until the first vector arrives (the model says it)."""
 
+    # the columns, one row per trajectory, set (and grown) by _alloc through setattr
+    head: np.ndarray
+    last: np.ndarray
+    sum: np.ndarray
+    idx: np.ndarray
+    ts: np.ndarray
+    size: np.ndarray
+    alive: np.ndarray
+    length: np.ndarray
+
     def __init__(self, dim: int | None = None):
         self.dim, self.n = dim, 0
         self.ids: list[str] = []
