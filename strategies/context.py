@@ -50,7 +50,7 @@ class NamespaceContext:
         with rules of their own (``nscache.NamespaceCache``) are told through ``invalidate``."""
         with self._guard:
             items = list(self._state.items())
-        for key, value in items:
+        for _key, value in items:
             hook = getattr(value, "invalidate", None)
             if callable(hook):
                 hook()

@@ -19,6 +19,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
+M = TypeVar("M", bound=BaseModel)
 Short = Annotated[str, StringConstraints(max_length=300)]
 Medium = Annotated[str, StringConstraints(max_length=2_000)]
 Long = Annotated[str, StringConstraints(max_length=6_000)]

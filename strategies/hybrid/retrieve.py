@@ -8,7 +8,8 @@ contract is a budgeted context whose quoted sources must be verbatim):
 * Each search is fused with BM25 over the same texts by reciprocal rank fusion (option
   ``fts=0`` turns it off; bench/README.md shows what it adds).
 * The raw evidence is chosen by one weighted RRF over four rankings of source turns: the BM25
-  and dense turn searches (``search.search_turns``, without the name-free variant), the turns cited by the ranked tuples, and the turns of the ranked
+  and dense turn searches (``search.search_turns``, without the name-free variant), the turns
+  cited by the ranked tuples, and the turns of the ranked
   episodes (round-robin, each episode's turns by cosine to the query, ``per_episode`` of them).
   Weights: options ``w_bm25``, ``w_dense``, ``w_fact``, ``w_episode``.
 * A share ``notes`` of the budget (default 0.15) goes to one line per top tuple (with its resolved

@@ -18,7 +18,7 @@ def test_every_passage_fits_the_embedders_window_and_the_detail_stands_whole_in_
     tok = LocalEmbedder().load()._tokenizer      # truncates at 256 word pieces, as embedding does
     spans = passage_spans(ANSWER)                # prose, Python, YAML, INI: ~3-4.5 chars a piece
     assert spans[0][0] == 0 and spans[-1][1] == len(ANSWER) and len(spans) > 4
-    for (a, b), (c, _) in zip(spans, spans[1:]):
+    for (_a, b), (c, _) in zip(spans, spans[1:]):
         assert c < b and b - c <= OVERLAP        # consecutive passages overlap, nothing skipped
     for a, b in spans:
         assert b - a <= PASSAGE_CHARS
