@@ -48,7 +48,7 @@ class NamespaceCache:
                 self._writing -= 1
 
     def get(self, space, recheck_s: float) -> tuple[Any, int, tuple]:
-        """(the cached item, None, None) while it is current; else (None, generation, counts)
+        """(the cached item, generation, counts) while it is current; else (None, generation, counts)
         for the caller to read ``space``'s tables and ``put`` the result."""
         with self._lock:
             item, gen, busy = self._item, self._gen, self._writing > 0

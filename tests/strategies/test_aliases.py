@@ -105,11 +105,11 @@ def test_aliases_are_learned_per_namespace_and_follow_new_sessions(runtime, monk
 
 def test_named_search_strips_an_alias_through_the_store(runtime):
     from trimem.strategies.base import RecallRequest
-    from trimem.strategies.plain.strategy import search_sources_named
+    from trimem.strategies.search import search_turns
 
     remember(runtime, "s1", [(r["speaker"], r["text"]) for r in ROLES])
     env = runtime.env("ns")
     req = RecallRequest(query="What does Priya want to grow?", budget_tokens=500)
-    order, parts = search_sources_named(env, req, 20)
+    order, parts = search_turns(env, req, 20)
     assert any("content_rank" in p for p in parts.values())   # the name-free list ran
     assert np.isfinite([p["score"] for p in parts.values()]).all()
