@@ -168,23 +168,31 @@ class UpkeepMixin(SpaceParts):
 
     def wait_upkeep(self, timeout: float = 60.0, flush: bool = False) -> bool:
         """Wait for running compactions and index builds; False if still busy at ``timeout``.
-        ``flush`` also runs the pending idle compaction now and waits for it (tests, benchmarks
-        and anything that wants the files on disk to stop changing)."""
+        ``flush`` also runs the pending idle compaction and the pending version cleanup now and
+        waits for them (tests, benchmarks and anything that wants the files on disk to stop
+        changing; the cleanup then keeps versions younger than ``keep_versions``)."""
         end = time.monotonic() + timeout
-        if flush:
+        if flush:   # the pending compaction and the pending version cleanup both run now
             with self._upkeep_lock:
                 self._last_write = float("-inf")
             self._wake.set()
         while True:
             with self._upkeep_lock:
+                if flush:   # a compaction the flush ran schedules its cleanup: run that now too
+                    for k in self._prune_at:
+                        self._prune_at[k] = float("-inf")
+                    self._last_write = float("-inf")
                 busy = bool(self._optimizing) or any(j.is_alive() for j in self._index_jobs.values())
                 busy = busy or (flush and not self._closed
-                                and any(c for c, _ in self._commits.values()))
+                                and (any(c for c, _ in self._commits.values())
+                                     or bool(self._prune_at)))
             if not busy:
                 return True
             if time.monotonic() >= end:
                 log.warning("upkeep of %r still running after %.0f s", self.namespace, timeout)
                 return False
+            if flush:
+                self._wake.set()   # the idle thread may be asleep on a wait computed before
             time.sleep(0.05)
 
     def close_upkeep(self, timeout: float = 60.0) -> bool:
