@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 
 import numpy as np
 
-from .db import ensure_index, retrying, sql_in, sql_str, sql_time
+from .db import ensure_index, retrying, sql_in, sql_str
+from .filters import SourceFilter, where_of
 from .parts import SpaceParts
 
 SOURCE_COLUMNS = ["id", "namespace", "session_id", "seq", "ref", "speaker", "timestamp", "text",
@@ -85,9 +85,9 @@ class SourcesMixin(SpaceParts):
         retrying(lambda: tbl.add(rows), "add sources")
         self.after_write("sources", len(rows))
 
-    def count_sources(self, where: str | None = None) -> int:
+    def count_sources(self, flt: SourceFilter | None = None) -> int:
         tbl = self._sources()
-        return tbl.count_rows(where) if tbl is not None else 0
+        return tbl.count_rows(where_of(flt)) if tbl is not None else 0
 
     def _select(self, where: str, limit: int | None = None) -> list[dict]:
         tbl = self._sources()
@@ -119,20 +119,13 @@ class SourcesMixin(SpaceParts):
     def all_sources(self) -> list[dict]:
         return self._select("true")
 
-    @staticmethod
-    def time_filter(since: datetime | None, until: datetime | None) -> str | None:
-        parts = []
-        if since is not None:
-            parts.append(sql_time("timestamp", ">=", since))
-        if until is not None:
-            parts.append(sql_time("timestamp", "<=", until))
-        return " AND ".join(parts) or None
-
-    def fts_sources(self, query: str, limit: int, where: str | None = None) -> list[tuple[str, float]]:
+    def fts_sources(self, query: str, limit: int,
+                    flt: SourceFilter | None = None) -> list[tuple[str, float]]:
         """(id, BM25 score) best first. The query is matched as plain words, never parsed as
         query syntax, so quotes, colons or operators in it cannot break or steer the search."""
         from lancedb.query import MatchQuery
 
+        where = where_of(flt)
         tbl = self._sources()
         if tbl is None or not query.strip():
             return []
@@ -159,8 +152,9 @@ class SourcesMixin(SpaceParts):
         return self.merge_hits(base, limit, passages)
 
     def vector_sources(self, vector: np.ndarray, limit: int,
-                       where: str | None = None) -> list[tuple[str, float]]:
+                       flt: SourceFilter | None = None) -> list[tuple[str, float]]:
         """(id, cosine similarity) best first."""
+        where = where_of(flt)
         tbl = self._sources()
         if tbl is None:
             return []

@@ -24,6 +24,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from ..storage import SourceFilter
 from .base import Env, RecallRequest
 from .render import source_ref  # noqa: F401  (re-exported: strategies cite sources through it)
 from .aliases import speaker_aliases
@@ -71,7 +72,7 @@ class TurnSearch:
     def __init__(self, env: Env, request: RecallRequest, depth: int, qv=None):
         self.space = env.space
         self.query = request.query
-        self.where = env.space.time_filter(request.since, request.until)
+        self.where = SourceFilter(since=request.since, until=request.until)
         self.qv = np.asarray(env.embed_query(request.query) if qv is None else qv)
         self.depth = depth
         self._lex: list | None = None

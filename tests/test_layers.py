@@ -11,6 +11,7 @@ outside the layers too.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,3 +87,46 @@ def test_checker_sees_lazy_and_relative_imports(tmp_path):
     bad = violations(tmp_path)
     assert len(bad) >= 2, bad
     assert all("storage/x.py:2" in b or "storage/x.py:3" in b for b in bad)
+
+
+SQL_HELPERS = {"sql_str", "sql_in", "sql_time"}
+# a column compared with a quoted value, a list, a placeholder or a timestamp; array_has(...)
+SQL_SHAPE = re.compile(r"\b[a-z_]+ (?:=|IN|>=|<=|<|>) (?:'|\(|\{|timestamp )|array_has\(")
+
+
+def sql_above_storage(root: Path = ROOT) -> list[str]:
+    """Filters cross the storage boundary as values (``storage.SourceFilter``, ``eq=`` dicts),
+    never as SQL: above ``storage/`` nothing imports the quoting helpers, passes a ``where=``,
+    or hands a search / count a string shaped like a filter."""
+    bad: list[str] = []
+    for layer in (lay for lay in RANK if RANK[lay] > 0):
+        for path in sorted((root / layer).rglob("*.py")):
+            rel = path.relative_to(root)
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                if isinstance(node, ast.ImportFrom) and SQL_HELPERS & {a.name for a in node.names}:
+                    bad.append(f"{rel}:{node.lineno}: imports a SQL quoting helper")
+                if not isinstance(node, ast.Call):
+                    continue
+                if any(k.arg == "where" for k in node.keywords):
+                    bad.append(f"{rel}:{node.lineno}: passes where=")
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    if isinstance(arg, (ast.Constant, ast.JoinedStr)) and \
+                            SQL_SHAPE.search(ast.unparse(arg)):
+                        bad.append(f"{rel}:{node.lineno}: a SQL-shaped string argument")
+    return bad
+
+
+def test_no_sql_above_storage():
+    bad = sql_above_storage()
+    assert not bad, "SQL above storage/:\n" + "\n".join(bad)
+
+
+def test_sql_checker_sees_a_filter_string(tmp_path):
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "x.py").write_text(
+        "def f(space, sid):\n    return space.count_sources(f\"session_id = '{sid}'\")\n")
+    (tmp_path / "strategies").mkdir()
+    (tmp_path / "strategies" / "y.py").write_text("from ..storage.db import sql_str\n")
+    for layer in ("transfer", "server", "storage", "providers"):
+        (tmp_path / layer).mkdir()
+    assert len(sql_above_storage(tmp_path)) == 2

@@ -8,7 +8,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from ..storage import NotFound
+from ..storage import NotFound, SourceFilter
 from . import validate as v
 from .answer import answer, doc, names, quoted
 from .errors import guard
@@ -110,7 +110,7 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | No
     space.delete_recalls(recall_ids)
     space.delete_sources(sorted(src_ids))
     emptied = [s for s in {r["session_id"] for r in sources.values()}
-               if space.count_sources(f"session_id = {_q(s)}") == 0]
+               if space.count_sources(SourceFilter(session_id=s)) == 0]
     space.delete_sessions(emptied)
     space.rebuild_text_index()
     space.optimize(purge=True)
@@ -130,12 +130,6 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | No
     return ForgetResult(removed_sources=len(src_ids), removed_memories=len(memories),
                         removed_recalls=len(recall_ids), source_ids=sorted(src_ids), refs=gone_refs,
                         not_found=not_found, audit_id=audit_id)
-
-
-def _q(value: str) -> str:
-    from ..storage.db import sql_str
-
-    return sql_str(value)
 
 
 def text_of(out: ForgetResult, namespace: str) -> str:

@@ -11,6 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..storage import SourceFilter
 from . import validate as v
 from .answer import answer, doc, quoted
 from .errors import guard
@@ -196,7 +197,7 @@ def _write(space, sid: str, stime, session, new_rows: list[dict], plan, by_ref, 
     from .curated import store_curated
 
     now = space.now()
-    offset = space.count_sources(f"session_id = {_q(sid)}")
+    offset = space.count_sources(SourceFilter(session_id=sid))
     for k, r in enumerate(new_rows):
         r.update(session_id=sid, seq=offset + k, created_at=now,
                  timestamp=r["timestamp"] or stime or now)
@@ -234,12 +235,6 @@ def stable_id(prefix: str, *parts: str) -> str:
     import hashlib
 
     return f"{prefix}_{hashlib.sha256(chr(31).join(parts).encode()).hexdigest()[:20]}"
-
-
-def _q(value: str) -> str:
-    from ..storage.db import sql_str
-
-    return sql_str(value)
 
 
 def text_of(out: RememberResult, given: int, namespace: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import error_text, payload, turns
+from trimem.storage import SourceFilter
 
 pytestmark = pytest.mark.anyio
 
@@ -135,7 +136,7 @@ async def test_a_call_at_the_limit_is_stored_with_bounded_memory(tmp_path, tmp_p
         out = payload(await c.call_tool("remember", {"messages": messages, "session_id": "at"}))
     grew = _peak_rss_mb() - base
     space = server.runtime.space("default")
-    assert out["stored"] == 40 and space.count_sources("session_id = 'at'") == 40
+    assert out["stored"] == 40 and space.count_sources(SourceFilter(session_id="at")) == 40
     assert space.get_session("at")["n_messages"] == 40
     print(f"remember of 40 x 100k chars: peak RSS grew {grew:.0f} MB")
     assert grew < 1500, grew
