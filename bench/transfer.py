@@ -3,10 +3,12 @@
     python -m trimem.bench.transfer locomo --data ../shared/data/locomo --convs 26,30
     python -m trimem.bench.transfer scale --turns 10000
 
-``locomo``: each conversation is remembered into a home (curation off: the plain strategy reads
-the raw sources only), exported with the ``trimem export`` code, imported into a fresh home with
-the ``trimem import`` code; every category 1-4 question is then recalled (plain, 2,000 tokens) in
-both homes, and R / H and the contexts are compared question by question.
+``locomo``: each conversation is remembered into a home, exported with the ``trimem export``
+code, imported into a fresh home with the ``trimem import`` code; every category 1-4 question is
+then recalled (2,000 tokens, each of ``--strategies``) in both homes, and R / H and the contexts
+are compared question by question. Curation is off unless ``--curate``: then both homes curate
+(the first as the sessions arrive, the second after the import) and are settled before the
+questions, so the curating strategies are compared on memory each home built for itself.
 ``scale``: a synthetic namespace of ``--turns`` turns (bench/synth.py) is exported (JSONL and
 Markdown), imported into a fresh home, and imported again (nothing new): sizes and times.
 """
@@ -20,11 +22,11 @@ import time
 from pathlib import Path
 
 
-def _rt(home: str):
+def _rt(home: str, curation: bool = False):
     from ..server.settings import Settings
     from ..tools.runtime import Runtime
 
-    return Runtime(Settings(home=home, curation=False).to_config())
+    return Runtime(Settings(home=home, curation=curation).to_config())
 
 
 def export_to(rt, namespaces: list[str], path: Path) -> tuple[int, float]:
@@ -78,7 +80,8 @@ def locomo(args) -> dict:
 
     tmp = Path(args.home or tempfile.mkdtemp(prefix="trimem-transfer-"))
     again = (tmp / "locomo.jsonl").exists()     # --home of an earlier run: recall only
-    a, b = _rt(str(tmp / "a")), _rt(str(tmp / "b"))
+    a, b = _rt(str(tmp / "a"), args.curate), _rt(str(tmp / "b"), args.curate)
+    strategies = args.strategies.split(",")
     convs = lc.load(Path(args.data), args.convs)
     dump = tmp / "locomo.jsonl"
     if again:
@@ -86,14 +89,18 @@ def locomo(args) -> dict:
     else:
         for ns, raw in convs:
             lc.ingest(a, ns, raw)
+        a.curation.wait_idle()
         n, t_exp = export_to(a, [ns for ns, _ in convs], dump)
         report, t_imp = import_from(b, dump)
+    b.curation.wait_idle()      # (no-ops with curation off)
     same_rows = all(compare_sources(a.space(ns), b.space(ns)) for ns, _ in convs)
     for rt in (a, b):   # the same rows; make the search indexes the same too (see settle)
         for ns, _ in convs:
             settle(rt.space(ns))
-    rows = {"a": [], "b": []}
-    same_ctx = same_src = n_q = 0
+    rows = {(s, k): [] for s in strategies for k in "ab"}
+    same_ctx = {s: 0 for s in strategies}
+    same_src = {s: 0 for s in strategies}
+    n_q = 0
     for ns, raw in convs:
         conv = raw.get("conversation", raw)
         texts = {t["dia_id"]: lc.norm_ws(lc.turn_text(t)) for _, _, ts in lc.sessions(conv)
@@ -105,23 +112,25 @@ def locomo(args) -> dict:
             if not gold:
                 continue
             n_q += 1
-            outs = {}
-            for k, rt in (("a", a), ("b", b)):
-                t0 = time.perf_counter()
-                outs[k] = recall(rt, qa["question"], "plain", ns, 2000)
-                rows[k].append(lc.score(outs[k], gold, texts, str(qa.get("answer", "")), 2000)
-                               | {"cat": qa["category"], "ms": 1000 * (time.perf_counter() - t0)})
-            same_ctx += outs["a"].context == outs["b"].context
-            same_src += ([s.ref for s in outs["a"].sources] == [s.ref for s in outs["b"].sources])
+            for s in strategies:
+                outs = {}
+                for k, rt in (("a", a), ("b", b)):
+                    outs[k] = recall(rt, qa["question"], s, ns, 2000)
+                    rows[(s, k)].append(lc.score(outs[k], gold, texts, str(qa.get("answer", "")),
+                                                 2000))
+                same_ctx[s] += outs["a"].context == outs["b"].context
+                same_src[s] += ([x.ref for x in outs["a"].sources]
+                                == [x.ref for x in outs["b"].sources])
     a.close(), b.close()
     summ = {k: {m: round(sum(r[m] for r in v) / len(v), 4) for m in ("R", "H")}
-            for k, v in rows.items()}
+            for k, v in rows.items() if v}
     return {"convs": [ns for ns, _ in convs], "records": n, "bytes": dump.stat().st_size,
             "export_s": t_exp and round(t_exp, 2), "import_s": t_imp and round(t_imp, 2),
             "imported": report and report.messages_stored, "identical_rows_and_vectors": same_rows,
-            "questions": n_q,
+            "questions": n_q, "curated": bool(args.curate),
             "identical_contexts": same_ctx, "identical_source_lists": same_src,
-            "before": summ["a"], "after": summ["b"]}
+            "before": {s: summ.get((s, "a")) for s in strategies},
+            "after": {s: summ.get((s, "b")) for s in strategies}}
 
 
 def scale(args) -> dict:
@@ -174,6 +183,9 @@ def main(argv: list[str] | None = None) -> None:
     lo.add_argument("--convs", default="26")
     lo.add_argument("--home", default="", help="keep both homes here (a/, b/, locomo.jsonl); "
                     "a folder of an earlier run is reused: recall only")
+    lo.add_argument("--strategies", default="plain")
+    lo.add_argument("--curate", action="store_true",
+                    help="both homes curate (for the curating strategies); settled before asking")
     sc = sub.add_parser("scale")
     sc.add_argument("--turns", type=int, default=10_000)
     args = ap.parse_args(argv)

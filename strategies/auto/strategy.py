@@ -51,7 +51,7 @@ class AutoStrategy:
         f = features(request.query)
         kind = str(opt.get("kind", f["kind"]))
         fit = fitted_for(request.budget_tokens)
-        weights = dict(fit["weights"].get(kind) or fit["weights"]["single"])
+        weights = dict(fit["weights"].get(kind) or fit["weights"]["*"])
         for s in VOTERS:   # bench/experiments: --opt w_wiki=2
             if f"w_{s}" in opt:
                 weights[s] = float(opt[f"w_{s}"])
@@ -76,15 +76,8 @@ class AutoStrategy:
             return _judged(env, out, *evidence(TurnSearch(env, request, TOP)),
                            request.query)
 
-        sub = RecallRequest(query=request.query, budget_tokens=max(1, int(request.budget_tokens * expand)),
-                            since=request.since, until=request.until)
-        qv = env.embed_query(request.query)   # once, not once per voter
-        # the turn search and row reads every voter starts from, run once at the deepest depth
-        # any voter asks for and handed to each (``share_depth=0``: the comparison without it)
-        turns = TurnSearch(env, sub, int(opt.get("share_depth", DEPTH)), qv)
-        shared = replace(env, turns=turns, embed_query=lambda text: qv if text == request.query
-                         else env.embed_query(text))
-        runs, failed, ms = _run_voters(shared, sub, voters)
+        runs, failed, ms, turns = vote(env, request, voters, expand,
+                                       int(opt.get("share_depth", DEPTH)))
         if not runs:   # every voter failed: the plain path reports its own error, if any
             return get("plain").recall(env, request)
         voters = list(runs)
@@ -169,6 +162,24 @@ def ranked_sources(out: Recollection) -> list[str]:
     (``source`` items of plain / hybrid / wiki, ``unit`` items of workspace; notes, pages and
     episodes are not source turns)."""
     return [i.id for i in out.items if i.kind in ("source", "unit")]
+
+
+def vote(env: Env, request: RecallRequest, voters: list[str], expand: float,
+         depth: int = DEPTH) -> tuple[dict[str, Recollection], dict[str, str], dict[str, float],
+                                      TurnSearch]:
+    """Every voter's recall for ``expand`` x the budget, sharing one query embedding and one
+    turn search (run once at ``depth``, the deepest any voter asks for; ``0`` = each its own).
+    Returns (recollections, failures, milliseconds per voter, the shared search). ``auto`` fuses
+    what this returns; ``bench/fit_auto.py`` harvests the same rankings through it."""
+    sub = RecallRequest(query=request.query,
+                        budget_tokens=max(1, int(request.budget_tokens * expand)),
+                        since=request.since, until=request.until)
+    qv = env.embed_query(request.query)   # once, not once per voter
+    turns = TurnSearch(env, sub, depth, qv)
+    shared = replace(env, turns=turns, embed_query=lambda text: qv if text == request.query
+                     else env.embed_query(text))
+    runs, failed, ms = _run_voters(shared, sub, voters)
+    return runs, failed, ms, turns
 
 
 def _run_voters(env: Env, sub: RecallRequest, voters: list[str]):

@@ -10,6 +10,7 @@ from mcp import Client
 from helpers import payload
 from trimem.server.app import build_server
 from trimem.server.settings import Settings
+from trimem.storage import SourceFilter
 from trimem.strategies.auto.features import features
 from trimem.strategies.auto.fusion import fuse
 
@@ -142,7 +143,7 @@ async def test_shared_turn_search_answers_exactly_as_the_namespace_would(client,
     since = datetime(2023, 5, 1)
     late = TurnSearch(env, RecallRequest(query=q, budget_tokens=100, since=since), 10, qv)
     assert {i for i, _ in late.dense(5)} == \
-        {i for i, _ in sp.vector_sources(qv, 5, sp.time_filter(since, None))}
+        {i for i, _ in sp.vector_sources(qv, 5, SourceFilter(since=since))}
     ids = [i for i, _ in sp.vector_sources(qv, 4)]
     rows = turns.rows(ids + ids[:1] + ["no-such-id"])
     assert [r["id"] for r in rows] == ids + ids[:1]
@@ -157,7 +158,9 @@ def test_every_fit_covers_every_kind_and_the_nearest_budget_is_used():
     from trimem.strategies.auto.strategy import VOTERS, fitted_for
 
     for budget, fit in fitted.FITS.items():
-        assert set(fit["weights"]) == set(KINDS) and fit["k"] > 0
+        # every kind has weights: its own, or the fit's "*" (kinds without their own)
+        assert set(fit["weights"]) <= {*KINDS, "*"} and fit["k"] > 0
+        assert "*" in fit["weights"] or set(fit["weights"]) == set(KINDS)
         assert all(set(w) <= set(VOTERS) and any(w.values()) for w in fit["weights"].values())
         assert fitted_for(budget) is fit
     lo, hi = min(fitted.FITS), max(fitted.FITS)
