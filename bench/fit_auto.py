@@ -62,6 +62,7 @@ def harvest(home: Path, datas: list[str], convs: str, budget: int,
     out = json.loads(cache.read_text()) if cache.exists() else []
     done = {q["ns"] for q in out}
     rows: dict[str, dict] = {}
+    asked: set[str] = set()   # the cache may hold more conversations than this run asks for
     for data in datas:
         glob, cats = dataset(Path(data))
         name = "realtalk" if glob == realtalk.GLOB else "locomo"
@@ -70,6 +71,7 @@ def harvest(home: Path, datas: list[str], convs: str, budget: int,
             if where not in runtimes:
                 runtimes[where] = Runtime(Settings(home=str(where)).to_config())
             rt = runtimes[where]
+            asked.add(ns)
             space = rt.space(ns)
             if not space.count_sources():
                 ingest(rt, ns, raw)
@@ -94,11 +96,13 @@ def harvest(home: Path, datas: list[str], convs: str, budget: int,
                             "cat": cats[qa["category"]], "kind": features(qa["question"])["kind"],
                             "gold": [by_ref[g] for g in gold],
                             "ranks": {s: ranked_sources(o) for s, o in runs.items()}})
-            cache.write_text(json.dumps(out))
+            tmp = cache.with_suffix(".tmp")   # whole or not at all: another run may read it
+            tmp.write_text(json.dumps(out))
+            tmp.replace(cache)
             print(f"  {ns}: harvested", file=sys.stderr)
     for rt in runtimes.values():
         rt.close()
-    return out, rows
+    return [q for q in out if q["ns"] in asked], rows
 
 
 class Scorer:

@@ -178,16 +178,21 @@ class SourcesMixin(SpaceParts):
         return self.merge_hits(base, limit, passages)
 
     def sample_source_vectors(self, k: int, seed: int = 0) -> np.ndarray:
-        """Vectors of up to ``k`` sources drawn uniformly at random (a fixed ``seed``: the same
-        table gives the same sample), shape (n, dim); empty when there are no sources."""
+        """Vectors of up to ``k`` sources, shape (n, dim); empty when there are none. The sample
+        is the ``k`` ids of least ``sha256(seed, id)``: uniform over the sources, and the same
+        rows give the same sample whatever their physical order (two homes holding the same
+        rows, e.g. after an export and import, calibrate alike; an offset draw did not)."""
+        import hashlib
+
         tbl = self._sources()
-        n = 0 if tbl is None else tbl.count_rows()
-        if tbl is None or not n:
+        if tbl is None or not tbl.count_rows():
             return np.zeros((0, self.dim or 0), dtype=np.float32)
-        offsets = sorted(np.random.default_rng(seed).choice(n, min(k, n), replace=False).tolist())
-        rows = tbl.take_offsets(offsets).select(["vector", "namespace"]).to_list()
-        vecs = [r["vector"] for r in rows if r["namespace"] == self.namespace]
-        return np.asarray(vecs, dtype=np.float32).reshape(len(vecs), -1)
+        ids = [r["id"] for r in tbl.search().select(["id", "namespace"]).limit(None).to_list()
+               if r["namespace"] == self.namespace]
+        key = f"{seed}:".encode()
+        pick = sorted(ids, key=lambda i: hashlib.sha256(key + i.encode()).digest())[:k]
+        vecs = self.source_vectors(pick)
+        return np.asarray([vecs[i] for i in sorted(vecs)], dtype=np.float32).reshape(len(vecs), -1)
 
     def source_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
         tbl = self._sources()
