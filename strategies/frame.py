@@ -40,6 +40,9 @@ _LOOKS = str.maketrans({"м": "m", "ᴍ": "m", "ṃ": "m", "е": "e", "ё": "e",
                         "є": "e", "о": "o", "ο": "o", "σ": "o", "ᴏ": "o", "օ": "o", "г": "r",
                         "ʀ": "r", "ᴦ": "r", "у": "y", "ү": "y", "ʏ": "y", "γ": "y", "ý": "y"})
 _TAG = re.compile(r"<[\s/\\]*memory")
+# the fast path of ``neutralise``: only these characters become ``<`` in the skeleton (NFKC,
+# casefold and ``_LOOKS`` turn no other code point into one; a test checks every code point)
+_ANY_LT = re.compile("[" + re.escape(_LT) + "]")
 _BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _SPEAKER_OK = set(" .-_'&+#@,()")
 
@@ -63,7 +66,7 @@ def _skeleton(text: str) -> tuple[str, list[int]]:
 
 def neutralise(text: str) -> str:
     """``text`` with the bracket of every tag-like ``memory`` written as ``&lt;``."""
-    if not text:
+    if not text or not _ANY_LT.search(text):   # no bracket: no tag (most stored text)
         return text
     skel, where = _skeleton(text)
     starts = [where[m.start()] for m in _TAG.finditer(skel)]

@@ -127,3 +127,18 @@ async def test_no_payload_escapes_any_strategy_or_the_wiki_resources(server):
     assert shown_rows > 0 and len(pages) > 2
     assert not bad, bad
     assert unquoted == 0
+
+
+def test_only_the_listed_brackets_can_open_a_tag():
+    """``neutralise`` returns a text with none of ``_LT``'s characters unchanged without reading
+    it character by character; that is sound only if no other code point becomes ``<`` in the
+    skeleton. Every code point is checked."""
+    import sys
+
+    from trimem.strategies.frame import _LOOKS, _LT, _skeleton
+
+    for cp in range(sys.maxunicode + 1):
+        ch = chr(cp)
+        if ch not in _LT and "<" in unicodedata.normalize("NFKC", ch).casefold().translate(_LOOKS):
+            raise AssertionError(f"U+{cp:04X} becomes '<' but is not in _LT")
+    assert _skeleton("\uFF1Cmemory")[0] == "<memory"   # a listed one still counts
