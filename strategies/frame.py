@@ -25,6 +25,7 @@ not, and is quoted but not listed.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -89,7 +90,8 @@ def one_line(text: str | None) -> str:
     return " ".join(_BREAK.sub(" ", neutralise(text or "")).split())
 
 
-def speaker(text: str | None) -> str:
+@functools.lru_cache(maxsize=4096)   # a conversation has few speakers; a recall renders each
+def speaker(text: str | None) -> str:   # of them once per line
     """A speaker label: one line of letters, digits, spaces and a little punctuation."""
     kept = "".join(c if c.isalnum() or c in _SPEAKER_OK else "_"
                    for c in unicodedata.normalize("NFKC", one_line(text)))
