@@ -32,6 +32,7 @@ import json
 import pprint
 import statistics
 import sys
+import textwrap
 import time
 from datetime import datetime
 from pathlib import Path
@@ -218,7 +219,7 @@ def write(fitted: dict, model: str, dev: dict, budget: int, expand: float, n: in
         '"""Fusion parameters for ``auto``, written by ``python -m trimem.bench.fit_auto``\n'
         "(do not edit by hand): one fit, used at every budget. ``weights`` maps a question kind\n"
         "to voter weights; ``*`` is every kind without its own.\n\n"
-        + "\n".join(summary[i:i + 96] for i in range(0, len(summary), 96)) + '\n"""\n\n'
+        + textwrap.fill(summary, 96) + '\n"""\n\n'
         f"EXPAND = {expand!r}   # each strategy ranks for EXPAND x the caller's budget\n"
         f"FITS = {pprint.pformat({budget: fit}, width=100, sort_dicts=False)}\n")
 

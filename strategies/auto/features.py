@@ -9,8 +9,9 @@ the question types a memory server is asked, which LoCoMo's categories also name
 * ``multi`` — names two or more people/things (relational);
 * ``single`` — everything else (one fact about one subject).
 
-A question gets the first kind that matches, in that order. Each kind has its own fusion weights
-(``fitted.py``), fitted on the dev conversations by ``bench/fit_auto.py``.
+A question gets the first kind that matches, in that order. A kind may have its own fusion
+weights in ``fitted.py`` (``bench/fit_auto.py`` decides by leaving each dev conversation out);
+kinds without share the fit's ``*`` weights.
 """
 
 from __future__ import annotations

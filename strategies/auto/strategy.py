@@ -1,8 +1,10 @@
 """``auto``: the default strategy — fuse the other strategies' rankings, weighted per query kind.
 
 1. The query's kind (temporal / hypothetical / list / multi / single) comes from observable
-   features (``features.py``); each kind has fusion weights fitted on the dev conversations
-   (``fitted.py``, one fit per budget, written by ``bench/fit_auto.py``).
+   features (``features.py``); the fusion weights come from ``fitted.py`` (written by
+   ``bench/fit_auto.py``, fitted on both dev sets with as few free weights as held up when each
+   conversation was left out): a kind's own weights where the fit gave it some, else the fit's
+   ``*`` weights. The kind is also reported in ``route_reason``.
 2. Every strategy whose memory exists in the namespace (``has_memory``: hybrid's episodes and
    facts, workspace's threads, wiki's trajectories; ``plain`` always) and whose weight for this
    kind is above zero ranks source turns for ``EXPAND`` x the budget.
@@ -153,7 +155,8 @@ def _lift_fresh(fused, plain_rank: list[str], turns: TurnSearch, waiting: set[st
 
 def fitted_for(budget: int) -> dict:
     """The fit whose budget is nearest the caller's on a log scale (1,500 tokens is as far from
-    1,000 as from 2,250): coverage grows with the logarithm of the budget, not linearly."""
+    1,000 as from 2,250): coverage grows with the logarithm of the budget, not linearly. (The
+    current ``fitted.py`` holds one fit, used at every budget.)"""
     return fitted.FITS[min(fitted.FITS, key=lambda b: abs(math.log(b / max(budget, 1))))]
 
 
