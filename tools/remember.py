@@ -12,6 +12,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..storage import SourceFilter
+from ..strategies.ids import stable_id
 from . import validate as v
 from .answer import answer, doc, quoted
 from .errors import guard
@@ -228,13 +229,6 @@ def _write(space, sid: str, stime, session, new_rows: list[dict], plan, by_ref, 
             log.error("remember: could not restore session %s after a failed write: %s", sid, exc)
         raise
     return memory_ids
-
-
-def stable_id(prefix: str, *parts: str) -> str:
-    """The same inputs always give the same id (so a retried write cannot add a twin)."""
-    import hashlib
-
-    return f"{prefix}_{hashlib.sha256(chr(31).join(parts).encode()).hexdigest()[:20]}"
 
 
 def text_of(out: RememberResult, given: int, namespace: str) -> str:

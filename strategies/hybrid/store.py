@@ -17,16 +17,13 @@ string "subject relation object", with its resolved date(s) appended when the te
 from __future__ import annotations
 
 import logging
-import uuid
+
+from ..ids import stable_id
 
 log = logging.getLogger(__name__)
 KINDS = ("episode", "fact")
 DERIVED_ORIGINS = ("heuristic", "llm")
 KEPT_ORIGINS = ("host", "sampled")   # written by the host (or its model): curation keeps them
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:20]}"
 
 
 def session_rows(space, session_id: str) -> list[dict]:
@@ -56,13 +53,19 @@ def build_rows(episodes: list[dict], tuples: list[dict], session_id: str, when, 
                now, written_by: str | None = None) -> list[dict]:
     by = {"written_by": written_by or origin}
     rows = []
-    for e in episodes:
-        rows.append({"id": new_id("epi"), "kind": "episode", "text": e["details"] or e["summary"],
+    # ids from what the row says and where it sits in the curation, not random: the same
+    # curation of the same session names its rows alike in any home (ties rank alike)
+    def rid(prefix: str, n: int, text: str, item: dict) -> str:
+        return stable_id(prefix, origin, session_id, str(n), text, *item["source_ids"])
+
+    for n, e in enumerate(episodes):
+        text = e["details"] or e["summary"]
+        rows.append({"id": rid("epi", n, text, e), "kind": "episode", "text": text,
                      "body": {"title": e["title"], "summary": e["summary"], "details": e["details"],
                               "strategy": "hybrid", **by},
                      "timestamp": e.get("timestamp") or when, **_common(e, session_id, origin, now)})
-    for t in tuples:
-        rows.append({"id": new_id("fct"), "kind": "fact", "text": tuple_text(t),
+    for n, t in enumerate(tuples):
+        rows.append({"id": rid("fct", n, tuple_text(t), t), "kind": "fact", "text": tuple_text(t),
                      "body": {"subject": t["subject"], "relation": t["relation"],
                               "object": t["object"], "context": t["context"],
                               "dates": t.get("dates") or [], "strategy": "hybrid", **by},
@@ -134,6 +137,11 @@ def replace_session(env, session_id: str, episodes: list[dict], tuples: list[dic
     now = space.now()
     rows = build_rows(episodes, tuples, session_id, sess.get("session_time"), "sampled", now,
                       written_by)
-    write(env, rows)                       # the new rows first: a failure leaves the old ones
-    space.delete_memories([r["id"] for r in existing if r["origin"] in DERIVED_ORIGINS])
+    # the new rows first: a failure leaves the old ones; a row the session already holds under
+    # the same (stable) id is kept as it is, neither written twice nor deleted
+    have = {r["id"] for r in existing}
+    write(env, [r for r in rows if r["id"] not in have])
+    new = {r["id"] for r in rows}
+    space.delete_memories([r["id"] for r in existing
+                           if r["origin"] in DERIVED_ORIGINS and r["id"] not in new])
     return {"origin": "sampled", "added": len(rows), "removed": len(existing)}
