@@ -193,7 +193,7 @@ class DerivedMixin(SpaceParts):
         """BM25 over ``column`` (an FTS index is built on first use); each row gets ``bm25``."""
         from lancedb.query import MatchQuery
 
-        from .sources import _fts
+        from .sources import TIE_EXTRA, _fts
 
         tbl = self.derived_table(kind)
         if tbl is None or not query.strip():
@@ -217,8 +217,10 @@ class DerivedMixin(SpaceParts):
         if w:
             q = q.where(w, prefilter=True)
         out = []
-        for r in q.limit(k).to_list():
+        for r in q.limit(k + TIE_EXTRA).to_list():
             if r.get("namespace") == self.namespace:
                 r["bm25"] = float(r.pop("_score"))
                 out.append(r)
-        return out
+        # ties by id, as the source searches break them (``sources.ranked``): equal rows in
+        # another physical order (another home) must rank alike
+        return sorted(out, key=lambda r: (-round(r["bm25"], 5), str(r.get("id"))))[:k]

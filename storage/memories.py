@@ -8,6 +8,7 @@ import numpy as np
 
 from .db import retrying, sql_in, sql_str
 from .parts import SpaceParts
+from .sources import TIE_EXTRA, ranked
 
 # filter columns of the memories table: get_memories looks rows up by id, and every vector and
 # BM25 search prefilters on kind and status (ids are opaque and kind / status are enums: no
@@ -90,6 +91,8 @@ class MemoriesMixin(SpaceParts):
         rows = (tbl.search(np.asarray(vector, dtype=np.float32), query_type="vector",
                            vector_column_name="vector").distance_type("cosine")
                 .where(f"kind = {sql_str(kind)} AND status = {sql_str(status)}", prefilter=True)
-                .select(["id", "namespace"]).limit(limit).to_list())
-        return [(r["id"], 1.0 - float(r["_distance"])) for r in rows
-                if r["namespace"] == self.namespace]
+                .select(["id", "namespace"]).limit(limit + TIE_EXTRA).to_list())
+        # ties by id, as the source searches break them (``sources.ranked``): rows tied on a
+        # score come back in physical order, which differs between homes holding the same rows
+        return ranked([(r["id"], 1.0 - float(r["_distance"])) for r in rows
+                       if r["namespace"] == self.namespace], limit)
