@@ -40,7 +40,7 @@ from pathlib import Path
 from . import realtalk
 from .locomo import dataset, ingest, load, norm_evidence, norm_ws, sessions, turn_text
 
-VOTERS = ("plain", "hybrid", "workspace", "wiki")
+VOTERS: tuple[str, ...] = ("plain", "hybrid", "workspace", "wiki")
 GRID = (0.0, 0.5, 1.0, 2.0)
 STEPS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 KS = (10.0, 30.0, 60.0)

@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from .db import sql_str, sql_time
-
 
 @dataclass(frozen=True)
 class SourceFilter:
@@ -23,6 +21,8 @@ class SourceFilter:
 
     def sql(self) -> str | None:
         """The LanceDB ``where`` for this filter, or None when it filters nothing."""
+        from .db import sql_str, sql_time   # lazily: importing storage must not load lancedb
+
         parts = []
         if self.session_id is not None:
             parts.append(f"session_id = {sql_str(self.session_id)}")
