@@ -183,6 +183,7 @@ class SourcesMixin(SpaceParts):
         rows give the same sample whatever their physical order (two homes holding the same
         rows, e.g. after an export and import, calibrate alike; an offset draw did not)."""
         import hashlib
+        import heapq
 
         tbl = self._sources()
         if tbl is None or not tbl.count_rows():
@@ -190,7 +191,7 @@ class SourcesMixin(SpaceParts):
         ids = [r["id"] for r in tbl.search().select(["id", "namespace"]).limit(None).to_list()
                if r["namespace"] == self.namespace]
         key = f"{seed}:".encode()
-        pick = sorted(ids, key=lambda i: hashlib.sha256(key + i.encode()).digest())[:k]
+        pick = heapq.nsmallest(k, ids, key=lambda i: hashlib.sha256(key + i.encode()).digest())
         vecs = self.source_vectors(pick)
         return np.asarray([vecs[i] for i in sorted(vecs)], dtype=np.float32).reshape(len(vecs), -1)
 

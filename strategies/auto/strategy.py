@@ -112,8 +112,9 @@ class AutoStrategy:
             "budget": {"tokens": request.budget_tokens, "chars_allowed": packed.chars_budget,
                        "chars_used": packed.chars_used},
         }
-        reason = (f"auto → fusion of {', '.join(voters)} (weights {w_txt}) because the question "
-                  f"reads as {kind}" + _cues(f))
+        why = (f"because the question reads as {kind}" if kind in fit["weights"] else
+               f"the same for every kind of question; this one reads as {kind}")
+        reason = f"auto → fusion of {', '.join(voters)} (weights {w_txt}) {why}" + _cues(f)
         if fresh:
             reason += (f"; {fresh} session(s) await curation, so plain votes with weight "
                        f"{weights['plain']:g} to reach their raw turns")
