@@ -17,6 +17,7 @@ from typing import Any, Iterable
 import numpy as np
 import pyarrow as pa
 
+from . import snapshot
 from .db import ensure_index, retrying, sql_in, sql_str
 from .parts import SpaceParts
 
@@ -58,6 +59,20 @@ def _where(eq: dict[str, Any] | None, extra: str | None = None,
 class DerivedMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for strategy-owned tables."""
 
+    def table_copy(self, kind: str, tbl) -> snapshot.State | None:
+        """The in-process copy of ``kind``'s table at its version (``snapshot.py``), or None
+        where LanceDB answers."""
+        copy = self._copies.get(kind)
+        if copy is None:
+            copy = self._copies.setdefault(
+                kind, snapshot.TableCopy(self.namespace, self.store.vector_index_min_rows))
+        return copy.current(tbl)
+
+    def touch_copy(self, kind: str) -> None:
+        copy = self._copies.get(kind)
+        if copy is not None:
+            copy.touch()
+
     def derived_table(self, kind: str, schema: pa.Schema | None = None, create: bool = False):
         if schema is not None:
             schema = sized(schema, self.dim)
@@ -87,6 +102,7 @@ class DerivedMixin(SpaceParts):
         tbl = self.derived_table(kind, schema, create=True)
         retrying(lambda: tbl.merge_insert(key).when_matched_update_all()
                  .when_not_matched_insert_all().execute(rows), f"upsert {kind}")
+        self.touch_copy(kind)
         self.after_write(kind, len(rows))
 
     def scalar_indexes(self, kind: str, columns: dict[str, str], rebuild: bool = False) -> None:
@@ -128,6 +144,16 @@ class DerivedMixin(SpaceParts):
         tbl = self.derived_table(kind)
         if tbl is None:
             return []
+        state = self.table_copy(kind, tbl) if where is None else None
+        if state is not None:
+            try:
+                hit = np.flatnonzero(snapshot.eq_mask(state, eq, contains))[:limit]
+            except snapshot.Unsupported:
+                pass
+            else:
+                cols = sorted(set(columns) | {"namespace"}) if columns else None
+                vec = cols is None or "vector" in cols
+                return [snapshot.pick(state, int(n), cols, vec) for n in hit]
         q = tbl.search()
         w = _where(eq, where, contains)
         if w:
@@ -142,6 +168,7 @@ class DerivedMixin(SpaceParts):
         w = _where(eq)
         if tbl is not None and w:
             retrying(lambda: tbl.delete(w), f"delete {kind}")
+            self.touch_copy(kind)
 
     def count_rows(self, kind: str, eq: dict[str, Any] | None = None) -> int:
         tbl = self.derived_table(kind)
@@ -153,6 +180,16 @@ class DerivedMixin(SpaceParts):
         tbl = self.derived_table(kind)
         if tbl is None:
             return []
+        state = self.table_copy(kind, tbl)
+        if state is not None:
+            try:
+                mask = snapshot.eq_mask(state, eq) if eq else None
+            except snapshot.Unsupported:
+                pass
+            else:
+                cols = sorted(set(columns) | {"namespace"})
+                return [dict(snapshot.pick(state, n, cols, "vector" in cols), similarity=sim)
+                        for n, sim in snapshot.search(state, vector, k, mask)]
         q = (tbl.search(np.asarray(vector, dtype=np.float32), query_type="vector",
                         vector_column_name="vector").distance_type("cosine")
              .select(sorted(set(columns) | {"namespace"})))
@@ -174,8 +211,8 @@ class DerivedMixin(SpaceParts):
         out: list[list[dict]] = [[] for _ in vectors]
         if tbl is None or not vectors:
             return out
-        if len(vectors) == 1:
-            return [self.nearest(kind, vectors[0], k, eq, columns)]
+        if len(vectors) == 1 or self.table_copy(kind, tbl) is not None:
+            return [self.nearest(kind, v, k, eq, columns) for v in vectors]
         q = (tbl.search([np.asarray(v, dtype=np.float32) for v in vectors], query_type="vector",
                         vector_column_name="vector").distance_type("cosine")
              .select(sorted(set(columns) | {"namespace"})))

@@ -58,6 +58,7 @@ class LogsMixin(SpaceParts):
         tbl = self.table("sessions", SESSIONS, create=True)
         retrying(lambda: tbl.merge_insert("session_id").when_matched_update_all()
                  .when_not_matched_insert_all().execute([row]), "session")
+        self.touch_copy("sessions")
         self.after_write("sessions")
 
     def list_sessions(self) -> list[dict]:
@@ -67,11 +68,19 @@ class LogsMixin(SpaceParts):
     def session_times(self) -> dict:
         """session id -> its ``session_time`` (or None), reading only those columns: curation
         and temporal recall need the order of sessions in time, not every session row."""
+        return {r["session_id"]: r["session_time"] for r in self._session_rows()}
+
+    def _session_rows(self) -> list[dict]:
+        """This namespace's session rows (from the in-process copy when it serves,
+        ``snapshot.py``; every recall asks twice). Callers must not change them."""
         tbl = self.table("sessions")
         if tbl is None:
-            return {}
-        rows = tbl.search().select(["session_id", "session_time", "namespace"]).limit(None).to_list()
-        return {r["session_id"]: r["session_time"] for r in rows if r["namespace"] == self.namespace}
+            return []
+        state = self.table_copy("sessions", tbl)
+        if state is not None:
+            return state.rows
+        rows = tbl.search().limit(None).to_list()
+        return [r for r in rows if r["namespace"] == self.namespace]
 
     def latest_session_time(self) -> datetime | None:
         """The latest ``session_time`` of the namespace."""
@@ -79,17 +88,14 @@ class LogsMixin(SpaceParts):
 
     def uncurated_sessions(self) -> list[str]:
         """Sessions whose curation is queued or failed: their turns are in no curated store yet."""
-        tbl = self.table("sessions")
-        if tbl is None:
-            return []
-        rows = (tbl.search().where("curation = 'queued' OR curation = 'failed'")
-                .select(["session_id", "namespace"]).limit(None).to_list())
-        return [r["session_id"] for r in rows if r["namespace"] == self.namespace]
+        return [r["session_id"] for r in self._session_rows()
+                if r.get("curation") in ("queued", "failed")]
 
     def delete_sessions(self, session_ids: list[str]) -> None:
         tbl = self.table("sessions")
         if tbl is not None and session_ids:
             retrying(lambda: tbl.delete(sql_in("session_id", session_ids)), "delete sessions")
+            self.touch_copy("sessions")
 
     # -- recall log -----------------------------------------------------------------------------
     # What `explain(recall_id)` replays. It holds the query and the ids and scores of what was

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 
+from . import snapshot
 from .db import retrying, sql_in, sql_str
 from .parts import SpaceParts
 from .sources import TIE_EXTRA, ranked
@@ -41,25 +42,35 @@ class MemoriesMixin(SpaceParts):
         tbl = self.table("memories", create=True)
         retrying(lambda: tbl.merge_insert("id").when_matched_update_all()
                  .when_not_matched_insert_all().execute(rows), "add memories")
+        self.touch_copy("memories")
         self.after_write("memories", len(rows))
         self.scalar_indexes("memories", MEMORY_INDEXES)   # once per process
 
-    def _mem_select(self, where: str) -> list[dict]:
+    def _mem_select(self, where: str, eq: dict | None = None) -> list[dict]:
+        """Memories matching ``eq`` (served by the in-process copy when it can, ``snapshot.py``)
+        or else ``where``, the same filter as SQL."""
         tbl = self.table("memories")
         if tbl is None:
             return []
+        state = self.table_copy("memories", tbl) if eq is not None else None
+        if state is not None:
+            hit = np.flatnonzero(snapshot.eq_mask(state, eq))
+            return [_clean(snapshot.pick(state, int(n), MEMORY_COLUMNS, False)) for n in hit]
         rows = tbl.search().where(where).select(MEMORY_COLUMNS).limit(None).to_list()
         return [_clean(r) for r in rows if r["namespace"] == self.namespace]
 
     def get_memories(self, ids: list[str]) -> list[dict]:
-        by_id = {r["id"]: r for r in self._mem_select(sql_in("id", set(ids)))} if ids else {}
+        by_id = ({r["id"]: r for r in self._mem_select(sql_in("id", set(ids)), {"id": list(ids)})}
+                 if ids else {})
         return [by_id[i] for i in ids if i in by_id]
 
     def memories_of_kind(self, kind: str, status: str | None = "active") -> list[dict]:
         where = f"kind = {sql_str(kind)}"
+        eq = {"kind": kind}
         if status is not None:
             where += f" AND status = {sql_str(status)}"
-        return self._mem_select(where)
+            eq["status"] = status
+        return self._mem_select(where, eq)
 
     def count_memories(self, kind: str, status: str = "active") -> int:
         tbl = self.table("memories")
@@ -82,12 +93,18 @@ class MemoriesMixin(SpaceParts):
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
                 retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)), "delete memories")
+            self.touch_copy("memories")
 
     def vector_memories(self, kind: str, vector: np.ndarray, limit: int,
                         status: str = "active") -> list[tuple[str, float]]:
         tbl = self.table("memories")
         if tbl is None:
             return []
+        state = self.table_copy("memories", tbl)
+        if state is not None:
+            mask = snapshot.eq_mask(state, {"kind": kind, "status": status})
+            hits = snapshot.search(state, vector, limit + TIE_EXTRA, mask)
+            return ranked([(state.rows[n]["id"], sim) for n, sim in hits], limit)
         rows = (tbl.search(np.asarray(vector, dtype=np.float32), query_type="vector",
                            vector_column_name="vector").distance_type("cosine")
                 .where(f"kind = {sql_str(kind)} AND status = {sql_str(status)}", prefilter=True)

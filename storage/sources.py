@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 
+from . import snapshot
 from .db import ensure_index, retrying, sql_in, sql_str
 from .filters import SourceFilter, where_of
 from .parts import SpaceParts
@@ -83,6 +84,7 @@ class SourcesMixin(SpaceParts):
         self.add_passages(rows)
         tbl = self._sources(create=True)
         retrying(lambda: tbl.add(rows), "add sources")
+        self._source_snap.touch()
         self.after_write("sources", len(rows))
 
     def count_sources(self, flt: SourceFilter | None = None) -> int:
@@ -96,12 +98,19 @@ class SourcesMixin(SpaceParts):
         rows = tbl.search().where(where).select(SOURCE_COLUMNS).limit(limit).to_list()
         return [_clean(r) for r in rows if r["namespace"] == self.namespace]
 
+    def _snapshot(self):
+        """The in-process copy of the sources at the table's version, or None where LanceDB
+        answers (``snapshot.py``)."""
+        return self._source_snap.current(self._sources())
+
     def get_sources(self, ids: list[str]) -> list[dict]:
         """Rows for ``ids``, in the order asked (unknown ids are skipped). A long message found
         by a recent search carries ``span``: its best passage's offsets (``passages.py``)."""
         if not ids:
             return []
-        by_id = {r["id"]: r for r in self._select(sql_in("id", set(ids)))}
+        state = self._snapshot()
+        by_id = (snapshot.source_rows(state, ids) if state is not None else
+                 {r["id"]: r for r in self._select(sql_in("id", set(ids)))})
         out = [by_id[i] for i in ids if i in by_id]
         for r in out:
             span = self.span_of(r["id"])
@@ -159,13 +168,18 @@ class SourcesMixin(SpaceParts):
         if tbl is None:
             return []
         vec = np.asarray(vector, dtype=np.float32)
-        q = (tbl.search(vec, query_type="vector", vector_column_name="vector")
-             .distance_type("cosine").select(["id", "namespace"]))
-        if where:
-            q = q.where(where, prefilter=True)
-        rows = q.limit(limit + TIE_EXTRA).to_list()
-        base = ranked([(r["id"], 1.0 - float(r["_distance"])) for r in rows
-                       if r["namespace"] == self.namespace], limit)
+        state = self._source_snap.current(tbl)
+        if state is not None:
+            hits = snapshot.search(state, vec, limit + TIE_EXTRA, snapshot.source_mask(state, flt))
+            base = ranked([(state.rows[n]["id"], s) for n, s in hits], limit)
+        else:
+            q = (tbl.search(vec, query_type="vector", vector_column_name="vector")
+                 .distance_type("cosine").select(["id", "namespace"]))
+            if where:
+                q = q.where(where, prefilter=True)
+            rows = q.limit(limit + TIE_EXTRA).to_list()
+            base = ranked([(r["id"], 1.0 - float(r["_distance"])) for r in rows
+                           if r["namespace"] == self.namespace], limit)
 
         def passages(ptbl, extra: str | None, k: int) -> list[dict]:
             q = (ptbl.search(vec, query_type="vector", vector_column_name="vector")
@@ -199,6 +213,9 @@ class SourcesMixin(SpaceParts):
         tbl = self._sources()
         if tbl is None or not ids:
             return {}
+        state = self._source_snap.current(tbl)
+        if state is not None:
+            return snapshot.vectors(state, ids)
         rows = tbl.search().where(sql_in("id", set(ids))).select(["id", "vector"]).limit(None).to_list()
         return {r["id"]: np.asarray(r["vector"], dtype=np.float32) for r in rows}
 
@@ -210,6 +227,7 @@ class SourcesMixin(SpaceParts):
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
                 retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)), "delete sources")
+            self._source_snap.touch()
 
     def rebuild_text_index(self) -> None:
         """Rebuild the full-text index from the rows that remain (forget uses it, so no token

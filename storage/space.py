@@ -22,6 +22,7 @@ from .logs import LogsMixin
 from .memories import MemoriesMixin
 from .passages import PassagesMixin
 from .schema import memories_schema, passages_schema, sources_schema
+from .snapshot import SourceSnapshot, TableCopy
 from .sources import SourcesMixin
 from .upkeep import UpkeepMixin
 
@@ -51,6 +52,8 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
         self._vector_kinds: dict[str, object] = {}   # derived tables with vectors (kind -> schema)
         self._plain_kinds: set[str] = set()          # derived tables known to have no vectors
         self.forgotten: set[str] = set()             # source ids forgotten (by any process)
+        self._source_snap = SourceSnapshot(namespace, store.vector_index_min_rows)
+        self._copies: dict[str, TableCopy] = {}      # derived tables' copies, by kind
 
     # -- naming -----------------------------------------------------------------------------
     def name(self, kind: str) -> str:

@@ -1,0 +1,274 @@
+"""In-process copies of a namespace's small tables, for the reads every recall repeats.
+
+Why: a LanceDB query here costs a fixed 5-9 ms whatever the table's size (query planning, and
+one round trip through lancedb's background event loop per step: the schema, twice, the
+execution, each batch). One ``auto`` recall on a conversation of a few hundred turns made about
+30 queries: dense searches and look-ups by id or key over the sources and the strategies' small
+derived tables took most of its time. Over a few thousand rows a dense search is one
+matrix-vector product (microseconds) and a look-up a scan of a Python list.
+
+What: while a table holds at most ``max_rows`` rows (the store's vector-index threshold,
+``Store.vector_index_min_rows``: below it LanceDB itself scans every vector, exactly) its copy
+answers dense searches (cosine, exact: the same scan), look-ups by id and equality filters;
+full-text search stays in LanceDB. Above the limit, or for a filter the copy does not speak, the
+caller asks LanceDB. :class:`SourceSnapshot` keeps the sources (their columns, metadata parsed)
+and follows appends and deletes by id; :class:`TableCopy` keeps a whole derived table and reads
+it again when it changes (they are small, and rewritten by merges). Memory: the vectors as
+stored (4 bytes x dimension per row) and the rows: about 2 MB per thousand rows at 384-d.
+
+Freshness: the table's version is read (one call, about 0.2 ms) before a use when the last look
+is more than ``CHECK_S`` old, when this process wrote the table since (``touch``), or when the
+handle changed (forget's refresh after another process's forget, a model switch, a dropped and
+re-created table: a new handle is read in full). The version follows the connection's
+read-consistency interval (1 s) as every query does: a copy may lag another process's write by
+at most ``CHECK_S`` more than a query would, never this process's own writes, never a forget.
+Thread-safe: a refresh builds a new state and swaps it in; a search reads the state it started
+with.
+
+Written by hand, not taken from a library: the state is a few arrays over one table, and its
+only job is to mirror LanceDB's own flat scan, with LanceDB's versions deciding freshness.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import timezone
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .db import sql_in
+
+if TYPE_CHECKING:
+    from .filters import SourceFilter
+
+COLUMNS = ["id", "namespace", "session_id", "seq", "ref", "speaker", "timestamp", "text",
+           "metadata", "embed_model", "created_at"]
+FETCH_CHUNK = 500   # ids per ``IN (...)`` filter when fetching rows added since the last look
+CHECK_S = 0.25      # the longest a version look is reused (a recall makes a dozen reads)
+
+
+@dataclass(frozen=True)
+class State:
+    tbl: Any                                         # the handle this state was read through
+    version: int
+    too_big: bool = False                            # past max_rows: not served
+    rows: list[dict] = field(default_factory=list)   # without their vectors
+    pos: dict[str, int] = field(default_factory=dict)
+    mat: np.ndarray | None = None                    # the vectors as stored, in ``rows`` order
+    inv_norm: np.ndarray | None = None
+    session: np.ndarray | None = None                # sources only: filter columns
+    ts: np.ndarray | None = None
+
+
+def _with_vectors(tbl, version: int, rows: list[dict], vecs: list | np.ndarray | None,
+                  **extra) -> State:
+    mat = inv = None
+    if vecs is not None and len(rows):
+        mat = np.asarray(vecs, dtype=np.float32).reshape(len(rows), -1)
+        norms = np.linalg.norm(mat, axis=1)
+        inv = (1.0 / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    pos = {str(r["id"]): n for n, r in enumerate(rows) if r.get("id") is not None}
+    return State(tbl, version, False, rows, pos, mat, inv,
+                 **extra)
+
+
+class _Copy:
+    def __init__(self, namespace: str, max_rows: int):
+        self.namespace = namespace
+        self.max_rows = max_rows
+        self._state: State | None = None
+        self._lock = threading.Lock()
+        self._looked = float("-inf")
+
+    def touch(self) -> None:
+        """This process wrote the table: look at its version on the next use."""
+        self._looked = float("-inf")
+
+    def current(self, tbl) -> State | None:
+        """The state matching ``tbl``'s version, or None when the table is missing or past
+        ``max_rows``: the caller then asks LanceDB."""
+        if tbl is None:
+            return None
+        state, now = self._state, time.monotonic()
+        if state is None or state.tbl is not tbl or now - self._looked >= CHECK_S:
+            version = tbl.version
+            self._looked = now
+            if state is None or state.tbl is not tbl or state.version != version:
+                with self._lock:
+                    state = self._state
+                    if state is None or state.tbl is not tbl or state.version != version:
+                        old = state if state is not None and state.tbl is tbl else None
+                        state = self._state = (State(tbl, version, True)
+                                               if tbl.count_rows() > self.max_rows
+                                               else self._load(tbl, version, old))
+        return None if state.too_big else state
+
+    def _load(self, tbl, version: int, old: State | None) -> State:
+        raise NotImplementedError
+
+
+class SourceSnapshot(_Copy):
+    """The sources: rows added since the last look are fetched by id, the removed dropped."""
+
+    def _load(self, tbl, version: int, old: State | None) -> State:
+        ids = tbl.search().select(["id"]).limit(None).to_arrow()["id"].to_pylist()
+        old = old if old is not None and not old.too_big and old.mat is not None else None
+        keep = set(ids)
+        kept = [r for r in old.rows if r["id"] in keep] if old is not None else []
+        have = {r["id"] for r in kept}
+        new_ids = [i for i in dict.fromkeys(ids) if i not in have]
+        fetched, vecs = [], []
+        for i in range(0, len(new_ids), FETCH_CHUNK):
+            got = (tbl.search().where(sql_in("id", new_ids[i:i + FETCH_CHUNK]))
+                   .select(COLUMNS + ["vector"]).limit(None).to_list())
+            for r in got:
+                if r["namespace"] == self.namespace:
+                    fetched.append(_clean(r))
+                    vecs.append(r["vector"])
+        parts = ([old.mat[[old.pos[r["id"]] for r in kept]]]
+                 if old is not None and old.mat is not None and kept else [])
+        if vecs:
+            parts.append(np.asarray(vecs, dtype=np.float32))
+        rows = kept + fetched
+        return _with_vectors(
+            tbl, version, rows, np.concatenate(parts) if parts else None,
+            session=np.array([r["session_id"] for r in rows], dtype=object),
+            ts=np.array([_dt64(r["timestamp"]) for r in rows], dtype="datetime64[us]"))
+
+
+class TableCopy(_Copy):
+    """A whole derived table (rows as LanceDB returns them, vectors apart), read again when it
+    changes."""
+
+    def _load(self, tbl, version: int, old: State | None) -> State:
+        data = tbl.to_arrow()
+        vecs = None
+        if "vector" in data.column_names:
+            col = data.column("vector").combine_chunks()
+            vecs = col.flatten().to_numpy(zero_copy_only=False) if len(col) else None
+            data = data.drop_columns(["vector"])
+        rows = data.to_pylist()
+        keep = [n for n, r in enumerate(rows) if r.get("namespace") == self.namespace]
+        if len(keep) < len(rows) and vecs is not None:
+            vecs = np.asarray(vecs).reshape(len(rows), -1)[keep]
+        return _with_vectors(tbl, version, [rows[n] for n in keep], vecs)
+
+
+def search(state: State, vector: np.ndarray, limit: int,
+           mask: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """(row position, cosine similarity) of the ``limit`` nearest rows ``mask`` lets through,
+    best first (equal scores in row order)."""
+    if state.mat is None or state.inv_norm is None or limit <= 0:
+        return []
+    q = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(q))
+    sims = (state.mat @ (q / norm if norm > 0 else q)) * state.inv_norm
+    if mask is not None:
+        sims = np.where(mask, sims, -np.inf)
+    n = min(limit, len(sims))
+    top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
+    top = top[np.lexsort((top, -sims[top]))]
+    return [(int(i), float(sims[i])) for i in top if np.isfinite(sims[i])]
+
+
+def source_mask(state: State, flt: SourceFilter | None) -> np.ndarray | None:
+    """The sources ``flt`` lets through, as LanceDB's filter would: a missing timestamp compares
+    false, so a time window leaves it out."""
+    if flt is None or (flt.session_id is None and flt.since is None and flt.until is None):
+        return None
+    assert state.session is not None and state.ts is not None
+    mask = np.ones(len(state.rows), dtype=bool)
+    if flt.session_id is not None:
+        mask &= state.session == flt.session_id
+    ok = ~np.isnat(state.ts)
+    if flt.since is not None:
+        mask &= ok & (state.ts >= _dt64(flt.since))
+    if flt.until is not None:
+        mask &= ok & (state.ts <= _dt64(flt.until))
+    return mask
+
+
+def source_rows(state: State, ids: list[str]) -> dict[str, dict]:
+    """Copies of the source rows of ``ids`` that exist (a caller may change its copy)."""
+    out = {}
+    for i in ids:
+        n = state.pos.get(i)
+        if n is not None:
+            r = state.rows[n]
+            out[i] = dict(r, metadata=dict(r["metadata"]) if r["metadata"] else r["metadata"])
+    return out
+
+
+def vectors(state: State, ids: list[str]) -> dict[str, np.ndarray]:
+    """The stored vectors by id (copies)."""
+    if state.mat is None:
+        return {}
+    return {i: state.mat[state.pos[i]].copy() for i in ids if i in state.pos}
+
+
+class Unsupported(Exception):
+    """A filter the copy does not evaluate: the caller asks LanceDB."""
+
+
+def eq_mask(state: State, eq: dict[str, Any] | None,
+            contains: dict[str, str] | None = None) -> np.ndarray:
+    """The rows matching ``derived._where``'s equality filters, evaluated as LanceDB would: a
+    list value means IN (compared as strings), a missing value matches nothing."""
+    mask = np.ones(len(state.rows), dtype=bool)
+    for col, val in (eq or {}).items():
+        if isinstance(val, (list, tuple, set)):
+            want: Any = {str(v) for v in val}
+            test = lambda x, w=want: isinstance(x, str) and x in w   # noqa: E731
+        elif isinstance(val, bool):
+            test = lambda x, w=val: isinstance(x, bool) and x == w   # noqa: E731
+        elif isinstance(val, (int, float)):
+            test = lambda x, w=val: (isinstance(x, (int, float)) and not isinstance(x, bool)   # noqa: E731
+                                     and x == w)
+        else:
+            test = lambda x, w=str(val): isinstance(x, str) and x == w   # noqa: E731
+        mask &= np.fromiter((test(r[col]) if col in r else _missing(col) for r in state.rows),
+                            dtype=bool, count=len(state.rows))
+    for col, val in (contains or {}).items():
+        mask &= np.fromiter((str(val) in (r.get(col) or []) for r in state.rows), dtype=bool,
+                            count=len(state.rows))
+    return mask
+
+
+def pick(state: State, n: int, columns: list[str] | None, vector: bool) -> dict:
+    """A copy of row ``n`` with ``columns`` (all when None) and, if asked, its vector as the
+    list LanceDB returns."""
+    r = state.rows[n]
+    out = {c: _own(v) for c, v in r.items()} if columns is None else \
+        {c: _own(r[c]) for c in columns if c in r}
+    if vector and state.mat is not None:
+        out["vector"] = state.mat[n].tolist()
+    return out
+
+
+def _own(value):
+    """A value the caller may change without changing the copy (lists and structs are
+    copied; strings, numbers and datetimes are immutable)."""
+    return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
+
+
+def _missing(col: str):
+    raise Unsupported(f"no column {col!r}")
+
+
+def _clean(row: dict) -> dict:
+    out = {k: row.get(k) for k in COLUMNS}
+    out["metadata"] = json.loads(row["metadata"]) if row.get("metadata") else None
+    return out
+
+
+def _dt64(when) -> np.datetime64:
+    if when is None:
+        return np.datetime64("NaT", "us")
+    if when.tzinfo is not None:
+        when = when.astimezone(timezone.utc).replace(tzinfo=None)
+    return np.datetime64(when, "us")

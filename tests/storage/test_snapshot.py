@@ -1,0 +1,114 @@
+"""The in-process copy of the sources (``storage/snapshot.py``) answers as LanceDB does, and is
+never staler than a query: own writes and forgets at once, another process's within the
+connection's consistency interval plus ``CHECK_S``."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from trimem.storage import SourceFilter, open_store
+from trimem.storage.snapshot import CHECK_S
+
+DIM = 16
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def turn_rows(n: int, start: int = 0, seed: int = 0) -> list[dict]:
+    out = []
+    for i in range(start, start + n):
+        v = np.random.default_rng((seed, i)).standard_normal(DIM).astype(np.float32)
+        if i % 7 == 0:
+            v[:] = 1.0   # many exact ties: the order must still agree
+        out.append({"id": f"src_{i:04d}", "session_id": f"s{i % 3}", "seq": i, "ref": f"r{i}",
+                    "speaker": "user" if i % 2 else "assistant",
+                    "timestamp": None if i % 11 == 0 else T0 + timedelta(hours=i),
+                    "text": f"turn {i}", "metadata": {"n": i} if i % 5 == 0 else None,
+                    "created_at": T0, "vector": v * (1 + i % 4)})   # not unit: cosine still
+    return out
+
+
+def space(home, max_rows: int):
+    sp = open_store(home, vector_index_min_rows=max_rows).space("n")
+    sp.bind_model("m", DIM, lambda texts: np.ones((len(texts), DIM), np.float32))
+    return sp
+
+
+FILTERS = [None, SourceFilter(session_id="s1"), SourceFilter(since=T0 + timedelta(hours=50)),
+           SourceFilter(since=T0 + timedelta(hours=20), until=T0 + timedelta(hours=90)),
+           SourceFilter(session_id="s2", until=T0 + timedelta(hours=100)),
+           SourceFilter(session_id="no such session")]
+
+
+def test_the_copy_answers_dense_searches_and_look_ups_as_lancedb_does(tmp_path):
+    copy = space(tmp_path, max_rows=10_000)       # served from the copy
+    lance = space(tmp_path, max_rows=0)           # past the limit: LanceDB answers
+    copy.add_sources(turn_rows(240))
+    assert copy._snapshot() is not None and lance._snapshot() is None
+    rng = np.random.default_rng(7)
+    for q in [np.ones(DIM, np.float32)] + [rng.standard_normal(DIM) for _ in range(8)]:
+        for flt in FILTERS:
+            for limit in (1, 10, 80, 500):
+                a, b = copy.vector_sources(q, limit, flt), lance.vector_sources(q, limit, flt)
+                assert [i for i, _ in a] == [i for i, _ in b], (flt, limit)
+                assert np.allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
+    ids = ["src_0003", "src_0000", "missing", "src_0235", "src_0010"]
+    assert copy.get_sources(ids) == lance.get_sources(ids)
+    va, vb = copy.source_vectors(ids), lance.source_vectors(ids)
+    assert va.keys() == vb.keys() and all(np.array_equal(va[i], vb[i]) for i in va)
+
+
+def test_own_writes_and_deletes_show_at_once(tmp_path):
+    sp = space(tmp_path, max_rows=10_000)
+    sp.add_sources(turn_rows(30))
+    q = turn_rows(40)[36]["vector"]
+    assert sp.vector_sources(q, 1)[0][0] != "src_0036"
+    sp.add_sources(turn_rows(10, start=30))
+    assert sp.vector_sources(q, 1)[0][0] == "src_0036"
+    assert [r["id"] for r in sp.get_sources(["src_0036"])] == ["src_0036"]
+    sp.delete_sources(["src_0036"])
+    assert "src_0036" not in [i for i, _ in sp.vector_sources(q, 50)]
+    assert sp.get_sources(["src_0036"]) == [] and sp.source_vectors(["src_0036"]) == {}
+
+
+def test_a_caller_changing_its_rows_does_not_change_the_copy(tmp_path):
+    sp = space(tmp_path, max_rows=10_000)
+    sp.add_sources(turn_rows(6))
+    first = sp.get_sources(["src_0005"])[0]
+    first["text"] = "changed"
+    first["metadata"]["n"] = -1
+    again = sp.get_sources(["src_0005"])[0]
+    assert again["text"] == "turn 5" and again["metadata"] == {"n": 5}
+
+
+@pytest.mark.parametrize("what", ["remember", "forget"])
+def test_another_process_writes_reach_the_copy(tmp_path, what):
+    """Two stores on one home, as two hosts' servers: the reader's copy follows the writer's
+    commits within the connection's consistency interval (1 s) plus ``CHECK_S``."""
+    writer, reader = space(tmp_path, 10_000), space(tmp_path, 10_000)
+    writer.add_sources(turn_rows(20))
+    q = turn_rows(30)[25]["vector"]
+    assert reader.vector_sources(q, 1)[0][0] != "src_0025"   # the copy is filled now
+    if what == "remember":
+        writer.add_sources(turn_rows(10, start=20))
+        want = lambda: reader.vector_sources(q, 1)[0][0] == "src_0025"   # noqa: E731
+    else:
+        writer.delete_sources(["src_0003"])
+        want = lambda: reader.get_sources(["src_0003"]) == []   # noqa: E731
+    end = time.monotonic() + 1.0 + CHECK_S + 2.0   # + slack for a loaded machine
+    while not want():
+        assert time.monotonic() < end, "the reader never saw the other store's commit"
+        time.sleep(0.05)
+
+
+def test_past_the_limit_lancedb_answers(tmp_path):
+    sp = space(tmp_path, max_rows=25)
+    sp.add_sources(turn_rows(20))
+    assert sp._snapshot() is not None
+    sp.add_sources(turn_rows(10, start=20))
+    assert sp._snapshot() is None
+    assert [r["id"] for r in sp.get_sources(["src_0021"])] == ["src_0021"]
+    assert len(sp.vector_sources(np.ones(DIM), 100)) == 30
