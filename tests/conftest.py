@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from embed_server import endpoint  # noqa: F401  (a fixture: a local embeddings endpoint)
 from trimem.server.app import build_server
 from trimem.server.settings import Settings
 

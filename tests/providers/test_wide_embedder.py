@@ -1,19 +1,14 @@
 """A 768-dimension embedder (not the packaged 384-d model) through the whole product: remember over
 the real MCP client, background curation of every strategy, consolidate, and recall through each
 strategy. The embedder is ``TRIMEM_EMBEDDER=openai`` against a real local HTTP endpoint started
-here (the one double the project allows: a remote embeddings service). Its vectors are a hashed
-bag of words, so turns that share words are close, deterministically.
+here (``tests/embed_server.py``: the one double the project allows, a remote embeddings
+service).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import numpy as np
 import pytest
 from mcp import Client
 
@@ -24,54 +19,6 @@ from trimem.server.settings import Settings
 pytestmark = pytest.mark.anyio
 DIM = 768
 STRATEGIES = ("plain", "hybrid", "workspace", "wiki", "auto")
-
-
-def bag_of_words(text: str) -> list[float]:
-    """Each lower-cased word adds 1 to a hashed one of ``DIM`` slots; L2-normalised."""
-    v = np.zeros(DIM)
-    for w in re.findall(r"[a-z0-9]+", text.lower()):
-        v[int.from_bytes(hashlib.sha256(w.encode()).digest()[:4], "big") % DIM] += 1.0
-    n = np.linalg.norm(v)
-    return (v / n if n else v).tolist()
-
-
-class Embeddings(BaseHTTPRequestHandler):
-    """Just ``POST /v1/embeddings`` of the OpenAI API."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.calls += 1  # type: ignore[attr-defined]
-        if self.path != "/v1/embeddings":
-            status, out = 404, {"error": {"message": f"no route {self.path}"}}
-        else:
-            status, out = 200, {"object": "list", "model": body["model"],
-                                "data": [{"object": "embedding", "index": i,
-                                          "embedding": bag_of_words(t)}
-                                         for i, t in enumerate(body["input"])],
-                                "usage": {"prompt_tokens": 1, "total_tokens": 1}}
-        data = json.dumps(out).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-@pytest.fixture
-def endpoint():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Embeddings)
-    srv.daemon_threads = True
-    srv.calls = 0  # type: ignore[attr-defined]
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield srv, f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
-    srv.server_close()
 
 
 async def test_a_768_d_embedder_curates_and_recalls_through_every_strategy(home, endpoint):
