@@ -31,7 +31,6 @@ only job is to mirror LanceDB's own flat scan, with LanceDB's versions deciding 
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 import time
@@ -63,6 +62,7 @@ class State:
     inv_norm: np.ndarray | None = None
     session: np.ndarray | None = None                # sources only: filter columns
     ts: np.ndarray | None = None
+    columns: dict = field(default_factory=dict)      # column -> object array, made on first use
 
 
 def _with_vectors(tbl, version: int, rows: list[dict], vecs: list | np.ndarray | None,
@@ -215,26 +215,39 @@ class Unsupported(Exception):
     """A filter the copy does not evaluate: the caller asks LanceDB."""
 
 
+def column(state: State, col: str) -> np.ndarray:
+    """``col`` of every row as an object array (made once per state)."""
+    arr = state.columns.get(col)
+    if arr is None:
+        if state.rows and col not in state.rows[0]:
+            raise Unsupported(f"no column {col!r}")
+        arr = np.empty(len(state.rows), dtype=object)
+        arr[:] = [r[col] for r in state.rows]
+        state.columns[col] = arr
+    return arr
+
+
 def eq_mask(state: State, eq: dict[str, Any] | None,
             contains: dict[str, str] | None = None) -> np.ndarray:
     """The rows matching ``derived._where``'s equality filters, evaluated as LanceDB would: a
     list value means IN (compared as strings), a missing value matches nothing."""
     mask = np.ones(len(state.rows), dtype=bool)
     for col, val in (eq or {}).items():
+        arr = column(state, col)
         if isinstance(val, (list, tuple, set)):
-            want: Any = {str(v) for v in val}
-            test = lambda x, w=want: isinstance(x, str) and x in w   # noqa: E731
+            want = {str(v) for v in val}
+            hit = (isinstance(x, str) and x in want for x in arr)
         elif isinstance(val, bool):
-            test = lambda x, w=val: isinstance(x, bool) and x == w   # noqa: E731
+            hit = (isinstance(x, bool) and x == val for x in arr)
         elif isinstance(val, (int, float)):
-            test = lambda x, w=val: (isinstance(x, (int, float)) and not isinstance(x, bool)   # noqa: E731
-                                     and x == w)
+            hit = (isinstance(x, (int, float)) and not isinstance(x, bool) and x == val
+                   for x in arr)
         else:
-            test = lambda x, w=str(val): isinstance(x, str) and x == w   # noqa: E731
-        mask &= np.fromiter((test(r[col]) if col in r else _missing(col) for r in state.rows),
-                            dtype=bool, count=len(state.rows))
+            mask &= arr == str(val)   # elementwise: only an equal string is equal
+            continue
+        mask &= np.fromiter(hit, dtype=bool, count=len(arr))
     for col, val in (contains or {}).items():
-        mask &= np.fromiter((str(val) in (r.get(col) or []) for r in state.rows), dtype=bool,
+        mask &= np.fromiter((str(val) in (x or []) for x in column(state, col)), dtype=bool,
                             count=len(state.rows))
     return mask
 
@@ -252,12 +265,14 @@ def pick(state: State, n: int, columns: list[str] | None, vector: bool) -> dict:
 
 def _own(value):
     """A value the caller may change without changing the copy (lists and structs are
-    copied; strings, numbers and datetimes are immutable)."""
-    return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
-
-
-def _missing(col: str):
-    raise Unsupported(f"no column {col!r}")
+    copied; strings, numbers and datetimes are immutable). An Arrow list holds one type, so
+    its first item says whether its items need copying too."""
+    if isinstance(value, list):
+        return [_own(x) for x in value] if value and isinstance(value[0], (list, dict)) \
+            else list(value)
+    if isinstance(value, dict):
+        return {k: _own(x) for k, x in value.items()}
+    return value
 
 
 def _clean(row: dict) -> dict:

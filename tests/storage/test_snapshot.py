@@ -112,3 +112,32 @@ def test_past_the_limit_lancedb_answers(tmp_path):
     assert sp._snapshot() is None
     assert [r["id"] for r in sp.get_sources(["src_0021"])] == ["src_0021"]
     assert len(sp.vector_sources(np.ones(DIM), 100)) == 30
+
+
+def test_derived_tables_copies_filter_and_search_as_lancedb_does(tmp_path):
+    import pyarrow as pa
+
+    schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("key", pa.string()),
+                        ("tags", pa.list_(pa.string())), ("n", pa.int64()), ("flag", pa.bool_()),
+                        ("vector", pa.list_(pa.float32(), DIM))])
+    rows = [{"id": f"p{i}", "key": None if i % 9 == 0 else f"k{i % 4}", "n": i % 3,
+             "tags": [f"t{i % 5}", "all"] if i % 6 else [], "flag": i % 2 == 0,
+             "vector": turn_rows(1, start=i)[0]["vector"]} for i in range(60)]
+    copy, lance = space(tmp_path, 10_000), space(tmp_path, 0)
+    copy.upsert("pages", schema, rows)
+    assert copy.table_copy("pages", copy.derived_table("pages")) is not None
+    assert lance.table_copy("pages", lance.derived_table("pages")) is None
+    asks = [dict(eq={"key": "k1"}), dict(eq={"key": ["k1", "k2", "nope"]}), dict(eq={"n": 2}),
+            dict(eq={"flag": True, "key": "k0"}), dict(contains={"tags": "t3"}),
+            dict(eq={"id": ["p3", "p50", "p1"]}, columns=["id", "key"]), dict(eq={"key": "k'1"}),
+            dict(eq={"n": 1}, limit=4), dict(columns=["id", "vector"])]
+    for ask in asks:
+        assert copy.rows("pages", **ask) == lance.rows("pages", **ask), ask
+    q = np.random.default_rng(3).standard_normal(DIM)
+    for eq in (None, {"key": "k2"}, {"n": 0}):
+        a = copy.nearest("pages", q, 7, eq, columns=["id", "key"])
+        b = lance.nearest("pages", q, 7, eq, columns=["id", "key"])
+        assert [r["id"] for r in a] == [r["id"] for r in b], eq
+        assert np.allclose([r["similarity"] for r in a], [r["similarity"] for r in b], atol=1e-5)
+    copy.delete_rows("pages", {"key": "k1"})
+    assert copy.rows("pages", eq={"key": "k1"}) == []
