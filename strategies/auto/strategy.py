@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from dataclasses import replace
 
@@ -180,10 +181,25 @@ def vote(env: Env, request: RecallRequest, voters: list[str], expand: float,
                         since=request.since, until=request.until)
     qv = env.embed_query(request.query)   # once, not once per voter
     turns = TurnSearch(env, sub, depth, qv)
-    shared = replace(env, turns=turns, embed_query=lambda text: qv if text == request.query
-                     else env.embed_query(text))
+    shared = replace(env, turns=turns, embed_query=_memo(env.embed_query, request.query, qv))
     runs, failed, ms = _run_voters(shared, sub, voters)
     return runs, failed, ms, turns
+
+
+def _memo(embed, query: str, qv):
+    """``embed`` remembered for this recall: the voters embed the same variants of the query
+    (its name-free form, ``search.search_turns``) and each would run the model again."""
+    memo, lock = {query: qv}, threading.Lock()
+
+    def embed_query(text: str):
+        with lock:
+            v = memo.get(text)
+        if v is None:
+            v = embed(text)
+            with lock:
+                memo[text] = v
+        return v
+    return embed_query
 
 
 def _run_voters(env: Env, sub: RecallRequest, voters: list[str]):

@@ -161,18 +161,26 @@ def select(rows, scores, f, k: int, lam: float = 0.15, mu: float = 0.15) -> list
     left = sorted(by_id, key=lambda i: -scores[i]["b"])[:max(4 * k, 40)]
     covered: set = set()
     chosen: list[dict] = []
+    # each candidate's units and its greatest similarity to the chosen ones, kept up to date as
+    # rows are chosen (one matrix-vector product per choice, not one dot per pair and round)
+    unit_of = {tid: units(by_id[tid], f) for tid in left}
+    pos = {tid: n for n, tid in enumerate(left)}
+    mat = np.asarray([by_id[tid]["vector"] for tid in left]) if left else None
+    nearest: np.ndarray | None = None   # None until something is chosen (redundancy 0)
     while left and len(chosen) < k:
         best, best_g, best_p = None, -1e9, {}
         for tid in left:
-            u = units(by_id[tid], f)
+            u = unit_of[tid]
             cov = len(u - covered) / len(u) if u else 0.0
-            red = max((float(by_id[tid]["vector"] @ c["row"]["vector"]) for c in chosen),
-                      default=0.0)
+            red = float(nearest[pos[tid]]) if nearest is not None else 0.0
             g = scores[tid]["b"] + lam * cov - mu * red
             if g > best_g:
                 best, best_g, best_p = tid, g, {"cov": round(cov, 4), "red": round(red, 4)}
         left.remove(best)
-        covered |= units(by_id[best], f)
+        covered |= unit_of[best]
+        if mat is not None:
+            sims = mat @ np.asarray(by_id[best]["vector"])
+            nearest = sims if nearest is None else np.maximum(nearest, sims)
         chosen.append({"row": by_id[best], "gain": round(best_g, 4),
                        "parts": {**{k2: round(v, 4) for k2, v in scores[best].items()}, **best_p}})
     return chosen
