@@ -14,11 +14,16 @@ $(BIN)/.installed: pyproject.toml
 demo: $(BIN)/.installed      ## install, then remember a short conversation and recall from it
 	$(BIN)/trimem demo
 
+# Two workers (pytest-xdist), one per core: most of the suite's wall time is waiting on started
+# processes, sockets and native code, so the two overlap; worksteal hands a worker that is done
+# the other's queue, so the long tests do not end up queued behind each other.
+PYTEST  = $(BIN)/pytest -q -n 2 --dist worksteal
+
 test: $(BIN)/.installed      ## install, then run the whole test suite (slow tests included)
-	$(BIN)/pytest -q
+	$(PYTEST)
 
 test-fast: $(BIN)/.installed ## the suite without the tests marked slow (README: Testing)
-	$(BIN)/pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 serve: $(BIN)/.installed     ## run the MCP server over stdio, as a host would
 	$(BIN)/trimem serve
