@@ -8,8 +8,10 @@ through the ``recall`` tool (``tool``: the tool layer, its recall log included) 
 strategy alone (``strategy``). Counted per recall: every call of a ``Space`` method, calls the
 methods make to each other included (the class's methods are wrapped for the run), the calls
 made from outside ``Space`` (``outer``: what the callers ask of it; ``top_calls`` lists those),
-and the distinct ``trimem`` modules whose code ran (``sys.setprofile`` in every thread; auto's
-voter pool is restarted so its threads are profiled too).
+the distinct ``trimem`` modules whose code ran (``sys.setprofile`` in every thread; auto's
+voter pool is restarted so its threads are profiled too), and LanceDB round trips
+(``lancedb_mean``: every call lancedb's synchronous API makes into its background event loop:
+a query is three to five of them, the schema read twice, the execution, each batch).
 """
 
 from __future__ import annotations
@@ -81,6 +83,28 @@ class Modules:
         threading.setprofile(self.profile)
 
 
+class RoundTrips:
+    """Counts the calls into lancedb's background event loop while installed (all threads)."""
+
+    def __init__(self):
+        from lancedb import background_loop
+
+        self.n = 0
+        self.lock = threading.Lock()
+        self.cls = background_loop.BackgroundEventLoop
+        self.orig = self.cls.run
+        counter = self
+
+        def run(loop, fut):
+            with counter.lock:
+                counter.n += 1
+            return counter.orig(loop, fut)
+        self.cls.run = run
+
+    def restore(self):
+        self.cls.run = self.orig
+
+
 def restart_auto_pool():
     """New voter threads, started after ``threading.setprofile`` (a pool that already exists
     keeps unprofiled threads)."""
@@ -110,10 +134,11 @@ def run(args) -> dict:
     for s in args.strategies.split(","):
         recall(rt, warm, s, name, args.budget)
         for layer in ("tool", "strategy"):
-            per_calls, per_outer, per_mods, by_name = [], [], [], Counter()
+            per_calls, per_outer, per_mods, per_lance, by_name = [], [], [], [], Counter()
             for q in qs:
                 env = rt.env(name)
                 counting = Counting(Space)
+                trips = RoundTrips()
                 mods.seen, mods.on = set(), True
                 try:
                     if layer == "tool":
@@ -123,6 +148,8 @@ def run(args) -> dict:
                 finally:
                     mods.on = False
                     counting.restore()
+                    trips.restore()
+                per_lance.append(trips.n)
                 per_calls.append(sum(counting.calls.values()))
                 per_outer.append(sum(counting.outer.values()))
                 per_mods.append(len(mods.seen))
@@ -132,6 +159,7 @@ def run(args) -> dict:
                 "space_calls_max": max(per_calls),
                 "outer_calls_mean": round(statistics.mean(per_outer), 1),
                 "modules_mean": round(statistics.mean(per_mods), 1),
+                "lancedb_mean": round(statistics.mean(per_lance), 1),
                 "top_calls": {k: round(v / len(qs), 1) for k, v in by_name.most_common(8)}}
     rt.close()
     return out
