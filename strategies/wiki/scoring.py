@@ -33,7 +33,8 @@ def fused_scores(parts: dict[str, dict], k: int = RRF_K) -> dict[str, float]:
 
 
 def score_turns(space, qv, f: dict, parts: dict, support: dict[str, float],
-                m, vectors=None) -> tuple[list[str], dict]:
+                m, vectors=None, selected: set[str] | None = None,
+                sel_w: float = 0.0) -> tuple[list[str], dict]:
     """The pool scored: the searched turns, every turn of a trajectory holding one of the best
     of them or among the best routed to (``support``), and the turns with an inventory claim the
     query asks about. Other turns would score at most the smoothing of their own weak cosine
@@ -49,6 +50,8 @@ def score_turns(space, qv, f: dict, parts: dict, support: dict[str, float],
     best = sorted(parts, key=lambda i: -parts[i].get("score", 0.0))[:POOL_HITS]
     routed = sorted(support, key=lambda t: (-support[t], t))[:POOL_ROUTED]
     trajs = {t_of[i] for i in best if i in t_of} | set(routed)
+    if sel_w and selected:
+        trajs |= selected
     pool = set(parts) | set(inv) | {i for t in trajs for i in m.members.get(t, ())}
     vecs = (vectors or space.source_vectors)(sorted(pool))
     fused = fused_scores(parts)
@@ -65,6 +68,9 @@ def score_turns(space, qv, f: dict, parts: dict, support: dict[str, float],
         p = {"base": b, "traj": tmax[t], "snap": smax[s_of.get(i, i)],
              "route": support.get(t, 0.0) / top_sup}
         p["score"] = b + W["traj"] * p["traj"] + W["snap"] * p["snap"] + W["route"] * p["route"]
+        if sel_w and selected and t in selected:
+            p["sel"] = 1.0
+            p["score"] += sel_w
         out[i] = p
     order = sorted(out, key=lambda i: (-out[i]["score"], i))
     if f.get("list"):
