@@ -178,13 +178,18 @@ def greedy(K, pi, rho, delta, alpha, thread_idx, mass, costs, first_cost, sessio
     return chosen, left
 
 
-def _gain(u, K, cov, pi, rho, rmax, delta, alpha, thread_idx, mass, thread_covered, multi):
+def _gain(u, K, cov, pi, rho, rmax, delta, alpha, thread_idx, mass, thread_covered, multi,
+          parts: bool = False):
+    """Unit u's marginal gain; with ``parts``, also its terms (for the trace: only the picked
+    unit's are kept, so the lazy greedy's many re-evaluations skip building them)."""
     g_cov = float(np.maximum(K[u] - cov, 0.0) @ pi)
     g_role = float(np.maximum(rho[u] - rmax, 0.0) @ delta)
     g_d = float(mass[thread_idx[u]]) if multi and not thread_covered[thread_idx[u]] else 0.0
-    parts = {"coverage": round(g_cov, 4), "roles": round(g_role, 4),
-             "affinity": round(float(alpha[u]), 4), "threads": round(g_d, 4)}
-    return g_cov + g_role + float(alpha[u]) + g_d, parts
+    g = g_cov + g_role + float(alpha[u]) + g_d
+    if not parts:
+        return g, None
+    return g, {"coverage": round(g_cov, 4), "roles": round(g_role, 4),
+               "affinity": round(float(alpha[u]), 4), "threads": round(g_d, 4)}
 
 
 def _lazy_pick(heap, active, *args):
@@ -192,9 +197,9 @@ def _lazy_pick(heap, active, *args):
         _, u = heapq.heappop(heap)
         if not active[u]:
             continue
-        g, parts = _gain(u, *args)
+        g, _ = _gain(u, *args)
         while heap and not active[heap[0][1]]:
             heapq.heappop(heap)
         if not heap or -heap[0][0] <= g + 1e-12:
-            return u, g, parts
+            return u, g, _gain(u, *args, parts=True)[1]
         heapq.heappush(heap, (-g, u))
