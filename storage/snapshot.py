@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import threading
+from abc import ABC, abstractmethod
 import time
 from dataclasses import dataclass, field
 from datetime import timezone
@@ -77,7 +78,9 @@ def _with_vectors(tbl, version: int, rows: list[dict], vecs: list | np.ndarray |
                  **extra)
 
 
-class _Copy:
+class _Copy(ABC):
+    """What both copies share: the version look and the swap; ``_load`` reads a state."""
+
     def __init__(self, namespace: str, max_rows: int):
         self.namespace = namespace
         self.max_rows = max_rows
@@ -108,8 +111,9 @@ class _Copy:
                                                else self._load(tbl, version, old))
         return None if state.too_big else state
 
+    @abstractmethod
     def _load(self, tbl, version: int, old: State | None) -> State:
-        raise NotImplementedError
+        """The state at ``version`` (``old``: the previous one through the same handle)."""
 
 
 class SourceSnapshot(_Copy):

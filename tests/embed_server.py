@@ -6,13 +6,12 @@ are close, deterministically."""
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+
+from local_http import JSONHandler, serving
 
 
 def bag_of_words(text: str, dim: int) -> list[float]:
@@ -24,42 +23,26 @@ def bag_of_words(text: str, dim: int) -> list[float]:
     return (v / n if n else v).tolist()
 
 
-class Embeddings(BaseHTTPRequestHandler):
+class Embeddings(JSONHandler):
     """Just ``POST /v1/embeddings`` of the OpenAI API."""
 
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: object) -> None:
-        pass
-
     def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.body()
         self.server.calls += 1  # type: ignore[attr-defined]
         dim = int(re.findall(r"\d+", body["model"])[-1])
         if self.path != "/v1/embeddings":
-            status, out = 404, {"error": {"message": f"no route {self.path}"}}
-        else:
-            status, out = 200, {"object": "list", "model": body["model"],
-                                "data": [{"object": "embedding", "index": i,
-                                          "embedding": bag_of_words(t, dim)}
-                                         for i, t in enumerate(body["input"])],
-                                "usage": {"prompt_tokens": 1, "total_tokens": 1}}
-        data = json.dumps(out).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        self._send(200, {"object": "list", "model": body["model"],
+                         "data": [{"object": "embedding", "index": i,
+                                   "embedding": bag_of_words(t, dim)}
+                                  for i, t in enumerate(body["input"])],
+                         "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
 
 @pytest.fixture
 def endpoint():
     """(server, base URL); ``server.calls`` counts the requests."""
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Embeddings)
-    srv.daemon_threads = True
-    srv.calls = 0  # type: ignore[attr-defined]
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield srv, f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
-    srv.server_close()
+    with serving(Embeddings) as srv:
+        srv.calls = 0  # type: ignore[attr-defined]
+        yield srv, f"http://127.0.0.1:{srv.server_address[1]}/v1"

@@ -17,12 +17,13 @@ import threading
 import time
 import types
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import numpy as np
 import pytest
 from pydantic import BaseModel
 
+from local_http import JSONHandler, serving
 from trimem.providers.base import LLM, Embedder, ProviderError
 from trimem.providers.llm_none import NoLLM, is_none
 from trimem.providers.openai_compat import OpenAIEmbedder, OpenAILLM
@@ -76,23 +77,11 @@ class FakeState:
         return [body for p, body in self.requests if p == path]
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(JSONHandler):
     state: FakeState  # set per server in the fixture
 
-    def log_message(self, *args: object) -> None:  # keep pytest output clean
-        pass
-
-    def _send(self, status: int, payload: object) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.body()
         st = self.server.state  # type: ignore[attr-defined]
         with st.lock:
             st.requests.append((self.path, body))
@@ -153,15 +142,10 @@ class QuietServer(ThreadingHTTPServer):
 
 @pytest.fixture
 def server():
-    srv = QuietServer(("127.0.0.1", 0), Handler)
-    srv.state = FakeState()  # type: ignore[attr-defined]
-    # a short poll interval makes shutdown() quick (the default 0.5 s would dominate the suite)
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    srv.url = f"http://127.0.0.1:{srv.server_address[1]}/v1"  # type: ignore[attr-defined]
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving(Handler, QuietServer) as srv:
+        srv.state = FakeState()  # type: ignore[attr-defined]
+        srv.url = f"http://127.0.0.1:{srv.server_address[1]}/v1"  # type: ignore[attr-defined]
+        yield srv
 
 
 @pytest.fixture

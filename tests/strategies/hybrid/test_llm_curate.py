@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from helpers import payload
+from local_http import JSONHandler, serving
 from trimem.server.app import build_server
 from trimem.server.settings import Settings
 from trimem.strategies.hybrid.llm_curate import EPISODIC_PROMPT, RELATIONAL_PROMPT
@@ -19,14 +18,9 @@ from trimem.strategies.hybrid.llm_curate import EPISODIC_PROMPT, RELATIONAL_PROM
 pytestmark = pytest.mark.anyio
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class Handler(JSONHandler):
     def do_POST(self):  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.body()
         self.server.requests.append(body)
         if self.server.fail:
             return self._send(500, {"error": {"message": "down", "type": "server_error"}})
@@ -55,25 +49,12 @@ class Handler(BaseHTTPRequestHandler):
                          "choices": [{"index": 0, "finish_reason": "stop", "message": {
                              "role": "assistant", "content": json.dumps(answer)}}]})
 
-    def _send(self, status, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
 
 @pytest.fixture
 def llm_server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    srv.requests, srv.fail = [], False
-    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    t.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving(Handler) as srv:
+        srv.requests, srv.fail = [], False
+        yield srv
 
 
 MSGS = [{"content": "I live in Lisbon and love it.", "speaker": "Ana", "ref": "m1"},
