@@ -120,16 +120,19 @@ class SourceSnapshot(_Copy):
     """The sources: rows added since the last look are fetched by id, the removed dropped."""
 
     def _load(self, tbl, version: int, old: State | None) -> State:
-        ids = tbl.search().select(["id"]).limit(None).to_arrow()["id"].to_pylist()
         old = old if old is not None and not old.too_big and old.mat is not None else None
-        keep = set(ids)
-        kept = [r for r in old.rows if r["id"] in keep] if old is not None else []
-        have = {r["id"] for r in kept}
-        new_ids = [i for i in dict.fromkeys(ids) if i not in have]
+        if old is None:   # the first look through this handle: one scan of the whole table
+            kept, batches = [], [tbl.search().select(COLUMNS + ["vector"]).limit(None).to_list()]
+        else:             # after that, the ids, and only the rows added since
+            keep = set(tbl.search().select(["id"]).limit(None).to_arrow()["id"].to_pylist())
+            kept = [r for r in old.rows if r["id"] in keep]
+            have = {r["id"] for r in kept}
+            new_ids = sorted(keep - have)
+            batches = [tbl.search().where(sql_in("id", new_ids[i:i + FETCH_CHUNK]))
+                       .select(COLUMNS + ["vector"]).limit(None).to_list()
+                       for i in range(0, len(new_ids), FETCH_CHUNK)]
         fetched, vecs = [], []
-        for i in range(0, len(new_ids), FETCH_CHUNK):
-            got = (tbl.search().where(sql_in("id", new_ids[i:i + FETCH_CHUNK]))
-                   .select(COLUMNS + ["vector"]).limit(None).to_list())
+        for got in batches:
             for r in got:
                 if r["namespace"] == self.namespace:
                     fetched.append(_clean(r))
