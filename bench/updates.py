@@ -15,7 +15,14 @@ Everything goes in through ``tools.remember.remember`` (one call per session) an
   stating the current value;
 * ``current_first``: of questions whose context quotes both a current and a superseded turn,
   the share where the current one comes first;
-* ``stale_only``: share of questions whose context quotes a superseded value but no current one.
+* ``stale_only``: share of questions whose context quotes a superseded value but no current one;
+* ``marked``: of questions whose context quotes a superseded turn, the share where every such
+  turn is followed by a ``[changed later`` line (``strategies/wiki/revisions.py``);
+* ``false_marks``: of all such marks in the contexts, the share under a turn that states no
+  superseded value of anyone in that conversation.
+
+``--opt k=v`` passes a recall option to every strategy (``--opt current_first=0``: the same run
+without the changed-fact order and marks).
 """
 
 from __future__ import annotations
@@ -176,15 +183,33 @@ def corpus(n_chats: int, seed: int, n_sessions: int = 8, filler: int = 28):
     return out
 
 
-def score(out, q: Question, texts: dict[str, str]) -> dict:
+MARK = "[changed later"
+
+
+def _marked(context: str, texts: dict[str, str]) -> set[str]:
+    """Refs whose line in ``context`` is followed by a changed-later mark."""
+    lines = context.split("\n")
+    out = set()
+    for n, line in enumerate(lines[:-1]):
+        if lines[n + 1].startswith(MARK):
+            flat = " ".join(line.split())
+            out |= {r for r, t in texts.items() if t and flat.endswith(t)}
+    return out
+
+
+def score(out, q: Question, texts: dict[str, str], stale_any: set[str]) -> dict:
     ctx = " ".join(out.context.split())
     pos = {s.ref: ctx.find(texts[s.ref]) for s in out.sources if s.ref in texts}
     pos = {r: p for r, p in pos.items() if p >= 0}
     cur = [p for r, p in pos.items() if r in q.current]
     old = [p for r, p in pos.items() if r in q.stale]
+    marked = _marked(out.context, texts)
+    quoted_stale = {r for r in pos if r in q.stale}
     return {"current": float(bool(cur)), "stale": float(bool(old)),
             "both": bool(cur and old), "current_first": bool(cur and old and min(cur) < min(old)),
-            "stale_only": float(bool(old) and not cur)}
+            "stale_only": float(bool(old) and not cur),
+            "all_marked": bool(quoted_stale) and quoted_stale <= marked,
+            "marks": len(marked), "false_marks": len(marked - stale_any)}
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -194,6 +219,10 @@ def summarise(rows: list[dict]) -> dict:
             "current_first": round(sum(r["current_first"] for r in both) / len(both), 3)
             if both else None, "both_n": len(both),
             "stale_only": round(statistics.mean(r["stale_only"] for r in rows), 3),
+            "marked": round(sum(r["all_marked"] for r in rows if r["stale"]) /
+                            max(1, sum(1 for r in rows if r["stale"])), 3),
+            "false_marks": round(sum(r["false_marks"] for r in rows) /
+                                 max(1, sum(r["marks"] for r in rows)), 3),
             "p50_ms": round(sorted(r["ms"] for r in rows)[len(rows) // 2], 1)}
 
 
@@ -206,6 +235,7 @@ def run(args) -> dict:
     home = args.home or tempfile.mkdtemp(prefix="trimem-updates-")
     rt = Runtime(Settings(home=home).to_config())
     strategies, budget = args.strategies.split(","), int(args.budget)
+    opts = dict(kv.split("=", 1) for kv in args.opt)
     rows: dict[str, list[dict]] = {s: [] for s in strategies}
     n_turns = n_q = 0
     for name, sessions, questions in corpus(args.chats, args.seed, args.sessions, args.filler):
@@ -218,25 +248,29 @@ def run(args) -> dict:
             n_turns += len(turns)
         rt.curation.wait_idle()
         n_q += len(questions)
+        stale_any = {r for q in questions for r in q.stale}
         for q in questions:
             for s in strategies:
                 t0 = time.perf_counter()
-                out = recall(rt, q.question, s, name, budget)
-                rows[s].append(score(out, q, texts) | {"ms": 1000 * (time.perf_counter() - t0)})
+                out = recall(rt, q.question, s, name, budget, options=opts)
+                rows[s].append(score(out, q, texts, stale_any) |
+                               {"ms": 1000 * (time.perf_counter() - t0)})
         print(f"  {name}: {len(questions)} questions", file=sys.stderr)
     return {"date": datetime.now().strftime("%Y-%m-%d"), "turns": n_turns, "questions": n_q,
-            "budget": budget, "seed": args.seed,
+            "budget": budget, "seed": args.seed, "options": opts,
             "results": {s: summarise(r) for s, r in rows.items() if r}}
 
 
 def table(out: dict) -> str:
     lines = [f"{out['questions']} questions, {out['turns']} turns, budget {out['budget']}", "",
              "| strategy | current in context | current first (n both) | stale only | "
-             "stale in context | p50 ms |", "|---|---|---|---|---|---|"]
+             "stale in context | stale marked | false marks | p50 ms |",
+             "|---|---|---|---|---|---|---|---|"]
     for s, r in out["results"].items():
         first = "-" if r["current_first"] is None else f"{r['current_first']:.3f}"
         lines.append(f"| {s} | {r['current']:.3f} | {first} ({r['both_n']}) | "
-                     f"{r['stale_only']:.3f} | {r['stale_in_context']:.3f} | {r['p50_ms']} |")
+                     f"{r['stale_only']:.3f} | {r['stale_in_context']:.3f} | "
+                     f"{r['marked']:.3f} | {r['false_marks']:.3f} | {r['p50_ms']} |")
     return "\n".join(lines)
 
 
@@ -250,6 +284,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--filler", type=int, default=28, help="distractor turns per session (mean)")
     ap.add_argument("--home", default="", help="store folder (default: a new temp folder)")
     ap.add_argument("--json", default="")
+    ap.add_argument("--opt", action="append", default=[], metavar="K=V",
+                    help="a recall option for every strategy (repeatable)")
     args = ap.parse_args(argv)
     out = run(args)
     if args.json:

@@ -10,9 +10,10 @@ subjects, wiki page names. Recalled text sits inside ``OPEN`` ... ``CLOSE``; res
   or combining marks anywhere inside, full-width / mathematical / small-capital letters, or the
   Cyrillic and Greek letters that look like Latin ones — is written ``&lt;`` instead;
 * **forge a line of structure**: the frame's own lines (session headers ``[2024-05-01 (Wed)]``,
-  ``speaker: text`` and ``- text`` lines, note lines) start at column 0. Every line break inside
-  a multi-line string (``\\n``, ``\\r\\n``, ``\\r`` and the other breaks ``str.splitlines``
-  knows) is kept and followed by ``INDENT``, so a continuation line never starts at column 0.
+  ``speaker: text`` and ``- text`` lines, note lines, ``[changed later: DATE]`` marks) start at
+  column 0. Every line break inside a multi-line string (``\\n``, ``\\r\\n``, ``\\r`` and the
+  other breaks ``str.splitlines`` knows) is kept and followed by ``INDENT``, so a continuation
+  line never starts at column 0.
   One-line fields (speakers, titles, subjects, names, session ids) have their breaks replaced by
   a space, and a speaker is further limited to letters, digits, spaces and ``.-_'&+#@,()``
   (other characters become ``_``), starting with a letter or digit.

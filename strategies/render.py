@@ -115,14 +115,18 @@ class Packed:
 
 
 def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int = 0,
-                 max_items: int | None = None, by_rank: bool = False) -> Packed:
+                 max_items: int | None = None, by_rank: bool = False,
+                 marks: dict[str, str] | None = None) -> Packed:
     """Greedily accept ``candidates`` (best first) while the rendered context fits the budget.
 
     A candidate too long for what is left is skipped, not the end: a shorter one after it may
     still fit. ``extra_chars`` reserves room for text a strategy renders around the sources.
     Each row needs ``id, session_id, seq, speaker, timestamp, text``. ``by_rank`` orders the
-    session groups by their best candidate instead of by time (see :func:`render`).
+    session groups by their best candidate instead of by time (see :func:`render`). ``marks``:
+    a line written by the strategy (never stored text) to quote under a source, counted in the
+    budget (``wiki/revisions.py``: ``[changed later: DATE]``).
     """
+    marks = marks or {}
     limit = budget_tokens * 4 - extra_chars
     used = len(OPEN) + len(CLOSE)
     chosen, left_out, seen = [], [], set()
@@ -137,7 +141,7 @@ def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int
             left_out.append((c, "item limit"))
             continue
         line, _ = render_line(c)
-        cost = len(line)
+        cost = len(line) + len(marks.get(c["id"], ""))
         sid = c["session_id"]
         if sid not in headers:
             cost += len(session_header(c.get("timestamp"), sid))
@@ -148,16 +152,17 @@ def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int
         headers.setdefault(sid, 1)
         chosen.append(c)
         seen.add(c["id"])
-    context, verbatim = render(chosen, by_rank)
+    context, verbatim = render(chosen, by_rank, marks)
     while chosen and len(context) > limit:  # only if headers differed from the estimate
         left_out.append((chosen.pop(), "over budget"))
-        context, verbatim = render(chosen, by_rank)
+        context, verbatim = render(chosen, by_rank, marks)
     if not chosen:
         context = ""
     return Packed(context, chosen, left_out, verbatim, len(context), limit)
 
 
-def render(rows: list[dict], by_rank: bool = False) -> tuple[str, set[str]]:
+def render(rows: list[dict], by_rank: bool = False,
+           marks: dict[str, str] | None = None) -> tuple[str, set[str]]:
     """Rows grouped by session (turns by position) inside the frame. Sessions come in time
     order, or with ``by_rank`` in the order of their best row (``rows`` best first), so the most
     useful evidence opens the block: answering models read the start of a context best."""
@@ -176,6 +181,8 @@ def render(rows: list[dict], by_rank: bool = False) -> tuple[str, set[str]]:
         for r in turns:
             line, ok = render_line(r)
             parts.append(line)
+            if marks and r["id"] in marks:
+                parts.append(marks[r["id"]])
             if ok:
                 verbatim.add(r["id"])
     parts.append(CLOSE)

@@ -10,7 +10,9 @@
    kind is above zero ranks source turns for ``EXPAND`` x the budget.
 3. The rankings are fused by weighted reciprocal rank fusion (``fusion.py``), deduplicated by
    source, and packed greedily into the caller's budget; session groups are ordered by their best
-   turn, so the most useful evidence comes first.
+   turn, so the most useful evidence comes first. Where the wiki has claims, a turn stating the
+   latest value of a fact that changed goes just before the turns it supersedes, which are
+   marked (``wiki/revisions.py``; option ``current_first``, 1).
 
 Sessions still waiting for curation (queued or failed) are in no curated store, so while any
 exist ``plain`` votes with at least weight ``PLAIN_FRESH`` even where the fit gives it none, and
@@ -36,6 +38,7 @@ from ..search import TurnSearch, source_ref
 from . import fitted
 from .features import features
 from .fusion import fuse
+from ..wiki import revisions
 from .relevance import TOP, coverage, evidence, judge
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
@@ -90,8 +93,16 @@ class AutoStrategy:
             fused = _lift_fresh(fused, rankings["plain"], turns, waiting,
                                 {s: weights[s] for s in voters}, k)
         info = {sid: (score, ranks) for sid, score, ranks in fused}
-        rows = turns.rows([sid for sid, _, _ in fused])
-        packed = pack_sources(rows, request.budget_tokens, by_rank=True)
+        ids = [sid for sid, _, _ in fused]
+        changed = (revisions.changes(env.space, ids[:DEPTH]) if "wiki" in ready and
+                   int(opt.get("current_first", 1)) else {})
+        added = {ch.current for ch in changed.values()} - info.keys()
+        for i in added:   # a current value no voter ranked: listed unscored
+            info[i] = (0.0, {})
+        rows = [r for r in turns.rows(revisions.current_first(ids, changed))
+                if r["id"] not in added or request.in_window(r["timestamp"])]
+        packed = pack_sources(rows, request.budget_tokens, by_rank=True,
+                              marks=revisions.marks(changed))
         items = [Item(id=r["id"], kind="source", text=r["text"], role="evidence",
                       score=round(info[r["id"]][0], 6), timestamp=r.get("timestamp"),
                       source_ids=[r["id"]]) for r in packed.chosen]
@@ -110,6 +121,9 @@ class AutoStrategy:
                         "why": "highest fused score that fit"} for r in packed.chosen],
             "left_out": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "why": why}
                          for r, why in packed.left_out[:50]],
+            "changed_later": [{"source_id": i, "current": ch.current, "slot": ch.slot}
+                              for i, ch in changed.items()
+                              if i in {r["id"] for r in packed.chosen}],
             "budget": {"tokens": request.budget_tokens, "chars_allowed": packed.chars_budget,
                        "chars_used": packed.chars_used},
         }

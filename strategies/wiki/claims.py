@@ -49,6 +49,32 @@ END = re.compile(r"\b(no longer|not anymore|any ?more|quit|stopped|broke up|sold
                  r"passed away|gave up|ended|lost my)\b")
 
 
+# A claim *states a value* of its slot (``revisions.py``) when its sentence says so in the first
+# person: "I" or "we" at most four words before the verb ("we finally packed up and moved to"),
+# or "my job at", "my partner"; "my cousin moved to", "live music" and "my sister's partner"
+# do not. General English; the patterns are read on the lower-cased sentence.
+_I = r"\b(?:i|we)\b(?:'m|'ve|'d|'ll)?(?:\s+[\w']+){0,4}?\s+"
+CHANGES = {
+    "residence": re.compile(_I + r"(?:live[sd]?|living|moved|moving|relocated|settled)\s+"
+                            r"(?:back\s+)?(?:in|to|into|out|near|away)\b"),
+    "job": re.compile(_I + r"(?:work(?:s|ing|ed)?\s+(?:at|for|as)|started\s+(?:at|as)|"
+                      r"(?:got|was|been)\s+hired|quit)\b|\bmy (?:new )?job (?:at|as)\b"),
+    "study": re.compile(_I + r"(?:stud(?:y|ying|ied)|enrolled|majoring)\s+(?:at|in)\b"),
+    "relationship": re.compile(_I + r"(?:dating|married|engaged|divorced|single|seeing)\b|"
+                               r"\bmy (?:boyfriend|girlfriend|partner|husband|wife|fianc[eé]e?)\b(?!')"),
+}
+
+
+def stated_value(sentence: str, slot: str) -> tuple[str, ...] | None:
+    """The value a claim of ``slot`` (``subject|predicate``) states: the content stems of the
+    (at most) four words after the pattern ("I live in *Ghent, close to the* old harbour" ->
+    ghent, close); None when it states none."""
+    rx = CHANGES.get(slot.rsplit("|", 1)[-1])
+    low = sentence.lower().replace("\u2019", "'")
+    m = rx.search(low) if rx else None
+    return None if m is None else tuple(tx.tokens(" ".join(low[m.end():].split()[:4])))
+
+
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|me|mine|we|our|us)\b", re.IGNORECASE)
 
 

@@ -59,7 +59,7 @@ def ensure(space) -> None:
 # Filter columns of each table (what ``space.rows(eq=...)`` looks up), indexed by
 # ``index_tables`` so that curation's and recall's lookups do not scan a growing table.
 INDEXES = {SNAP: {"id": "btree", "session_id": "btree"},
-           CLAIM: {"id": "btree", "trajectory_id": "btree"},
+           CLAIM: {"id": "btree", "trajectory_id": "btree", "source_id": "btree", "slot": "btree"},
            TRAJ: {"id": "btree", "status": "bitmap"},
            PAGE: {"id": "btree", "key": "btree"},
            "wiki_groups": {"id": "btree"}}

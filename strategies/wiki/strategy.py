@@ -11,10 +11,12 @@ insufficient the recollection says ``abstain`` (its context is still returned).
 Options (``request.options``): ``t`` (15), ``k`` (15), ``routing`` ("wiki" | "direct"),
 ``candidates`` (turn search depth, 200), ``retry`` (1/0), ``strip_names`` (1/0: search a query
 that names speakers without their names, ``search.search_turns``), ``content_dense`` (1.0),
-``sel_w`` (0.0: the paper draws evidence from the k selected trajectories; ``sel_w`` adds that
-much to the score of their turns and brings all their turns into the pool. Measured on four dev
-conversations at 2,000 tokens it cost LoCoMo up to 4 R and gained REALTALK at most 1.4, so it
-is off; bench/README.md, "Evidence from the selected trajectories").
+``current_first`` (1: a turn stating a changed fact's latest value goes just before the turns
+it supersedes, which are marked ``[changed later: DATE]``; ``revisions.py``), ``sel_w`` (0.0:
+the paper draws evidence from the k selected trajectories; ``sel_w`` adds that much to the score
+of their turns and brings all their turns into the pool. Measured on four dev conversations
+at 2,000 tokens it cost LoCoMo up to 4 R and gained REALTALK at most 1.4, so it is off;
+bench/README.md, "Evidence from the selected trajectories").
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import time
 from ..base import Env, Item, Recollection, RecallRequest
 from ..render import pack_sources
 from ..search import RRF_K, search_turns, source_ref, turn_search
-from . import evidence as ev, route, scoring, store, turnmap
+from . import evidence as ev, revisions, route, scoring, store, turnmap
 from .curate import curate_session, forget_sources, state_of
 from .explain import explain_id
 from .pages import rebuild
@@ -128,12 +130,15 @@ class WikiStrategy:
         why = {i: ("selected trajectory " if owner.get(i) in sel else "trajectory ") +
                f"{owner.get(i)}: " + ", ".join(f"{k2}={v:.3f}" for k2, v in sc["parts"][i].items())
                for i in order2[:120]}
-        rows_src = [r for r in reads.turns.rows(order2[:200]) if request.in_window(r["timestamp"])]
-        packed = pack_sources(rows_src, request.budget_tokens)
+        changed = revisions.changes(space, order2[:200]) if int(request.options.get(
+            "current_first", 1)) else {}
+        ids = revisions.current_first(order2[:200], changed)
+        rows_src = [r for r in reads.turns.rows(ids) if request.in_window(r["timestamp"])]
+        packed = pack_sources(rows_src, request.budget_tokens, marks=revisions.marks(changed))
         suff = ev.sufficiency(judge or f, chosen, packed.chosen)
         return {"f": f, "routed": routed, "rows": rows, "scores": scores, "chosen": chosen,
                 "packed": packed, "owner": owner, "why": why, "rel": rel, "suff": suff,
-                "score": suff["support"], "s_of": maps.s_of}
+                "score": suff["support"], "s_of": maps.s_of, "changed": changed}
 
     @staticmethod
     def _ref_time(space):
@@ -170,6 +175,9 @@ class WikiStrategy:
             "evidence": [dict(p, why=a["why"].get(p["source_id"]))
                          for p in ev.provenance(env.space, packed.chosen, a["owner"], a["s_of"])],
             "left_out": [{"id": r["id"], "why": why} for r, why in packed.left_out[:50]],
+            "changed_later": [{"source_id": i, "current": ch.current, "slot": ch.slot}
+                              for i, ch in a["changed"].items()
+                              if i in {r["id"] for r in packed.chosen}],
             "answerability": {"first": first["suff"], "retry": retry,
                               "final": a["suff"]},
             "budget": {"tokens": request.budget_tokens, "chars_allowed": packed.chars_budget,

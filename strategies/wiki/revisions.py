@@ -1,0 +1,117 @@
+"""Changed facts: which quoted turns state a value that a later message changed, and where the
+latest value stands.
+
+A claim with a *slot* (``claims.STATE``: ``subject|residence``, ``|job``, ``|study``,
+``|relationship``) states something about its subject that can change. Curation's slot patterns
+are wide on purpose (they help group turns into trajectories) and catch "live music" as much as
+"I live in Leeds"; the paper's revise/deprecate ops also only link claims of one trajectory,
+while a move told weeks later usually lands in another. So a change of value is read here, at
+recall, from the claims themselves:
+
+* a claim *states a value* of its slot when its sentence says it in the first person with a
+  pattern of ``claims.CHANGES`` ("I live in", "we moved to", "my job at", "I'm dating"); the
+  value is what follows the pattern (``claims.stated_value``: "Ghent, close to");
+* for each slot of a candidate turn, every claim in the namespace that states a value of that
+  slot is read (``wiki_claims`` by ``slot``), and the latest one (by its message's time) holds
+  the current value. An earlier claim is *superseded* when its value shares no word with the
+  current one (Ghent, then Porto), or when the current one ends the state ("I don't live in
+  Ghent any more", ``claims.END``) and the earlier one did not. A later claim restating the same
+  value ("since I lost my job at the bakery") supersedes nothing.
+
+Then :func:`current_first` places each current turn just before the first turn it supersedes
+(adding it when the ranking lacked it), so the current value is read before its history and the
+history stays. This is an order rule with no weight to fit. :func:`marks` gives the line quoted
+under a superseded turn, ``[changed later: 2023-08-14]``: it starts at column 0 with ``[``, which
+no stored string can do inside the frame (``frame.py``), and its date is formatted here, so a
+message cannot forge it.
+
+Why order and a mark rather than dropping old values: a question about history ("where did she
+live before?") needs them, and the slots come from heuristic claims that can be wrong; a wrong
+mark costs a line, a wrong drop the answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from .claims import END, stated_value
+from .store import CLAIM
+
+COLS = ["id", "source_id", "slot", "text", "timestamp"]
+
+
+@dataclass(frozen=True)
+class Change:
+    current: str                 # the turn stating the slot's latest value
+    when: datetime | None        # its time
+    slot: str
+
+
+def _time(ts: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(ts) if ts else None
+    except ValueError:
+        return None
+
+
+def changes(space, ids: list[str]) -> dict[str, Change]:
+    """``{turn id: Change}`` for the turns of ``ids`` that state a value a later turn changed."""
+    if not ids:
+        return {}
+    mine = [c for c in space.rows(CLAIM, eq={"source_id": sorted(set(ids))}, columns=COLS)
+            if c["slot"] and stated_value(c["text"], c["slot"]) is not None]
+    slots = sorted({c["slot"] for c in mine})
+    if not slots:
+        return {}
+    latest: dict[str, tuple[datetime, str, dict]] = {}
+    for c in space.rows(CLAIM, eq={"slot": slots}, columns=COLS):
+        t = _time(c["timestamp"])
+        if t is None or stated_value(c["text"], c["slot"]) is None:
+            continue
+        if c["slot"] not in latest or (t, c["source_id"]) > latest[c["slot"]][:2]:
+            latest[c["slot"]] = (t, c["source_id"], c)
+    out: dict[str, Change] = {}
+    for c in mine:
+        t, last = _time(c["timestamp"]), latest.get(c["slot"])
+        if t is None or last is None or last[1] == c["source_id"] or t >= last[0]:
+            continue
+        if not _superseded(c, last[2]):
+            continue
+        had = out.get(c["source_id"])
+        if had is None or (had.when is not None and had.when < last[0]):
+            out[c["source_id"]] = Change(last[1], last[0], c["slot"])
+    # a turn that also states a slot's latest value is current for that slot: not superseded
+    current = {v[1] for v in latest.values()}
+    return {i: ch for i, ch in out.items() if i not in current}
+
+
+def _superseded(old: dict, new: dict) -> bool:
+    """Whether ``new`` (a later claim of the same slot) changes the value ``old`` stated."""
+    ends_new, ends_old = (bool(END.search(c["text"].lower())) for c in (new, old))
+    if ends_new and not ends_old:
+        return True
+    v_old = set(stated_value(old["text"], old["slot"]) or ())
+    v_new = set(stated_value(new["text"], new["slot"]) or ())
+    return bool(v_old and v_new and not v_old & v_new)
+
+
+def current_first(order: list[str], found: dict[str, Change]) -> list[str]:
+    """``order`` with each current turn just before the first turn it supersedes."""
+    out: list[str] = []
+    placed: set[str] = set()
+    for i in order:
+        ch = found.get(i)
+        if ch is not None and ch.current not in placed:
+            out.append(ch.current)
+            placed.add(ch.current)
+        if i not in placed:
+            out.append(i)
+            placed.add(i)
+    return out
+
+
+def marks(found: dict[str, Change]) -> dict[str, str]:
+    """The line quoted under each superseded turn."""
+    return {i: f"[changed later: {ch.when.strftime('%Y-%m-%d')}]\n" if ch.when is not None
+            else "[changed later]\n" for i, ch in found.items()}
