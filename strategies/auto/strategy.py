@@ -10,9 +10,9 @@
    kind is above zero ranks source turns for ``EXPAND`` x the budget.
 3. The rankings are fused by weighted reciprocal rank fusion (``fusion.py``), deduplicated by
    source, and packed greedily into the caller's budget; session groups are ordered by their best
-   turn, so the most useful evidence comes first. Where the wiki has claims, a turn stating the
-   latest value of a fact that changed goes just before the turns it supersedes, which are
-   marked (``wiki/revisions.py``; option ``current_first``, 1).
+   turn, so the most useful evidence comes first. Where the wiki has claims, quoted turns whose
+   fact changed later are marked, and for a query about that kind of state the turn with the
+   latest value goes just before them (``wiki/revisions.py``; option ``current_first``, 1).
 
 Sessions still waiting for curation (queued or failed) are in no curated store, so while any
 exist ``plain`` votes with at least weight ``PLAIN_FRESH`` even where the fit gives it none, and
@@ -96,10 +96,11 @@ class AutoStrategy:
         ids = [sid for sid, _, _ in fused]
         changed = (revisions.changes(env.space, ids[:DEPTH]) if "wiki" in ready and
                    int(opt.get("current_first", 1)) else {})
-        added = {ch.current for ch in changed.values()} - info.keys()
+        ranked = revisions.current_first(ids, changed, request.query)
+        added = set(ranked) - info.keys()
         for i in added:   # a current value no voter ranked: listed unscored
             info[i] = (0.0, {})
-        rows = [r for r in turns.rows(revisions.current_first(ids, changed))
+        rows = [r for r in turns.rows(ranked)
                 if r["id"] not in added or request.in_window(r["timestamp"])]
         packed = pack_sources(rows, request.budget_tokens, by_rank=True,
                               marks=revisions.marks(changed))

@@ -59,7 +59,7 @@ CHANGES = {
                             r"(?:back\s+)?(?:in|to|into|out|near|away)\b"),
     "job": re.compile(_I + r"(?:work(?:s|ing|ed)?\s+(?:at|for|as)|started\s+(?:at|as)|"
                       r"(?:got|was|been)\s+hired|quit)\b|\bmy (?:new )?job (?:at|as)\b"),
-    "study": re.compile(_I + r"(?:stud(?:y|ying|ied)|enrolled|majoring)\s+(?:at|in)\b"),
+    "study": re.compile(_I + r"(?:stud(?:y|ying|ied)|enrolled)\s+at\b|\bi'?m a student at\b"),
     "relationship": re.compile(_I + r"(?:dating|married|engaged|divorced|single|seeing)\b|"
                                r"\bmy (?:boyfriend|girlfriend|partner|husband|wife|fianc[eé]e?)\b(?!')"),
 }

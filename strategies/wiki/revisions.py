@@ -18,9 +18,13 @@ recall, from the claims themselves:
   Ghent any more", ``claims.END``) and the earlier one did not. A later claim restating the same
   value ("since I lost my job at the bakery") supersedes nothing.
 
-Then :func:`current_first` places each current turn just before the first turn it supersedes
-(adding it when the ranking lacked it), so the current value is read before its history and the
-history stays. This is an order rule with no weight to fit. :func:`marks` gives the line quoted
+Then, when the query asks about that kind of state (a word of :data:`ASKS`: "where does she
+*live*", "who is his *partner*"), :func:`current_first` places each current turn just before the
+first turn it supersedes (adding it when the ranking lacked it), so the current value is read
+before its history and the history stays. This is an order rule with no weight to fit. For a
+query about something else the ranking is left alone: a current turn brought in there is off the
+question and takes budget from its evidence (on the REALTALK dev chats it did, when every change
+was brought in). The mark is written either way. :func:`marks` gives the line quoted
 under a superseded turn, ``[changed later: 2023-08-14]``: it starts at column 0 with ``[``, which
 no stored string can do inside the frame (``frame.py``), and its date is formatted here, so a
 message cannot forge it.
@@ -35,10 +39,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from . import text as tx
 from .claims import END, stated_value
 from .store import CLAIM
 
 COLS = ["id", "source_id", "slot", "text", "timestamp"]
+# words by which a query asks about a state (general English; compared as ``text.stem`` stems)
+ASKS = {"residence": "live lives living lived move moved moving home city town address reside",
+        "job": "work works working worked job jobs employer employed company career office",
+        "study": "study studies studying studied school university college student",
+        "relationship": "partner boyfriend girlfriend husband wife dating married relationship "
+                        "spouse fiance fiancee"}
+_ASKS = {p: {tx.stem(w) for w in ws.split()} for p, ws in ASKS.items()}
+
+
+def asked(query: str) -> set[str]:
+    """The states (``ASKS`` keys) a query asks about."""
+    q = set(tx.tokens(query))
+    return {p for p, ws in _ASKS.items() if q & ws}
 
 
 @dataclass(frozen=True)
@@ -96,13 +114,15 @@ def _superseded(old: dict, new: dict) -> bool:
     return bool(v_old and v_new and not v_old & v_new)
 
 
-def current_first(order: list[str], found: dict[str, Change]) -> list[str]:
-    """``order`` with each current turn just before the first turn it supersedes."""
+def current_first(order: list[str], found: dict[str, Change], query: str) -> list[str]:
+    """``order`` with each current turn of a state ``query`` asks about just before the first
+    turn it supersedes."""
+    states = asked(query)
     out: list[str] = []
     placed: set[str] = set()
     for i in order:
         ch = found.get(i)
-        if ch is not None and ch.current not in placed:
+        if ch is not None and ch.slot.rsplit("|", 1)[-1] in states and ch.current not in placed:
             out.append(ch.current)
             placed.add(ch.current)
         if i not in placed:

@@ -132,7 +132,7 @@ class WikiStrategy:
                for i in order2[:120]}
         changed = revisions.changes(space, order2[:200]) if int(request.options.get(
             "current_first", 1)) else {}
-        ids = revisions.current_first(order2[:200], changed)
+        ids = revisions.current_first(order2[:200], changed, request.query)
         rows_src = [r for r in reads.turns.rows(ids) if request.in_window(r["timestamp"])]
         packed = pack_sources(rows_src, request.budget_tokens, marks=revisions.marks(changed))
         suff = ev.sufficiency(judge or f, chosen, packed.chosen)

@@ -48,9 +48,12 @@ def test_a_later_claim_changes_a_value_only_if_it_states_another_or_ends_it(old,
 def test_the_current_turn_goes_just_before_the_first_turn_it_supersedes():
     ch = {"old1": Change("new", datetime(2023, 6, 1), "u|residence"),
           "old2": Change("new", datetime(2023, 6, 1), "u|residence")}
-    assert current_first(["a", "old1", "b", "old2", "new"], ch) == ["a", "new", "old1", "b", "old2"]
-    assert current_first(["new", "old1"], ch) == ["new", "old1"]
-    assert current_first(["x"], ch) == ["x"]
+    q = "Where does she live now?"
+    assert current_first(["a", "old1", "b", "old2", "new"], ch, q) == ["a", "new", "old1", "b", "old2"]
+    assert current_first(["new", "old1"], ch, q) == ["new", "old1"]
+    assert current_first(["x"], ch, q) == ["x"]
+    # a query about something else: the ranking stays as it was (the marks are still written)
+    assert current_first(["a", "old1", "b"], ch, "What music does she like?") == ["a", "old1", "b"]
     assert marks(ch)["old1"] == "[changed later: 2023-06-01]\n"
 
 
@@ -109,3 +112,4 @@ async def test_switched_off_nothing_is_marked(client, server):
         off = recall(server.runtime, "Where does the user live now?", strategy=strategy,
                      options={"current_first": 0})
         assert "\n[changed later" in on.context and "\n[changed later" not in off.context
+
