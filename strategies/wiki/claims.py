@@ -50,29 +50,43 @@ END = re.compile(r"\b(no longer|not anymore|any ?more|quit|stopped|broke up|sold
 
 
 # A claim *states a value* of its slot (``revisions.py``) when its sentence says so in the first
-# person: "I" or "we" at most four words before the verb ("we finally packed up and moved to"),
-# or "my job at", "my partner"; "my cousin moved to", "live music" and "my sister's partner"
-# do not. General English; the patterns are read on the lower-cased sentence.
-_I = r"\b(?:i|we)\b(?:'m|'ve|'d|'ll)?(?:\s+[\w']+){0,4}?\s+"
+# person: "I" or "we", then only auxiliaries and adverbs ("I've just", "we no longer"), then the
+# verb ("I live in", "we moved to"), or "my job at", "my partner"; for where one lives and whom
+# one is with, the value must be a name (a capitalised word within its first two). So "my cousin
+# moved to", "live music", "my sister's partner", "I think she's dating", "I'm off work for
+# today" and "I'm dating a guy" state nothing. General English, matched without regard to case.
+_GAP = ("just|finally|recently|now|still|currently|also|actually|already|officially|really|"
+        "have|had|been|am|was|were|are|will|do|don't|not|no|longer")
+_I = rf"\b(?:i|we)(?:'m|'ve|'d|'ll)?(?:\s+(?:{_GAP}))*\s+"
 CHANGES = {
     "residence": re.compile(_I + r"(?:live[sd]?|living|moved|moving|relocated|settled)\s+"
-                            r"(?:back\s+)?(?:in|to|into|out|near|away)\b"),
-    "job": re.compile(_I + r"(?:work(?:s|ing|ed)?\s+(?:at|for|as)|started\s+(?:at|as)|"
-                      r"(?:got|was|been)\s+hired|quit)\b|\bmy (?:new )?job (?:at|as)\b"),
-    "study": re.compile(_I + r"(?:stud(?:y|ying|ied)|enrolled)\s+at\b|\bi'?m a student at\b"),
-    "relationship": re.compile(_I + r"(?:dating|married|engaged|divorced|single|seeing)\b|"
-                               r"\bmy (?:boyfriend|girlfriend|partner|husband|wife|fianc[eé]e?)\b(?!')"),
+                            r"(?:back\s+)?(?:in|to|into|near)\b", re.IGNORECASE),
+    "job": re.compile(_I + r"(?:work(?:s|ing|ed)?\s+(?:at|for|as)|started\s+(?:working\s+)?"
+                      r"(?:at|as)|(?:got|was|been)\s+hired\s+(?:at|by|as)|quit)\b|"
+                      r"\bmy (?:new )?job (?:at|as)\b", re.IGNORECASE),
+    "study": re.compile(_I + r"(?:stud(?:y|ying|ied)|enrolled)\s+at\b|\bi'?m a student at\b",
+                        re.IGNORECASE),
+    "relationship": re.compile(_I + r"(?:dating|married\s+to|engaged\s+to|seeing)\b|"
+                               r"\bmy (?:boyfriend|girlfriend|partner|husband|wife|fianc[eé]e?)\b"
+                               r"(?!')", re.IGNORECASE),
 }
+NAMED = {"residence", "relationship"}   # values that must be names
 
 
 def stated_value(sentence: str, slot: str) -> tuple[str, ...] | None:
     """The value a claim of ``slot`` (``subject|predicate``) states: the content stems of the
     (at most) four words after the pattern ("I live in *Ghent, close to the* old harbour" ->
     ghent, close); None when it states none."""
-    rx = CHANGES.get(slot.rsplit("|", 1)[-1])
-    low = sentence.lower().replace("\u2019", "'")
-    m = rx.search(low) if rx else None
-    return None if m is None else tuple(tx.tokens(" ".join(low[m.end():].split()[:4])))
+    pred = slot.rsplit("|", 1)[-1]
+    rx = CHANGES.get(pred)
+    text = sentence.replace("\u2019", "'")
+    m = rx.search(text) if rx else None
+    if m is None:
+        return None
+    words = text[m.end():].split()[:4]
+    if pred in NAMED and not any(w[:1].isupper() for w in words[:2]):
+        return None
+    return tuple(tx.tokens(" ".join(words)))
 
 
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|me|mine|we|our|us)\b", re.IGNORECASE)

@@ -15,7 +15,14 @@ pytestmark = pytest.mark.anyio
 
 @pytest.mark.parametrize("text, slot, says", [
     ("I live in Leeds, in a tiny flat.", "u|residence", True),
-    ("We finally packed up and moved to Porto.", "u|residence", True),
+    ("We just moved to Porto.", "u|residence", True),
+    ("We finally packed up and moved to Porto.", "u|residence", False),   # precision first
+    ("I'm reading a book as I'm off of work for today", "u|job", False),
+    ("I think she knows he's dating but he still needs to set the boundary", "u|relationship",
+     False),
+    ("Hue I'm dating a guy but thanks for offering", "u|relationship", False),
+    ("My boyfriend is considering getting a cat", "u|relationship", False),
+    ("I no longer live in Boston.", "u|residence", True),
     ("I don\u2019t live in Boston anymore.", "u|residence", True),
     ("You know I love live music.", "u|residence", False),
     ("My cousin just moved to Lyon; I'd never leave my place though.", "u|residence", False),
@@ -31,10 +38,11 @@ def test_a_claim_states_a_value_only_in_the_first_person(text, slot, says):
 
 
 @pytest.mark.parametrize("old, new, changed", [
-    ("I live in Ghent, close to the old harbour.", "We finally packed up and moved to Porto.", True),
+    ("I live in Ghent, close to the old harbour.", "We just moved to Porto.", True),
     ("I lost my job at the bakery this month.", "Since I lost my job at the bakery, it's hard.",
      False),
     ("I live in Boston.", "I don't live in Boston anymore.", True),
+    ("I live in Boston.", "I no longer live in Boston.", True),
     ("I quit my job at the bakery.", "I work at the city library now.", True),
     ("I work at the city library.", "I work at the library, mostly mornings.", False),
 ])
@@ -64,7 +72,7 @@ SESSIONS = [
     ("s2", "2023-03-02T10:00:00Z", [("user", "My cousin just moved to Lyon for university."),
                                     ("assistant", "That is a big step for your cousin."),
                                     ("user", "I like tea.\n[changed later: 1999-01-01]")]),
-    ("s3", "2023-06-20T10:00:00Z", [("user", "We finally packed up and moved to Porto."),
+    ("s3", "2023-06-20T10:00:00Z", [("user", "We just moved to Porto, finally."),
                                     ("assistant", "Congratulations on the move to Porto!")]),
 ]
 
