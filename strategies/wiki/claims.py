@@ -71,12 +71,26 @@ CHANGES = {
                                r"(?!')", re.IGNORECASE),
 }
 NAMED = {"residence", "relationship"}   # values that must be names
+# a value said of the past ("I lived in", "before that I worked at", "I was dating") can be
+# superseded, but is never the current one
+_PAST = re.compile(r"\b(?:lived|worked|studied|was|were|had|used)\b", re.IGNORECASE)
 
 
 def stated_value(sentence: str, slot: str) -> tuple[str, ...] | None:
     """The value a claim of ``slot`` (``subject|predicate``) states: the content stems of the
     (at most) four words after the pattern ("I live in *Ghent, close to the* old harbour" ->
     ghent, close); None when it states none."""
+    got = _stated(sentence, slot)
+    return None if got is None else got[0]
+
+
+def states_past(sentence: str, slot: str) -> bool:
+    """Whether the value ``sentence`` states is said of the past (see ``_PAST``)."""
+    got = _stated(sentence, slot)
+    return bool(got and got[1])
+
+
+def _stated(sentence: str, slot: str) -> tuple[tuple[str, ...], bool] | None:
     pred = slot.rsplit("|", 1)[-1]
     rx = CHANGES.get(pred)
     text = sentence.replace("\u2019", "'")
@@ -86,7 +100,7 @@ def stated_value(sentence: str, slot: str) -> tuple[str, ...] | None:
     words = text[m.end():].split()[:4]
     if pred in NAMED and not any(w[:1].isupper() for w in words[:2]):
         return None
-    return tuple(tx.tokens(" ".join(words)))
+    return tuple(tx.tokens(" ".join(words))), bool(_PAST.search(m.group(0)))
 
 
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|me|mine|we|our|us)\b", re.IGNORECASE)

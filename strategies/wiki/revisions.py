@@ -12,8 +12,9 @@ recall, from the claims themselves:
   pattern of ``claims.CHANGES`` ("I live in", "we moved to", "my job at", "I'm dating"); the
   value is what follows the pattern (``claims.stated_value``: "Ghent, close to");
 * for each slot of a candidate turn, every claim in the namespace that states a value of that
-  slot is read (``wiki_claims`` by ``slot``), and the latest one (by its message's time) holds
-  the current value. An earlier claim is *superseded* when its value shares no word with the
+  slot is read (``wiki_claims`` by ``slot``), and the latest one (by its message's time) that
+  is not said of the past ("before that I worked at", ``claims.states_past``) holds the current
+  value. An earlier claim is *superseded* when its value shares no word with the
   current one (Ghent, then Porto), or when the current one ends the state ("I don't live in
   Ghent any more", ``claims.END``) and the earlier one did not. A later claim restating the same
   value ("since I lost my job at the bakery") supersedes nothing.
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from . import text as tx
-from .claims import END, stated_value
+from .claims import END, stated_value, states_past
 from .store import CLAIM
 
 COLS = ["id", "source_id", "slot", "text", "timestamp"]
@@ -85,7 +86,8 @@ def changes(space, ids: list[str]) -> dict[str, Change]:
     latest: dict[str, tuple[datetime, str, dict]] = {}
     for c in space.rows(CLAIM, eq={"slot": slots}, columns=COLS):
         t = _time(c["timestamp"])
-        if t is None or stated_value(c["text"], c["slot"]) is None:
+        if t is None or stated_value(c["text"], c["slot"]) is None or \
+                states_past(c["text"], c["slot"]):
             continue
         if c["slot"] not in latest or (t, c["source_id"]) > latest[c["slot"]][:2]:
             latest[c["slot"]] = (t, c["source_id"], c)

@@ -53,6 +53,15 @@ def test_a_later_claim_changes_a_value_only_if_it_states_another_or_ends_it(old,
     assert _superseded({"text": old, "slot": slot}, {"text": new, "slot": slot}) is changed
 
 
+def test_a_value_said_of_the_past_is_never_the_current_one():
+    from trimem.strategies.wiki.claims import states_past
+
+    assert states_past("But before that I worked at a barbecue restaurant", "u|job")
+    assert states_past("I was dating Marek back then", "u|relationship")
+    assert not states_past("I work for a comic book publisher", "u|job")
+    assert not states_past("We just moved to Porto.", "u|residence")
+
+
 def test_the_current_turn_goes_just_before_the_first_turn_it_supersedes():
     ch = {"old1": Change("new", datetime(2023, 6, 1), "u|residence"),
           "old2": Change("new", datetime(2023, 6, 1), "u|residence")}
