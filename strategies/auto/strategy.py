@@ -122,9 +122,7 @@ class AutoStrategy:
                         "why": "highest fused score that fit"} for r in packed.chosen],
             "left_out": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "why": why}
                          for r, why in packed.left_out[:50]],
-            "changed_later": [{"source_id": i, "current": ch.current, "slot": ch.slot}
-                              for i, ch in changed.items()
-                              if i in {r["id"] for r in packed.chosen}],
+            "changed_later": revisions.listed(changed, packed.chosen),
             "budget": {"tokens": request.budget_tokens, "chars_allowed": packed.chars_budget,
                        "chars_used": packed.chars_used},
         }
@@ -191,9 +189,10 @@ def vote(env: Env, request: RecallRequest, voters: list[str], expand: float,
     turn search (run once at ``depth``, the deepest any voter asks for; ``0`` = each its own).
     Returns (recollections, failures, milliseconds per voter, the shared search). ``auto`` fuses
     what this returns; ``bench/fit_auto.py`` harvests the same rankings through it."""
+    # current_first 0: auto orders changed facts once, on the fused ranking (``recall``)
     sub = RecallRequest(query=request.query,
                         budget_tokens=max(1, int(request.budget_tokens * expand)),
-                        since=request.since, until=request.until)
+                        since=request.since, until=request.until, options={"current_first": 0})
     qv = env.embed_query(request.query)   # once, not once per voter
     turns = TurnSearch(env, sub, depth, qv)
     shared = replace(env, turns=turns, embed_query=_memo(env.embed_query, request.query, qv))

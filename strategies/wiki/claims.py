@@ -76,21 +76,10 @@ NAMED = {"residence", "relationship"}   # values that must be names
 _PAST = re.compile(r"\b(?:lived|worked|studied|was|were|had|used)\b", re.IGNORECASE)
 
 
-def stated_value(sentence: str, slot: str) -> tuple[str, ...] | None:
-    """The value a claim of ``slot`` (``subject|predicate``) states: the content stems of the
-    (at most) four words after the pattern ("I live in *Ghent, close to the* old harbour" ->
-    ghent, close); None when it states none."""
-    got = _stated(sentence, slot)
-    return None if got is None else got[0]
-
-
-def states_past(sentence: str, slot: str) -> bool:
-    """Whether the value ``sentence`` states is said of the past (see ``_PAST``)."""
-    got = _stated(sentence, slot)
-    return bool(got and got[1])
-
-
-def _stated(sentence: str, slot: str) -> tuple[tuple[str, ...], bool] | None:
+def stated(sentence: str, slot: str) -> tuple[tuple[str, ...], bool] | None:
+    """The value a claim of ``slot`` (``subject|predicate``) states, and whether it is said of
+    the past (``_PAST``): the content stems of the (at most) four words after the pattern ("I
+    live in *Ghent, close to the* old harbour" -> ghent, close); None when it states none."""
     pred = slot.rsplit("|", 1)[-1]
     rx = CHANGES.get(pred)
     text = sentence.replace("\u2019", "'")

@@ -10,10 +10,10 @@ recall, from the claims themselves:
 
 * a claim *states a value* of its slot when its sentence says it in the first person with a
   pattern of ``claims.CHANGES`` ("I live in", "we moved to", "my job at", "I'm dating"); the
-  value is what follows the pattern (``claims.stated_value``: "Ghent, close to");
+  value is what follows the pattern (``claims.stated``: "Ghent, close to");
 * for each slot of a candidate turn, every claim in the namespace that states a value of that
   slot is read (``wiki_claims`` by ``slot``), and the latest one (by its message's time) that
-  is not said of the past ("before that I worked at", ``claims.states_past``) holds the current
+  is not said of the past ("before that I worked at") holds the current
   value. An earlier claim is *superseded* when its value shares no word with the
   current one (Ghent, then Porto), or when the current one ends the state ("I don't live in
   Ghent any more", ``claims.END``) and the earlier one did not. A later claim restating the same
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from . import text as tx
-from .claims import END, stated_value, states_past
+from .claims import END, stated
 from .store import CLAIM
 
 COLS = ["id", "source_id", "slot", "text", "timestamp"]
@@ -78,16 +78,14 @@ def changes(space, ids: list[str]) -> dict[str, Change]:
     """``{turn id: Change}`` for the turns of ``ids`` that state a value a later turn changed."""
     if not ids:
         return {}
-    mine = [c for c in space.rows(CLAIM, eq={"source_id": sorted(set(ids))}, columns=COLS)
-            if c["slot"] and stated_value(c["text"], c["slot"]) is not None]
+    mine = _valued(space.rows(CLAIM, eq={"source_id": sorted(set(ids))}, columns=COLS))
     slots = sorted({c["slot"] for c in mine})
     if not slots:
         return {}
     latest: dict[str, tuple[datetime, str, dict]] = {}
-    for c in space.rows(CLAIM, eq={"slot": slots}, columns=COLS):
+    for c in _valued(space.rows(CLAIM, eq={"slot": slots}, columns=COLS)):
         t = _time(c["timestamp"])
-        if t is None or stated_value(c["text"], c["slot"]) is None or \
-                states_past(c["text"], c["slot"]):
+        if t is None or c["past"]:
             continue
         if c["slot"] not in latest or (t, c["source_id"]) > latest[c["slot"]][:2]:
             latest[c["slot"]] = (t, c["source_id"], c)
@@ -106,14 +104,23 @@ def changes(space, ids: list[str]) -> dict[str, Change]:
     return {i: ch for i, ch in out.items() if i not in current}
 
 
+def _valued(rows: list[dict]) -> list[dict]:
+    """The claims that state a value of their slot, with ``value`` and ``past`` added."""
+    out = []
+    for c in rows:
+        got = stated(c["text"], c["slot"]) if c["slot"] else None
+        if got is not None:
+            out.append(dict(c, value=set(got[0]), past=got[1]))
+    return out
+
+
 def _superseded(old: dict, new: dict) -> bool:
-    """Whether ``new`` (a later claim of the same slot) changes the value ``old`` stated."""
+    """Whether ``new`` (a later claim of the same slot) changes the value ``old`` stated (both
+    from ``_valued``)."""
     ends_new, ends_old = (bool(END.search(c["text"].lower())) for c in (new, old))
     if ends_new and not ends_old:
         return True
-    v_old = set(stated_value(old["text"], old["slot"]) or ())
-    v_new = set(stated_value(new["text"], new["slot"]) or ())
-    return bool(v_old and v_new and not v_old & v_new)
+    return bool(old["value"] and new["value"] and not old["value"] & new["value"])
 
 
 def current_first(order: list[str], found: dict[str, Change], query: str) -> list[str]:
@@ -137,3 +144,10 @@ def marks(found: dict[str, Change]) -> dict[str, str]:
     """The line quoted under each superseded turn."""
     return {i: f"[changed later: {ch.when.strftime('%Y-%m-%d')}]\n" if ch.when is not None
             else "[changed later]\n" for i, ch in found.items()}
+
+
+def listed(found: dict[str, Change], chosen: list[dict]) -> list[dict]:
+    """The marked turns among the quoted rows ``chosen``, for the trace (``explain``)."""
+    ids = {r["id"] for r in chosen}
+    return [{"source_id": i, "current": ch.current, "slot": ch.slot}
+            for i, ch in found.items() if i in ids]

@@ -175,9 +175,7 @@ class WikiStrategy:
             "evidence": [dict(p, why=a["why"].get(p["source_id"]))
                          for p in ev.provenance(env.space, packed.chosen, a["owner"], a["s_of"])],
             "left_out": [{"id": r["id"], "why": why} for r, why in packed.left_out[:50]],
-            "changed_later": [{"source_id": i, "current": ch.current, "slot": ch.slot}
-                              for i, ch in a["changed"].items()
-                              if i in {r["id"] for r in packed.chosen}],
+            "changed_later": revisions.listed(a["changed"], packed.chosen),
             "answerability": {"first": first["suff"], "retry": retry,
                               "final": a["suff"]},
             "budget": {"tokens": request.budget_tokens, "chars_allowed": packed.chars_budget,

@@ -6,7 +6,7 @@ from datetime import datetime
 import pytest
 
 from helpers import payload
-from trimem.strategies.wiki.claims import stated_value
+from trimem.strategies.wiki.claims import stated
 from trimem.strategies.wiki.revisions import Change, current_first, marks
 from trimem.tools.recall import recall
 
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.anyio
     ("I live in Leeds.", "u|unknown", False),
 ])
 def test_a_claim_states_a_value_only_in_the_first_person(text, slot, says):
-    assert (stated_value(text, slot) is not None) is says
+    assert (stated(text, slot) is not None) is says
 
 
 @pytest.mark.parametrize("old, new, changed", [
@@ -47,19 +47,22 @@ def test_a_claim_states_a_value_only_in_the_first_person(text, slot, says):
     ("I work at the city library.", "I work at the library, mostly mornings.", False),
 ])
 def test_a_later_claim_changes_a_value_only_if_it_states_another_or_ends_it(old, new, changed):
-    from trimem.strategies.wiki.revisions import _superseded
+    from trimem.strategies.wiki.revisions import _superseded, _valued
 
     slot = "u|job" if "job" in old or "work" in old else "u|residence"
-    assert _superseded({"text": old, "slot": slot}, {"text": new, "slot": slot}) is changed
+    a, b = _valued([{"text": old, "slot": slot}, {"text": new, "slot": slot}])
+    assert _superseded(a, b) is changed
 
 
 def test_a_value_said_of_the_past_is_never_the_current_one():
-    from trimem.strategies.wiki.claims import states_past
+    def past(text, slot):
+        got = stated(text, slot)
+        return got is not None and got[1]
 
-    assert states_past("But before that I worked at a barbecue restaurant", "u|job")
-    assert states_past("I was dating Marek back then", "u|relationship")
-    assert not states_past("I work for a comic book publisher", "u|job")
-    assert not states_past("We just moved to Porto.", "u|residence")
+    assert past("But before that I worked at a barbecue restaurant", "u|job")
+    assert past("I was dating Marek back then", "u|relationship")
+    assert not past("I work for a comic book publisher", "u|job")
+    assert not past("We just moved to Porto.", "u|residence")
 
 
 def test_the_current_turn_goes_just_before_the_first_turn_it_supersedes():
