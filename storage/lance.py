@@ -1,0 +1,45 @@
+"""Import lancedb without building the validators of a REST client the store never calls.
+
+lancedb 0.40 imports ``lance_namespace``, which imports ``lance_namespace_urllib3_client``: the
+generated client of the Lance REST namespace service, some 370 API functions wrapped in
+pydantic's ``validate_call`` and a few hundred pydantic models, each validator built as its
+module is imported. Here that is 1.2-1.5 s of the 2.7-3.0 s that ``import lancedb`` takes on a
+quiet machine (twice as much under load), and every server process pays it on its first tool
+call (measured in bench/README.md, tenth session). trimem talks to a local folder or an object
+store, never to that service.
+
+pydantic builds a validator on first use instead of at definition when its ``defer_build``
+setting is on. No public switch reaches the decorators inside a third-party module, so
+:func:`deferred_validators` turns pydantic's default on for the length of the import and puts it
+back. Behaviour is unchanged: anything that does use one of those functions or models builds
+its validator then. Where pydantic keeps its defaults elsewhere (another version), the import
+simply runs the ordinary way.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+
+@contextmanager
+def deferred_validators() -> Iterator[None]:
+    """pydantic's ``defer_build`` default on inside the block (see the module docstring).
+
+    Entered only at the top of a module (``db``, ``index_build``), which the import system runs
+    once, in one thread, so nothing else sets or restores the default meanwhile."""
+    try:
+        from pydantic._internal import _config
+        defaults = _config.config_defaults
+    except (ImportError, AttributeError):   # another pydantic: import as usual
+        yield
+        return
+    if "defer_build" not in defaults:
+        yield
+        return
+    before = defaults["defer_build"]
+    defaults["defer_build"] = True
+    try:
+        yield
+    finally:
+        defaults["defer_build"] = before
