@@ -26,8 +26,9 @@ from typing import Iterator
 def deferred_validators() -> Iterator[None]:
     """pydantic's ``defer_build`` default on inside the block (see the module docstring).
 
-    Entered only at the top of a module (``db``, ``index_build``), which the import system runs
-    once, in one thread, so nothing else sets or restores the default meanwhile."""
+    Entered where lancedb is first imported: at the top of ``db`` (the import system runs that
+    once, in one thread) and in the single-threaded ``index_build`` child, so nothing else sets
+    or restores the default meanwhile."""
     try:
         from pydantic._internal import _config
         defaults = _config.config_defaults
