@@ -14,6 +14,7 @@
    larger set does not outvote the other. Three models, from fewest free parameters up:
 
    * ``equal`` — every voter weight 1; only the RRF constant k is chosen (1 parameter);
+   * ``subset`` — which voters vote, each with weight 1 or 0, and k (15 subsets x 3 k values);
    * ``global`` — one weight per voter, plain's fixed at 1 (scale-free), and k (4 parameters);
    * ``kinds`` — ``global``, then per question kind a coordinate search from the global weights
      (kinds with fewer than --min-kind questions keep them): up to 4 x 5 parameters.
@@ -44,7 +45,7 @@ VOTERS: tuple[str, ...] = ("plain", "hybrid", "workspace", "wiki")
 GRID = (0.0, 0.5, 1.0, 2.0)
 STEPS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 KS = (10.0, 30.0, 60.0)
-MODELS = ("equal", "global", "kinds")
+MODELS = ("equal", "subset", "global", "kinds")
 OUT = Path(__file__).resolve().parent.parent / "strategies" / "auto" / "fitted.py"
 
 
@@ -140,8 +141,12 @@ def fit(sc: Scorer, qs: list[tuple[int, dict]], model: str, min_kind: int) -> di
     """{"k", "weights": {kind or "*": {voter: w}}} under ``model`` (see the module docstring)."""
     from ..strategies.auto.features import KINDS
 
-    combos = ([(1.0,) * len(VOTERS)] if model == "equal" else
-              [(1.0, *ws) for ws in itertools.product(GRID, repeat=len(VOTERS) - 1)])
+    if model == "equal":
+        combos = [(1.0,) * len(VOTERS)]
+    elif model == "subset":   # plain may be left out too: it still votes for uncurated sessions
+        combos = [c for c in itertools.product((0.0, 1.0), repeat=len(VOTERS)) if any(c)]
+    else:
+        combos = [(1.0, *ws) for ws in itertools.product(GRID, repeat=len(VOTERS) - 1)]
     best = max(((sc.objective(qs, const(dict(zip(VOTERS, c))), k), k, c)
                 for k in KS for c in combos), key=lambda t: t[0])
     _, k, c = best

@@ -2,31 +2,31 @@
 (do not edit by hand): one fit, used at every budget. ``weights`` maps a question kind
 to voter weights; ``*`` is every kind without its own.
 
-fitted 2026-12-01 (equal) on 1104 dev questions of locomo, realtalk at 2000 tokens: locomo R
-0.883 H 0.833 / realtalk R 0.755 H 0.619 (in-sample); each conversation held out: locomo R 0.883
-H 0.833 / realtalk R 0.755 H 0.619
+fitted 2026-12-01 (subset) on 1104 dev questions of locomo, realtalk at 2000 tokens: locomo R
+0.889 H 0.841 / realtalk R 0.758 H 0.628 (in-sample); each conversation held out: locomo R 0.889
+H 0.841 / realtalk R 0.747 H 0.608
 """
 
 EXPAND = 2.0   # each strategy ranks for EXPAND x the caller's budget
-FITS = {2000: {'k': 10.0,
-        'model': 'equal',
-        'weights': {'*': {'plain': 1.0, 'hybrid': 1.0, 'workspace': 1.0, 'wiki': 1.0}},
-        'summary': 'fitted 2026-12-01 (equal) on 1104 dev questions of locomo, realtalk at 2000 '
-                   'tokens: locomo R 0.883 H 0.833 / realtalk R 0.755 H 0.619 (in-sample); each '
-                   'conversation held out: locomo R 0.883 H 0.833 / realtalk R 0.755 H 0.619',
-        'dev': {'auto': {'locomo': {'R': 0.8826,
-                                    'H': 0.8329,
+FITS = {2000: {'k': 30.0,
+        'model': 'subset',
+        'weights': {'*': {'plain': 0.0, 'hybrid': 0.0, 'workspace': 1.0, 'wiki': 1.0}},
+        'summary': 'fitted 2026-12-01 (subset) on 1104 dev questions of locomo, realtalk at 2000 '
+                   'tokens: locomo R 0.889 H 0.841 / realtalk R 0.758 H 0.628 (in-sample); each '
+                   'conversation held out: locomo R 0.889 H 0.841 / realtalk R 0.747 H 0.608',
+        'dev': {'auto': {'locomo': {'R': 0.8889,
+                                    'H': 0.8408,
                                     'n': 760,
-                                    'multi-hop': [0.7578, 0.5493],
-                                    'open-domain': [0.6761, 0.5682],
-                                    'single-hop': [0.923, 0.9187],
-                                    'temporal': [0.946, 0.9359]},
-                         'realtalk': {'R': 0.7546,
-                                      'H': 0.6192,
+                                    'multi-hop': [0.7503, 0.5423],
+                                    'open-domain': [0.6951, 0.6136],
+                                    'single-hop': [0.933, 0.9306],
+                                    'temporal': [0.9514, 0.9359]},
+                         'realtalk': {'R': 0.7584,
+                                      'H': 0.6279,
                                       'n': 344,
-                                      'commonsense': [0.4608, 0.3148],
-                                      'multi-hop': [0.7041, 0.4653],
-                                      'temporal': [0.9131, 0.8836]}},
+                                      'commonsense': [0.459, 0.3333],
+                                      'multi-hop': [0.7104, 0.4722],
+                                      'temporal': [0.9166, 0.8904]}},
                 'plain': {'locomo': {'R': 0.8654,
                                      'H': 0.8118,
                                      'n': 760,
@@ -79,16 +79,16 @@ FITS = {2000: {'k': 10.0,
                                       'commonsense': [0.4528, 0.3333],
                                       'multi-hop': [0.6778, 0.4444],
                                       'temporal': [0.9029, 0.8699]}},
-                'auto_held_out': {'locomo': {'R': 0.8826,
-                                             'H': 0.8329,
+                'auto_held_out': {'locomo': {'R': 0.8889,
+                                             'H': 0.8408,
                                              'n': 760,
-                                             'multi-hop': [0.7578, 0.5493],
-                                             'open-domain': [0.6761, 0.5682],
-                                             'single-hop': [0.923, 0.9187],
-                                             'temporal': [0.946, 0.9359]},
-                                  'realtalk': {'R': 0.7546,
-                                               'H': 0.6192,
+                                             'multi-hop': [0.7503, 0.5423],
+                                             'open-domain': [0.6951, 0.6136],
+                                             'single-hop': [0.933, 0.9306],
+                                             'temporal': [0.9514, 0.9359]},
+                                  'realtalk': {'R': 0.7471,
+                                               'H': 0.6076,
                                                'n': 344,
-                                               'commonsense': [0.4608, 0.3148],
-                                               'multi-hop': [0.7041, 0.4653],
-                                               'temporal': [0.9131, 0.8836]}}}}}
+                                               'commonsense': [0.4506, 0.3148],
+                                               'multi-hop': [0.7004, 0.4514],
+                                               'temporal': [0.9029, 0.8699]}}}}}
