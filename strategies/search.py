@@ -60,14 +60,16 @@ def ranked_lists(parts: dict[str, dict], names: Iterable[str]) -> dict[str, list
 
 
 class TurnSearch:
-    """One recall's BM25 and dense search for ``query`` and its source-row reads.
+    """One recall's BM25 and dense searches and its source-row reads, shared by its voters.
 
-    ``lexical(n)`` / ``dense(n)`` cut the one search run at ``depth`` (it runs on the first ask):
-    BM25 ranks are exact under the cut; dense search is a flat scan below the vector index
-    threshold (exact too) and an ANN search above it, where a deeper search only probes more.
-    A deeper ask than ``depth``, another query text or vector, searches on its own.
-    ``rows(ids)`` reads each source row once per recall (every caller gets its own copies).
-    ``depth=0`` shares nothing. Safe to use from several threads (``auto``'s voters)."""
+    ``lexical(n, query)`` / ``dense(n, vector)`` cut one search per query text / vector, run at
+    ``depth`` on the first ask (default: the recall's query and its embedding). The voters of
+    ``auto`` ask the same few: the query as asked and its name-free form (``search_turns``), so
+    each is searched once per recall, not once per voter. BM25 ranks are exact under the cut;
+    dense search is a flat scan below the vector index threshold (exact too) and an ANN search
+    above it, where a deeper search only probes more. An ask deeper than ``depth`` searches on
+    its own. ``rows(ids)`` reads each source row once per recall (every caller gets its own
+    copies). ``depth=0`` shares nothing. Safe to use from several threads (``auto``'s voters)."""
 
     def __init__(self, env: Env, request: RecallRequest, depth: int, qv=None):
         self.space = env.space
@@ -75,29 +77,32 @@ class TurnSearch:
         self.where = SourceFilter(since=request.since, until=request.until)
         self.qv = np.asarray(env.embed_query(request.query) if qv is None else qv)
         self.depth = depth
-        self._lex: list | None = None
-        self._dense: list | None = None
+        self._lex: dict[str, list] = {}
+        self._dense: dict[bytes, list] = {}
         self._rows: dict[str, dict] = {}
         self._lock = threading.Lock()
-        self.hits = {"fts": 0, "vector": 0, "rows": 0}   # asks answered by the one search / rows read
+        self.hits = {"fts": 0, "vector": 0, "rows": 0}   # asks answered by the shared searches / rows read
 
     def lexical(self, n: int, query: str | None = None) -> list[tuple[str, float]]:
-        if (query is not None and query != self.query) or n > self.depth:
-            return self.space.fts_sources(self.query if query is None else query, n, self.where)
-        with self._lock:
-            lex = self._lex
+        text = self.query if query is None else query
+        if n > self.depth:
+            return self.space.fts_sources(text, n, self.where)
+        with self._lock:   # held while searching: a second asker waits for the first's result
+            lex = self._lex.get(text)
             if lex is None:
-                lex = self._lex = self.space.fts_sources(self.query, self.depth, self.where)
+                lex = self._lex[text] = self.space.fts_sources(text, self.depth, self.where)
             self.hits["fts"] += 1
             return lex[:n]
 
     def dense(self, n: int, vector=None) -> list[tuple[str, float]]:
-        if vector is not None or n > self.depth:
-            return self.space.vector_sources(self.qv if vector is None else vector, n, self.where)
+        v = self.qv if vector is None else np.asarray(vector)
+        if n > self.depth:
+            return self.space.vector_sources(v, n, self.where)
+        key = v.dtype.str.encode() + v.tobytes()
         with self._lock:
-            dense = self._dense
+            dense = self._dense.get(key)
             if dense is None:
-                dense = self._dense = self.space.vector_sources(self.qv, self.depth, self.where)
+                dense = self._dense[key] = self.space.vector_sources(v, self.depth, self.where)
             self.hits["vector"] += 1
             return dense[:n]
 
