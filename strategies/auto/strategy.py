@@ -4,7 +4,9 @@
    features (``features.py``); the fusion weights come from ``fitted.py`` (written by
    ``bench/fit_auto.py``, fitted on both dev sets with as few free weights as held up when each
    conversation was left out): a kind's own weights where the fit gave it some, else the fit's
-   ``*`` weights. The kind is also reported in ``route_reason``.
+   ``*`` weights. A strategy the fit gives weight 0 does not vote and is not run (the fit that
+   ships chose which strategies vote: ``fitted.py``). The kind is also reported in
+   ``route_reason``.
 2. Every strategy whose memory exists in the namespace (``has_memory``: hybrid's episodes and
    facts, workspace's threads, wiki's trajectories; ``plain`` always) and whose weight for this
    kind is above zero ranks source turns for ``EXPAND`` x the budget.
