@@ -1,7 +1,7 @@
 """Fit ``auto``'s fusion on both dev sets and write ``strategies/auto/fitted.py``.
 
     python -m trimem.bench.fit_auto --data ../shared/data/locomo --data ../shared/data/realtalk \\
-        --home STORES --model global --loco
+        --home STORES --model subset --loco
 
 1. Stores: each conversation is read from ``STORES/<namespace>`` when that folder exists (one
    settled store per conversation, as ``bench/locomo.py --home`` leaves them), else from
@@ -14,7 +14,8 @@
    larger set does not outvote the other. Three models, from fewest free parameters up:
 
    * ``equal`` — every voter weight 1; only the RRF constant k is chosen (1 parameter);
-   * ``subset`` — which voters vote, each with weight 1 or 0, and k (15 subsets x 3 k values);
+   * ``subset`` — which voters vote, each with weight 1 or 0, and k (15 subsets x 3 k values;
+     the model of the fit that ships: bench/README.md, "Tenth session");
    * ``global`` — one weight per voter, plain's fixed at 1 (scale-free), and k (4 parameters);
    * ``kinds`` — ``global``, then per question kind a coordinate search from the global weights
      (kinds with fewer than --min-kind questions keep them): up to 4 x 5 parameters.
@@ -236,7 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--convs", default="", help="e.g. 26,30,1,3 (default: every one in --data)")
     ap.add_argument("--budget", type=int, default=2000)
     ap.add_argument("--expand", type=float, default=2.0)
-    ap.add_argument("--model", choices=MODELS, default="global")
+    ap.add_argument("--model", choices=MODELS, default="subset")
     ap.add_argument("--min-kind", type=int, default=30,
                     help="kinds with fewer dev questions keep the global weights")
     ap.add_argument("--dry-run", action="store_true", help="print, do not write fitted.py")
