@@ -28,7 +28,8 @@ def deferred_validators() -> Iterator[None]:
 
     Entered where lancedb is first imported: at the top of ``db`` (the import system runs that
     once, in one thread) and in the single-threaded ``index_build`` child, so nothing else sets
-    or restores the default meanwhile."""
+    or restores the default meanwhile. A model another thread happens to define during the
+    import is only built on its first use instead of at once."""
     try:
         from pydantic._internal import _config
         defaults = _config.config_defaults
