@@ -40,8 +40,8 @@ class RecallResult(BaseModel):
 
 # One line per strategy, for the model that picks one (the Literal is the registry's names).
 STRATEGIES = {
-    "auto": "best default; fuses the rankings of the strategies its fit chose (route_reason names "
-            "them)",
+    "auto": "best default; fuses the rankings of the strategies its fit chose (explain with the "
+            "recall id names them)",
     "plain": "raw-message search (BM25 + dense, fused): fastest, verbatim evidence",
     "hybrid": "session summaries (episodes) and subject-relation-object facts, then their messages",
     "workspace": "threads of related messages and their links: good for multi-step questions",
