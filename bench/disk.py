@@ -71,6 +71,7 @@ def replay(home: Path, ns: str) -> int:
     for r in rows:
         sp.log_recall(r["recall_id"], r["query"], r["strategy"], list(r["source_ids"] or []),
                       json.loads(r["trace"]), RecallPolicy())
+    sp.flush_recalls()
     time.sleep(sp.keep_versions.total_seconds() + 5)
     sp.wait_upkeep(600, flush=True)
     time.sleep(sp.keep_versions.total_seconds() + 5)   # the last compaction's leftovers go

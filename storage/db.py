@@ -213,6 +213,8 @@ class Store:
         with self.lock:
             spaces = list(self._spaces.values())
         end = time.monotonic() + timeout
+        for sp in spaces:   # queued recall records first: writing them is upkeep's to follow
+            sp.close_recalls(max(0.0, end - time.monotonic()))
         return all([sp.close_upkeep(max(0.0, end - time.monotonic())) for sp in spaces])
 
     @contextmanager

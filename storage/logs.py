@@ -11,6 +11,7 @@ from typing import Any
 from .db import retrying, sql_in, sql_str, sql_time
 from .errors import NotFound
 from .parts import SpaceParts
+from .recall_writer import RecallWriter
 from .schema import AUDIT, RECALLS, SESSIONS
 from .traces import compact, expand, fill, text_ids
 
@@ -44,6 +45,11 @@ def bounded_trace(dumps, trace: dict, max_bytes: int) -> str:
 
 class LogsMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for sessions, recalls and the audit log."""
+
+    def _init_logs(self) -> None:
+        self._recall_writer = RecallWriter(self._write_recalls, "trimem-recall-log")
+        self._recall_policy = RecallPolicy()
+        self._recalls_logged = 0   # records this process appended (pruning counts them)
 
     # -- sessions -------------------------------------------------------------------------------
     def get_session(self, session_id: str) -> dict | None:
@@ -113,20 +119,37 @@ class LogsMixin(SpaceParts):
         stored = {i: ("source", t) for i, t in self._source_texts(ids).items()}
         stored.update((i, ("memory", t)) for i, t in
                       self._memory_texts([i for i in ids if i not in stored]).items())
-        tbl = self.table("recalls", RECALLS, create=True)
         row = {"recall_id": recall_id, "namespace": self.namespace, "created_at": self.now(),
                "query": query, "strategy": strategy, "source_ids": source_ids,
                "trace": bounded_trace(self.dumps, compact(trace, stored), policy.trace_max_bytes)}
-        retrying(lambda: tbl.add([row]), "recall log")
-        self.after_write("recalls")
-        self._recalls_logged = getattr(self, "_recalls_logged", 0) + 1
-        every = max(1, min(PRUNE_EVERY, policy.keep_max // 10))   # so at most keep_max + every
-        if self._recalls_logged % every in (0, 1) or every == 1:
-            self.prune_recalls(policy)
+        self._recall_policy = policy
+        self._recall_writer.submit(row)
         return True
+
+    def _write_recalls(self, rows: list[dict]) -> None:
+        """Append ``rows`` to the log (the writer's batches) and prune it every few records."""
+        tbl = self.table("recalls", RECALLS, create=True)
+        retrying(lambda: tbl.add(rows), "recall log")
+        self.after_write("recalls")
+        policy = self._recall_policy
+        before = self._recalls_logged
+        self._recalls_logged += len(rows)
+        every = max(1, min(PRUNE_EVERY, policy.keep_max // 10))   # so at most keep_max + every
+        if before == 0 or self._recalls_logged // every > before // every:
+            self.prune_recalls(policy)
+
+    def flush_recalls(self) -> None:
+        """Write the queued records now (``recall_writer``): before anything reads the log."""
+        self._recall_writer.flush()
+
+    def close_recalls(self, timeout: float = 30.0) -> None:
+        """Write the queued records and stop the writer (before the process exits); a record
+        logged after this is written synchronously."""
+        self._recall_writer.close(timeout)
 
     def prune_recalls(self, policy: "RecallPolicy") -> int:
         """Delete records older than ``keep_days`` and the oldest beyond ``keep_max``."""
+        self.flush_recalls()
         tbl = self.table("recalls")
         if tbl is None:
             return 0
@@ -146,6 +169,7 @@ class LogsMixin(SpaceParts):
         """The record with its trace as the recall produced it: the text of every source or
         memory it names is read now by id (one forgotten since is marked ``gone``, textless);
         ``trace_bytes`` is what the stored trace takes."""
+        self.flush_recalls()
         tbl = self.table("recalls")
         rows = [] if tbl is None else tbl.search().where(
             f"recall_id = {sql_str(recall_id)}").limit(1).to_list()
@@ -167,6 +191,7 @@ class LogsMixin(SpaceParts):
         """Recall records that cite any of ``ids`` (sources or memories) or, with ``in_trace``,
         name one anywhere in their trace (a ranked candidate, a left-out turn): a query that
         matched a forgotten message is as telling as the message."""
+        self.flush_recalls()
         tbl = self.table("recalls")
         if tbl is None or not ids:
             return []
@@ -182,6 +207,7 @@ class LogsMixin(SpaceParts):
     def recalls_between(self, before: datetime | None = None,
                         after: datetime | None = None) -> list[str]:
         """Ids of recall records created in a time range (both ends optional: all of them)."""
+        self.flush_recalls()
         tbl = self.table("recalls")
         if tbl is None:
             return []
@@ -193,6 +219,7 @@ class LogsMixin(SpaceParts):
         return [r["recall_id"] for r in q.limit(None).to_list()]
 
     def delete_recalls(self, recall_ids: list[str]) -> None:
+        self.flush_recalls()
         tbl = self.table("recalls")
         if tbl is not None and recall_ids:
             for i in range(0, len(recall_ids), 500):

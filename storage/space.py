@@ -46,6 +46,7 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
         self.model: str | None = None
         self.dim: int | None = None
         self._init_upkeep()
+        self._init_logs()
         self._init_passages()
         self._registered = False
         self._fts_ready = False

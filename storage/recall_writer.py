@@ -1,0 +1,106 @@
+"""The recall log's writer: records are appended off the response path, in batches.
+
+Appending one recall record to LanceDB (a new fragment and a new table version) took ~10 ms of
+every recall, longer than plain's whole ranking. So a recall hands its finished row (the trace
+already compacted and bounded, so nothing it names can change afterwards) to this writer and
+answers; one daemon thread per namespace appends whatever has queued up in one ``add``.
+
+What keeps the log's contract:
+
+* every reader of the log (``explain``, ``forget`` and its scrub, pruning, ``close``) calls
+  :meth:`flush` first, which writes what is queued before it reads: in this process a record is
+  never missed, and a forget never leaves behind a queued record of what it forgot;
+* the first record of a process is written synchronously, and so is every record after a
+  background write failed (a read-only or full memory folder): the recall that meets the failure
+  reports it (``[not logged: ...]``) as before. The one record that cannot report is the batch
+  whose background write failed: it is lost, with a warning in the server's log;
+* records queued when the process is killed (``kill -9``) are lost; ``close`` (SIGTERM, stdin
+  closed) flushes them.
+
+A hand-written writer rather than a ``ThreadPoolExecutor``: the batching (one ``add`` for all
+that queued while the last one ran) and the flush-by-the-reader are the point, and neither is a
+pool's.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable
+
+log = logging.getLogger(__name__)
+IDLE_EXIT_S = 10.0   # the thread ends after this long with nothing queued (a new record restarts it)
+
+
+class RecallWriter:
+    """Queue of rows for ``write(rows)``; see the module docstring."""
+
+    def __init__(self, write: Callable[[list[dict]], None], name: str):
+        self._write = write
+        self._name = name
+        self._cv = threading.Condition()
+        self._io = threading.RLock()     # one batch at a time (a flush waits for the running one)
+        self._pending: list[dict] = []
+        self._thread: threading.Thread | None = None
+        self._sync = True                # until a synchronous write succeeds, and after a failure
+        self._closed = False
+
+    def submit(self, row: dict) -> None:
+        """Write ``row`` now (synchronous mode: raises what the write raises) or queue it."""
+        with self._cv:
+            sync = self._sync or self._closed
+        if sync:
+            with self._io:
+                self._write([row])
+            with self._cv:
+                self._sync = False
+            return
+        with self._cv:
+            self._pending.append(row)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, daemon=True, name=self._name)
+                self._thread.start()
+            self._cv.notify()
+
+    def flush(self) -> None:
+        """Write everything queued so far, and wait for a batch being written (a no-op inside
+        the writer's own write, which already holds the batch)."""
+        with self._io:
+            with self._cv:
+                rows, self._pending = self._pending, []
+            if rows:
+                self._write_batch(rows)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Flush, then stop the thread (before the process exits)."""
+        with self._cv:
+            self._closed = True
+            thread = self._thread
+            self._cv.notify()
+        if thread is not None:
+            thread.join(timeout)
+        self.flush()
+
+    @property
+    def queued(self) -> int:
+        with self._cv:
+            return len(self._pending)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                if not self._pending and not self._closed:
+                    self._cv.wait(IDLE_EXIT_S)
+                if not self._pending:
+                    self._thread = None
+                    return
+            self.flush()
+
+    def _write_batch(self, rows: list[dict]) -> None:
+        try:
+            self._write(rows)
+        except Exception as exc:   # noqa: BLE001 - the recall already answered; say so and go sync
+            log.warning("%d recall record(s) not logged (explain will not find them): %s",
+                        len(rows), exc)
+            with self._cv:
+                self._sync = True
