@@ -300,6 +300,8 @@ def run(args) -> dict:
                         t1 = time.perf_counter()
                         out = recall(rt, qa["question"], s, ns, b, options=options)
                         ms = 1000 * (time.perf_counter() - t1)
+                        if args.pause_s:   # a host reads each answer before its next call
+                            time.sleep(args.pause_s)
                         r = score(out, gold, texts, str(qa.get("answer", "")), b)
                         results[(s, b, mode)].append(r | {"cat": qa["category"], "ms": ms,
                                                           "kind": kind})
@@ -378,6 +380,9 @@ def main(argv: list[str] | None = None) -> None:
                          "asked in every namespace: reports how often each strategy abstains")
     ap.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                     help="strategy option passed to every recall (e.g. hops=2), repeatable")
+    ap.add_argument("--pause-s", type=float, default=0.0,
+                    help="pause after each timed recall (untimed), as a host reading the answer "
+                         "does: background work after a recall then does not land in the next")
     ap.add_argument("--hash-contexts", action="store_true",
                     help="also write each question's context hash (per strategy@budget, in "
                          "question order) to --json, to compare two runs exactly")

@@ -104,3 +104,23 @@ async def test_a_failed_background_write_makes_the_next_recall_say_not_logged(se
         res = await c.call_tool("explain", {"id": lost, "namespace": "main"})
         assert res.is_error
         assert payload(await c.call_tool("explain", {"id": again["recall_id"], "namespace": "main"}))
+
+
+async def test_a_clean_stop_writes_the_queued_records_first(server, home):
+    from trimem.server.settings import Settings
+    from trimem.tools.runtime import Runtime
+
+    async with Client(server) as c:
+        space = await setup(c, server)
+        gate = Gate(space)
+        ids = [(await recall(c, f"door code {k}"))["recall_id"] for k in range(2)]
+        assert gate.held(1) == [1] and space._recall_writer.queued == 1
+    gate.open_later()
+    assert server.runtime.close(30)          # what SIGTERM or a closed stdin runs
+    assert gate.batches == [1, 1]
+    reader = Runtime(Settings(home=str(home), curation=False).to_config())
+    try:
+        for rid in ids:                      # a new process finds both, at once
+            assert reader.space("main").get_recall(rid)["query"].startswith("door code")
+    finally:
+        reader.close(10)
