@@ -63,8 +63,8 @@ class RecallWriter:
             self._cv.notify()
 
     def flush(self) -> None:
-        """Write everything queued so far, and wait for a batch being written (a no-op inside
-        the writer's own write, which already holds the batch)."""
+        """Write everything queued so far, after a batch being written. Called inside the
+        writer's own write (its pruning reads the log), it re-enters and writes what queued since."""
         with self._io:
             with self._cv:
                 rows, self._pending = self._pending, []
@@ -72,7 +72,8 @@ class RecallWriter:
                 self._write_batch(rows)
 
     def close(self, timeout: float = 30.0) -> None:
-        """Flush, then stop the thread (before the process exits)."""
+        """Stop the thread (it writes what is queued on its way out), then write anything left
+        (before the process exits); records submitted after this are written synchronously."""
         with self._cv:
             self._closed = True
             thread = self._thread

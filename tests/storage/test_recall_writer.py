@@ -53,6 +53,16 @@ async def setup(c, server, text: str = "The hangar door code is 5519.") -> objec
     return space
 
 
+async def held_recalls(c, server, n: int):
+    """The space, its gate and ``n`` recall ids: the first record is held at the gate, the
+    other ``n - 1`` are queued behind it."""
+    space = await setup(c, server)
+    gate = Gate(space)
+    ids = [(await recall(c, f"door code {k}"))["recall_id"] for k in range(n)]
+    assert gate.held(1) == [1] and space._recall_writer.queued == n - 1
+    return space, gate, ids
+
+
 async def recall(c, query: str) -> dict:
     return payload(await c.call_tool("recall", {"query": query, "namespace": "main",
                                                 "strategy": "plain"}))
@@ -60,11 +70,8 @@ async def recall(c, query: str) -> dict:
 
 async def test_recall_answers_before_its_record_is_written_and_explain_waits_for_it(server):
     async with Client(server) as c:
-        space = await setup(c, server)
-        gate = Gate(space)
-        ids = [(await recall(c, f"door code {k}"))["recall_id"] for k in range(3)]
         # all three answered while the first record's append is still held at the gate
-        assert gate.held(1) == [1] and space._recall_writer.queued == 2
+        _, gate, ids = await held_recalls(c, server, 3)
         gate.open_later()
         out = payload(await c.call_tool("explain", {"id": ids[-1], "namespace": "main"}))
         assert "door code 2" in out["summary"]
@@ -111,10 +118,7 @@ async def test_a_clean_stop_writes_the_queued_records_first(server, home):
     from trimem.tools.runtime import Runtime
 
     async with Client(server) as c:
-        space = await setup(c, server)
-        gate = Gate(space)
-        ids = [(await recall(c, f"door code {k}"))["recall_id"] for k in range(2)]
-        assert gate.held(1) == [1] and space._recall_writer.queued == 1
+        _, gate, ids = await held_recalls(c, server, 2)
     gate.open_later()
     assert server.runtime.close(30)          # what SIGTERM or a closed stdin runs
     assert gate.batches == [1, 1]
