@@ -269,7 +269,12 @@ def run(args) -> dict:
             space.optimize()           # unindexed (its idle compaction died with it): settle them
             res["ingest"]["optimize_s"] = round(time.perf_counter() - t1, 1)
         else:
+            before = stored_before(out)
+            if stored > before:   # --reuse: an interrupted fill stored part of this size
+                skip(stream, carry, stored, before)
             res = {"ingest": ingest(rt, space, stream, carry, size, embed)}
+            if stored > before:
+                res["ingest"]["resumed_at"] = stored
         log(f"size {size}: waiting for the vector index")
         res["index"] = wait_for_index(space, builds, n_builds)
         log(f"size {size}: recall x{args.queries} (+{args.warmup} warm-up)")
@@ -375,7 +380,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--home", default="", help="an empty store folder (default: a temp folder)")
     ap.add_argument("--keep", action="store_true", help="keep the temp store folder")
     ap.add_argument("--reuse", action="store_true",
-                    help="--home already holds this benchmark's rows (same --seed): time only")
+                    help="--home already holds this benchmark's rows (same --seed): time the "
+                         "sizes it holds, and resume a fill that was stopped part-way")
     ap.add_argument("--json", default="", help="also write the results here")
     ap.add_argument("--queries", type=int, default=200, help="distinct measured recall queries")
     ap.add_argument("--warmup", type=int, default=20)
