@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 
 from .. import __version__
-from ..tools import consolidate, explain, forget, namespaces, recall, remember, wiki_pages
 from ..tools.runtime import Runtime
-from . import prompts
+from . import mcp_tools, prompts, resources
 from .settings import Settings, load_settings
 from .stdio import StdioServer
 
@@ -26,10 +25,9 @@ def build_server(settings: Settings | None = None) -> StdioServer:
     logging.getLogger("trimem").setLevel(settings.log_level.upper())
     rt = Runtime(settings.to_config())
     server = StdioServer(name="trimem", version=__version__, instructions=INSTRUCTIONS)
-    for tool in (remember, recall, consolidate, explain, forget):
-        tool.register(server, rt)
-    namespaces.register(server, rt)   # trimem://namespaces, trimem://{namespace}/status
-    wiki_pages.register(server, rt)   # trimem://{namespace}/wiki[/{page}]: browse the memory wiki
+    mcp_tools.register(server, rt)    # remember, recall, consolidate, explain, forget
+    resources.register(server, rt)    # trimem://namespaces, trimem://{namespace}/status,
+                                      # trimem://{namespace}/wiki[/{page}]: browse the memory wiki
     prompts.register(server)          # curate_conversation, use_memory
     server.runtime = rt  # for the CLI and tests: the same objects the tools use
     return server

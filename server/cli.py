@@ -105,7 +105,7 @@ def restore_memory(rt, namespace: str, memory_id: str) -> dict:
     through the hybrid strategy (under the namespace lock, like curation and forget)."""
     from typing import cast
 
-    from mcp.server.mcpserver.exceptions import ToolError
+    from ..tools.errors import ToolFailure
 
     from ..strategies import registry
     from ..strategies.hybrid.store import KINDS
@@ -116,7 +116,7 @@ def restore_memory(rt, namespace: str, memory_id: str) -> dict:
             raise CommandError(f"no namespace {namespace!r} in {rt.config.home} "
                                "(`trimem namespaces` lists them)")
         env = rt.env(namespace)
-    except ToolError as exc:   # the store cannot be opened, or the embedder is misconfigured
+    except ToolFailure as exc:   # the store cannot be opened, or the embedder is misconfigured
         raise CommandError(str(exc)) from exc
     found = env.space.get_memories([memory_id])
     if not found:

@@ -35,7 +35,7 @@ def _html(body: str, status: int = 200):
 
 def routes(rt):
     """The Starlette app of the pages (no auth here: see :func:`view_app`)."""
-    from mcp.server.mcpserver.exceptions import ToolError
+    from ..tools.errors import ToolFailure
     from starlette.applications import Starlette
     from starlette.responses import RedirectResponse
     from starlette.routing import Route
@@ -52,7 +52,7 @@ def routes(rt):
                 return resp
             try:
                 return _html(fn(q))
-            except ToolError as exc:
+            except ToolFailure as exc:
                 return _html(V.error(404, str(exc)), 404)
         return endpoint
 
@@ -74,7 +74,7 @@ def routes(rt):
         sid = q.get("id") or ""
         msgs = space.sources_by_session(sid)
         if not msgs:
-            raise ToolError(f"no session {sid!r} in namespace {ns!r}")
+            raise ToolFailure(f"no session {sid!r} in namespace {ns!r}")
         return V.session(ns, sid, space.get_session(sid), msgs)
 
     def wiki(q):
@@ -83,7 +83,7 @@ def routes(rt):
         ns, space = space_of(q)
         p, trajs, claims = page_with_claims(space, q.get("id") or "")
         if p is None:
-            raise ToolError(f"no wiki page {q.get('id')!r} in namespace {ns!r}")
+            raise ToolFailure(f"no wiki page {q.get('id')!r} in namespace {ns!r}")
         return V.wiki_page(ns, p, trajs, claims)
 
     def recall(q):

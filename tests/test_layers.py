@@ -130,3 +130,47 @@ def test_sql_checker_sees_a_filter_string(tmp_path):
     for layer in ("transfer", "server", "storage", "providers"):
         (tmp_path / layer).mkdir()
     assert len(sql_above_storage(tmp_path)) == 2
+
+
+def mcp_below_server(root: Path = ROOT) -> list[str]:
+    """Only ``server/`` speaks MCP: every layer below it (the service layer ``tools/``, the
+    exporter / importer, strategies, storage, providers) imports nothing of the MCP SDK, lazily
+    or not, so the CLI, the benchmarks and the tests call it without loading the SDK."""
+    bad: list[str] = []
+    for layer in (lay for lay in RANK if lay != "server"):
+        for path in sorted((root / layer).rglob("*.py")):
+            seen: set[int] = set()
+            for line, target in _imported(path, root):
+                if (target == "mcp" or target.startswith("mcp.")) and line not in seen:
+                    seen.add(line)
+                    bad.append(f"{path.relative_to(root)}:{line}: imports {target}")
+    return bad
+
+
+def test_only_the_server_imports_mcp():
+    bad = mcp_below_server()
+    assert not bad, "MCP below server/:\n" + "\n".join(bad)
+
+
+def test_mcp_checker_sees_a_lazy_import(tmp_path):
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "x.py").write_text(
+        "def f():\n    from mcp.server.mcpserver.exceptions import ToolError\n")
+    (tmp_path / "server").mkdir()
+    (tmp_path / "server" / "y.py").write_text("import mcp\n")
+    assert mcp_below_server(tmp_path) == ["tools/x.py:2: imports mcp.server.mcpserver.exceptions"]
+
+
+def test_the_service_layer_runs_without_loading_the_sdk():
+    """Importing every tool's service module and the runtime loads no ``mcp`` module (the kill -9
+    driver, the CLI's offline commands and the benchmarks start that much faster)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import trimem.tools.remember, trimem.tools.recall, trimem.tools.forget, "
+            "trimem.tools.explain, trimem.tools.consolidate, trimem.tools.runtime, "
+            "trimem.transfer.importer; "
+            "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT.parent).stdout.strip()
+    assert out == "[]", out

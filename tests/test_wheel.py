@@ -45,9 +45,11 @@ def installed(tmp_path_factory) -> Path:
 
 
 def test_installed_package_is_not_the_checkout(installed, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     where = subprocess.run([str(installed / "python"), "-c",
                             "import trimem.providers.local as m; print(m.__file__)"],
-                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+                           cwd=tmp_path, env=env, capture_output=True, text=True,
+                           check=True).stdout
     assert "site-packages" in where and str(ROOT) not in where
 
 

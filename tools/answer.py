@@ -1,11 +1,8 @@
-"""What a tool hands back to the host: short text for the model, the full result as structured
-content.
+"""How the tools write the text a host's model reads: quoted names, one-line JSON, descriptions.
 
-A host gives its model a tool result's *text content*; ``structured_content`` (validated against
-the tool's output schema) is for the host's own code. The SDK would otherwise put a pretty-printed
-JSON copy of the whole result in the text, so every recalled line would reach the model three
-times. Each tool's ``register`` returns :func:`answer` and annotates its return type as
-``Annotated[CallToolResult, ResultModel]``, which keeps the output schema.
+Each tool's ``text_of`` writes the short text of its result with these; the MCP adapter
+(``server/mcp_tools.py``) sends that text as the result's content and the whole result as
+structured content.
 """
 
 from __future__ import annotations
@@ -14,14 +11,6 @@ import inspect
 import json
 from typing import Any
 
-from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel
-
-
-def answer(text: str, result: BaseModel) -> CallToolResult:
-    """One text block for the model; the whole ``result`` as structured content."""
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=result.model_dump(mode="json"))
 
 
 def quoted(name: str) -> str:

@@ -15,15 +15,11 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import Context
-from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from .answer import answer, doc, quoted
-from .errors import guard
-from .host_model import HOST, HostSkip, apply_answer
+from .errors import ToolFailure
+from .answer import doc, quoted
 from .namespaces import require
-from .params import NAMESPACE
 from .runtime import Runtime
 
 
@@ -78,9 +74,8 @@ def run_consolidation(rt: Runtime, namespace: str = "default", dry_run: bool = F
     from ..strategies import registry
 
     if isinstance(min_cluster_size, bool) or not isinstance(min_cluster_size, int) or min_cluster_size < 2:
-        from mcp.server.mcpserver.exceptions import ToolError
 
-        raise ToolError("min_cluster_size must be a whole number ≥ 2")
+        raise ToolFailure("min_cluster_size must be a whole number ≥ 2")
     ns = require(rt, namespace)
     report = progress if progress is not None else (lambda done, total, message: None)
     with rt.namespace_lock(ns):
@@ -184,36 +179,6 @@ DESCRIPTION = doc("""
     memories stay, and sessions still queued are curated by heuristics in this call. On
     protocol 2026-07-28 it asks only with `use_my_model: true` (there, declining ends the call).
     """)
-
-
-def register(server, rt: Runtime) -> None:
-    @server.tool(name="consolidate", description=DESCRIPTION, annotations=ToolAnnotations(
-        title="Consolidate memory", read_only_hint=False, destructive_hint=False,
-        idempotent_hint=False, open_world_hint=False))
-    @guard(rt)
-    async def consolidate_tool(ctx: Context, namespace: NAMESPACE = "default",
-                               dry_run: DRY_RUN = False, min_cluster_size: MIN_CLUSTER = 10,
-                               use_my_model: USE_MY_MODEL = None,
-                               # always filled by the SDK (Resolve); the default only keeps
-                               # the parameter order legal
-                               host: HOST = None,  # pyright: ignore[reportArgumentType]
-                               ) -> Annotated[CallToolResult, ConsolidateResult]:
-        import anyio.to_thread
-
-        used = None
-        if host is not None and not dry_run:    # the host's model first (tools/host_model.py)
-            require(rt, namespace)
-            used = await anyio.to_thread.run_sync(lambda: apply_answer(rt, namespace, host))
-        if isinstance(host, HostSkip):
-            used = {"used": False, "why": host.why}
-        if not dry_run:    # what is still queued is curated now, by the heuristics
-            done = await anyio.to_thread.run_sync(lambda: curate_queued(rt, namespace))
-            if done and used is not None:
-                used["curated_by_heuristics"] = done
-        out = await consolidate(rt, namespace, dry_run, min_cluster_size,
-                                progress=ctx.report_progress)
-        out.host_model = used
-        return answer(text_of(out), out)
 
 
 def curate_queued(rt: Runtime, namespace: str) -> list[str]:

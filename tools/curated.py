@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcp.server.mcpserver.exceptions import ToolError
 
+from .errors import ToolFailure
 from . import validate as v
 from .runtime import Runtime
 
@@ -25,13 +25,13 @@ def check_curated(rt: Runtime, curated) -> CuratedPlan:
     lim = rt.limits
     n = len(curated.episodes) + len(curated.facts)
     if n > lim.max_curated_items:
-        raise ToolError(f"{n} curated memories in one call; the limit is {lim.max_curated_items}")
+        raise ToolFailure(f"{n} curated memories in one call; the limit is {lim.max_curated_items}")
     episodes, facts = [], []
     for i, e in enumerate(curated.episodes):
         where = f"curated.episodes[{i}]"
         text = "\n".join(p for p in (e.title.strip(), e.summary.strip(), e.details.strip()) if p)
         if not text:
-            raise ToolError(f"{where} is empty: give at least a title or a summary")
+            raise ToolFailure(f"{where} is empty: give at least a title or a summary")
         _check_len(where, text, lim)
         episodes.append({"kind": "episode", "text": text, "refs": _refs(where, e.refs, lim),
                          "timestamp": v.when(f"{where}.timestamp", e.timestamp),
@@ -39,7 +39,7 @@ def check_curated(rt: Runtime, curated) -> CuratedPlan:
     for i, f in enumerate(curated.facts):
         where = f"curated.facts[{i}]"
         if not (f.subject.strip() and f.relation.strip() and f.object.strip()):
-            raise ToolError(f"{where} needs a subject, a relation and an object")
+            raise ToolFailure(f"{where} needs a subject, a relation and an object")
         text = f"{f.subject} {f.relation} {f.object}"
         _check_len(where, text + f.context, lim)
         facts.append({"kind": "fact", "text": text, "refs": _refs(where, f.refs, lim),
@@ -52,7 +52,7 @@ def check_curated(rt: Runtime, curated) -> CuratedPlan:
 def _check_len(where: str, text: str, lim) -> None:
     v.unicode(where, text)
     if len(text) > lim.max_message_chars:
-        raise ToolError(f"{where} is {len(text)} characters; the limit is {lim.max_message_chars}")
+        raise ToolFailure(f"{where} is {len(text)} characters; the limit is {lim.max_message_chars}")
 
 
 def _refs(where: str, refs: list[str], lim) -> list[str]:
@@ -60,7 +60,7 @@ def _refs(where: str, refs: list[str], lim) -> list[str]:
 
 
 def resolve_refs(space, plan: CuratedPlan, new_rows: list[dict]) -> dict[str, str]:
-    """ref -> source id, preferring this call's messages; ToolError on refs that name nothing."""
+    """ref -> source id, preferring this call's messages; ToolFailure on refs that name nothing."""
     wanted = {r for m in plan.episodes + plan.facts for r in m["refs"]}
     found = {r["ref"]: r["id"] for r in new_rows if r.get("ref") in wanted}
     missing = wanted - set(found)
@@ -69,7 +69,7 @@ def resolve_refs(space, plan: CuratedPlan, new_rows: list[dict]) -> dict[str, st
             found.setdefault(row["ref"], row["id"])
     unknown = sorted(wanted - set(found))
     if unknown:
-        raise ToolError(f"curated memories cite refs that name no stored message: {unknown[:10]}")
+        raise ToolFailure(f"curated memories cite refs that name no stored message: {unknown[:10]}")
     return found
 
 

@@ -1,16 +1,23 @@
-"""Turn storage failures the user can fix (disk full, read-only folder) into clear tool errors.
+"""The failures a tool call can anticipate, and storage failures the user can fix.
 
-LanceDB reports them as OSError or RuntimeError with the operating system's message inside; a
-write that fails this way never half-commits (a LanceDB commit is atomic), so the message can
-truthfully say that nothing was stored.
+``ToolFailure`` is what the service layer (``tools/``) raises for a failure it saw coming: an
+empty query, an unknown namespace, a full disk. Its message is written for the host's model.
+The service layer never imports the MCP SDK (``tests/test_layers.py``): the CLI, the exporter
+and importer and the benchmarks call it directly. The MCP adapters (``server/mcp_tools.py``,
+``server/resources.py``) hand a ``ToolFailure`` to the SDK as its ``ToolError`` (the call then
+returns ``is_error`` with the message) or, in a resource read, as its ``ResourceError``.
+
+LanceDB reports the storage failures as OSError or RuntimeError with the operating system's
+message inside; a write that fails this way never half-commits (a LanceDB commit is atomic), so
+the message can truthfully say that nothing was stored.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 
-from mcp.server.mcpserver.exceptions import ToolError
+class ToolFailure(Exception):
+    """An anticipated failure of a tool call; ``str(exc)`` is the message for the host's model."""
+
 
 KNOWN = [
     (("no space left", "disk quota", "enospc"),
@@ -21,40 +28,10 @@ KNOWN = [
 ]
 
 
-def translate(exc: BaseException, home: str) -> ToolError | None:
+def translate(exc: BaseException, home: str) -> ToolFailure | None:
+    """The user-fixable storage failure ``exc`` is, as a ``ToolFailure``; None if it is not one."""
     text = str(exc).lower()
     for needles, message in KNOWN:
         if any(n in text for n in needles):
-            return ToolError(message.format(home=home))
+            return ToolFailure(message.format(home=home))
     return None
-
-
-def friendly(fn, home: str):
-    """Wrap a tool function (sync or async) so known storage failures become ToolErrors."""
-    if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def wrapper(*a, **kw):
-            try:
-                return await fn(*a, **kw)
-            except (OSError, RuntimeError) as exc:
-                err = translate(exc, home)
-                if err is None:
-                    raise
-                raise err from exc
-        return wrapper
-
-    @functools.wraps(fn)
-    def sync_wrapper(*a, **kw):
-        try:
-            return fn(*a, **kw)
-        except (OSError, RuntimeError) as exc:
-            err = translate(exc, home)
-            if err is None:
-                raise
-            raise err from exc
-    return sync_wrapper
-
-
-def guard(rt):
-    """Decorator form of :func:`friendly` for a tool registered against runtime ``rt``."""
-    return lambda fn: friendly(fn, rt.config.home)

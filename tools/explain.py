@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from .errors import ToolFailure
 from . import validate as v
-from .answer import answer, compact_json, doc, quoted
-from .errors import guard
+from .answer import compact_json, doc, quoted
 from .namespaces import require
-from .params import NAMESPACE
 from .runtime import Runtime
 
 PAGE_TOKENS = 2000               # the most one explain text may take (chars / 4)
@@ -65,7 +62,7 @@ def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
         try:
             row = space.get_recall(mid)
         except NotFound as exc:
-            raise ToolError(str(exc)) from exc
+            raise ToolFailure(str(exc)) from exc
         t = row["trace"]
         gone = _gone(t)
         return Explanation(id=mid, kind="recall", record=t,
@@ -101,7 +98,7 @@ def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
             return Explanation(id=mid, kind="memory", record=found, summary=found.get(
                 "summary", f"{strat.name} memory"), sources=found.get("sources", []),
                 history=space.audit_for(mid))
-    raise ToolError(f"no memory or recall with id {mid!r} in namespace {ns!r} "
+    raise ToolFailure(f"no memory or recall with id {mid!r} in namespace {ns!r} "
                     "(ids come from remember's source_ids, recall's items or recall_id)")
 
 
@@ -118,7 +115,8 @@ def pages(out: Explanation) -> list[str]:
 def text_of(out: Explanation, page: int) -> str:
     parts = pages(out)
     if page > len(parts):
-        raise ToolError(f"explain of {quoted(out.id)} has {len(parts)} page(s); page {page} is past the end")
+        raise ToolFailure(f"explain of {quoted(out.id)} has {len(parts)} page(s); "
+                          f"page {page} is past the end")
     more = (f"; call explain with page={page + 1} for more" if page < len(parts) else "")
     return f"[trimem explain {quoted(out.id)} ({out.kind}) · page {page} of {len(parts)}{more}]\n" \
         + parts[page - 1]
@@ -140,16 +138,3 @@ DESCRIPTION = doc(f"""
     recall produced, not a re-run. The text comes in pages of at most {PAGE_TOKENS} tokens
     (`page` picks one); the structured result holds everything at once.
     """)
-
-
-def register(server, rt: Runtime) -> None:
-    @server.tool(name="explain", description=DESCRIPTION, annotations=ToolAnnotations(
-        title="Explain a memory or a recall", read_only_hint=True, destructive_hint=False,
-        idempotent_hint=True, open_world_hint=False))
-    @guard(rt)
-    def explain_tool(id: ID, namespace: NAMESPACE = "default",
-                     page: PAGE = 1) -> Annotated[CallToolResult, Explanation]:
-        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
-            raise ToolError("page must be a whole number >= 1")
-        out = explain(rt, id, namespace)
-        return answer(text_of(out, page), out)

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from .errors import ToolFailure
 from ..storage import NotFound, SourceFilter
 from . import validate as v
-from .answer import answer, doc, names, quoted
-from .errors import guard
+from .answer import doc, names, quoted
 from .namespaces import require
-from .params import NAMESPACE, TIME, DateTimeStr
+from .params import TIME, DateTimeStr
 from .runtime import Runtime
 
 
@@ -45,7 +43,7 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
             for k, x in enumerate(recall_ids or [])]
     before = v.when("recalls_before", recalls_before)
     if not (ids or refs or sid or rids or before or all_recalls):
-        raise ToolError("say what to forget: ids, refs, session_id, recall_ids, recalls_before "
+        raise ToolFailure("say what to forget: ids, refs, session_id, recall_ids, recalls_before "
                         "or all_recalls")
     ns = require(rt, namespace)
     with rt.namespace_lock(ns):
@@ -96,7 +94,7 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | No
             not_found.append(sid)
         sources.update({r["id"]: r for r in session_rows})
     if not sources and not memories:
-        raise ToolError(f"nothing to forget in namespace {ns!r}: no match for {not_found[:10]}")
+        raise ToolFailure(f"nothing to forget in namespace {ns!r}: no match for {not_found[:10]}")
 
     src_ids = set(sources)
     for m in space.memories_citing(src_ids):
@@ -165,17 +163,3 @@ DESCRIPTION = doc("""
     queries and what they returned) go by `recall_ids`, by time (`recalls_before`) or all of
     them (`all_recalls`).
     """)
-
-
-def register(server, rt: Runtime) -> None:
-    @server.tool(name="forget", description=DESCRIPTION, annotations=ToolAnnotations(
-        title="Forget (delete for good)", read_only_hint=False, destructive_hint=True,
-        idempotent_hint=True, open_world_hint=False))
-    @guard(rt)
-    def forget_tool(ids: IDS = None, refs: REFS = None, session_id: SESSION_ID = None,
-                    namespace: NAMESPACE = "default", recall_ids: RECALL_IDS = None,
-                    recalls_before: RECALLS_BEFORE = None,
-                    all_recalls: ALL_RECALLS = False) -> Annotated[CallToolResult, ForgetResult]:
-        out = forget(rt, ids, refs, session_id, namespace, recall_ids, recalls_before,
-                     all_recalls)
-        return answer(text_of(out, namespace), out)

@@ -1,4 +1,5 @@
-"""Namespaces as first-class things: the check every reading tool makes, and two resources.
+"""Namespaces as first-class things: the check every reading tool makes, and what two resources
+(``server/resources.py``) serve.
 
 Only ``remember`` creates a namespace. ``recall``, ``explain``, ``consolidate`` and ``forget`` on
 a name that does not exist answer a tool error naming the known ones, and write nothing (no
@@ -16,8 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp.server.mcpserver.exceptions import ToolError
 
+from .errors import ToolFailure
 from . import validate as v
 from .answer import names as list_names
 from .answer import quoted
@@ -41,18 +42,8 @@ def require(rt: Runtime, namespace: str) -> str:
     if ns not in names:
         hint = (f"known: {list_names(names)}" if names else
                 "none exists yet: `remember` creates one")
-        raise ToolError(f"no namespace {quoted(ns)}; {hint}")
+        raise ToolFailure(f"no namespace {quoted(ns)}; {hint}")
     return ns
-
-
-def require_for_resource(rt: Runtime, namespace: str) -> str:
-    """:func:`require` for a resource read: the same message as a resource error."""
-    from mcp.server.mcpserver.exceptions import ResourceError
-
-    try:
-        return require(rt, namespace)
-    except ToolError as exc:
-        raise ResourceError(str(exc)) from exc
 
 
 def _sessions(space) -> list[dict]:
@@ -70,7 +61,7 @@ def listing(rt: Runtime) -> dict[str, Any]:
 
 
 def status(rt: Runtime, namespace: str) -> dict[str, Any]:
-    ns = require_for_resource(rt, namespace)
+    ns = require(rt, namespace)
     space = rt.space(ns)
     sessions = _sessions(space)
     state = [s.get("curation") for s in sessions]
@@ -93,21 +84,3 @@ def status(rt: Runtime, namespace: str) -> dict[str, Any]:
         "bytes_on_disk": space.disk_bytes(),
         "tables": space.stats(),
     }
-
-
-def register(server, rt: Runtime) -> None:
-    from urllib.parse import unquote
-
-    @server.resource("trimem://namespaces", name="namespaces", mime_type="application/json",
-                     description="Every namespace of this memory, with its counts of sources "
-                                 "(stored messages) and sessions.")
-    def namespaces_resource() -> str:
-        return json.dumps(listing(rt), ensure_ascii=False, indent=1, default=str)
-
-    @server.resource("trimem://{namespace}/status", name="namespace-status",
-                     mime_type="application/json",
-                     description="One namespace's status: sources, sessions, curation queue and "
-                                 "failures, last consolidation, bytes on disk.")
-    def namespace_status(namespace: str) -> str:
-        return json.dumps(status(rt, unquote(namespace)), ensure_ascii=False, indent=1,
-                          default=str)

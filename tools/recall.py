@@ -7,18 +7,16 @@ import time
 import uuid
 from typing import Annotated
 
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from .errors import ToolFailure
 from ..strategies import registry
 from ..strategies.base import Item, RecallRequest, SourceRef, tokens_of
 from ..strategies.registry import StrategyName
 from . import validate as v
-from .answer import answer, doc
-from .errors import guard
+from .answer import doc
 from .namespaces import require
-from .params import NAMESPACE, TIME, DateTimeStr
+from .params import TIME, DateTimeStr
 from .runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -65,20 +63,20 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
            options: dict | None = None) -> RecallResult:
     v.namespace(namespace, rt.limits)
     if not isinstance(query, str) or not query.strip():
-        raise ToolError("query is empty: say what to remember, e.g. 'where does Ana work now?'")
+        raise ToolFailure("query is empty: say what to remember, e.g. 'where does Ana work now?'")
     if len(query) > rt.limits.max_query_chars:
-        raise ToolError(f"query is {len(query)} characters; the limit is {rt.limits.max_query_chars}")
+        raise ToolFailure(f"query is {len(query)} characters; the limit is {rt.limits.max_query_chars}")
     if "\x00" in query:
-        raise ToolError("query must not contain NUL characters")
+        raise ToolFailure("query must not contain NUL characters")
     v.unicode("query", query)
     budget = v.budget(budget_tokens, rt.limits)
     t_since, t_until = v.when("since", since), v.when("until", until)
     if t_since and t_until and t_since > t_until:
-        raise ToolError("since is after until: nothing can match")
+        raise ToolFailure("since is after until: nothing can match")
     try:
         strat = registry.get(strategy)
     except KeyError as exc:
-        raise ToolError(str(exc.args[0])) from exc
+        raise ToolFailure(str(exc.args[0])) from exc
     ns = require(rt, namespace)   # bad input is named first; then an unknown namespace
 
     t0 = time.perf_counter()
@@ -98,7 +96,7 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
             env.space.forgotten -= _cited(out)   # fresh caches cite it: stored again since
     tokens = tokens_of(out.context)
     if tokens > budget:  # a strategy bug must never reach the host as an over-budget answer
-        raise ToolError(f"internal error: strategy {strategy} overran the budget ({tokens} > {budget})")
+        raise ToolFailure(f"internal error: strategy {strategy} overran the budget ({tokens} > {budget})")
     recall_id = "rcl_" + uuid.uuid4().hex[:20]
     trace = dict(out.trace)
     trace.update(query=query, strategy=strategy, route_reason=out.route_reason,
@@ -186,15 +184,3 @@ DESCRIPTION = doc("""
     lists the chosen items and the raw sources (with your refs). Pass the recall id to `explain`
     to see why each line was chosen.
     """)
-
-
-def register(server, rt: Runtime) -> None:
-    @server.tool(name="recall", description=DESCRIPTION, annotations=ToolAnnotations(
-        title="Recall from memory", read_only_hint=True, destructive_hint=False,
-        idempotent_hint=True, open_world_hint=False))
-    @guard(rt)
-    def recall_tool(query: QUERY, strategy: STRATEGY = "auto", namespace: NAMESPACE = "default",
-                    budget_tokens: BUDGET = 2000, since: SINCE = None,
-                    until: UNTIL = None) -> Annotated[CallToolResult, RecallResult]:
-        out = recall(rt, query, strategy, namespace, budget_tokens, since, until)
-        return answer(text_of(out, budget_tokens), out)

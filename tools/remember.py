@@ -6,17 +6,14 @@ import logging
 import uuid
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from .errors import ToolFailure
 from ..storage import SourceFilter
 from ..strategies.ids import stable_id
 from . import validate as v
-from .answer import answer, doc, quoted
-from .errors import guard
-from .params import NAMESPACE, TIME, DateTimeStr
+from .answer import doc, quoted
+from .params import TIME, DateTimeStr
 from .runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -84,22 +81,22 @@ def new_id(prefix: str) -> str:
 def _check_messages(rt: Runtime, messages: list[Message], session_time) -> list[dict]:
     lim = rt.limits
     if not messages:
-        raise ToolError("messages is empty: pass at least one {content: ...}")
+        raise ToolFailure("messages is empty: pass at least one {content: ...}")
     if len(messages) > lim.max_messages:
-        raise ToolError(f"{len(messages)} messages in one call; the limit is {lim.max_messages}: "
+        raise ToolFailure(f"{len(messages)} messages in one call; the limit is {lim.max_messages}: "
                         "split them over several calls with the same session_id")
     total = sum(len(m.content or "") for m in messages)
     if total > lim.max_call_chars:
-        raise ToolError(f"the messages hold {total} characters in all; the limit per call is "
+        raise ToolFailure(f"the messages hold {total} characters in all; the limit per call is "
                         f"{lim.max_call_chars}: split them over several calls with the same "
                         "session_id")
     rows = []
     for i, m in enumerate(messages):
         where = f"messages[{i}]"
         if not m.content or not m.content.strip():
-            raise ToolError(f"{where}.content is empty")
+            raise ToolFailure(f"{where}.content is empty")
         if len(m.content) > lim.max_message_chars:
-            raise ToolError(f"{where}.content is {len(m.content)} characters; the limit is "
+            raise ToolFailure(f"{where}.content is {len(m.content)} characters; the limit is "
                             f"{lim.max_message_chars}: split it into several messages")
         v.unicode(f"{where}.content", m.content)
         rows.append({
@@ -112,7 +109,7 @@ def _check_messages(rt: Runtime, messages: list[Message], session_time) -> list[
     refs = [r["ref"] for r in rows if r["ref"] is not None]
     if len(refs) != len(set(refs)):
         dup = sorted({x for x in refs if refs.count(x) > 1})
-        raise ToolError(f"refs must be unique within a call; repeated: {dup[:5]}")
+        raise ToolFailure(f"refs must be unique within a call; repeated: {dup[:5]}")
     return rows
 
 
@@ -126,14 +123,14 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     ns = v.namespace(namespace, rt.limits)
     sid = v.text_field("session_id", session_id, rt.limits) or new_id("ses")
     if session_id is not None and not session_id.strip():
-        raise ToolError("session_id must not be empty (omit it to start a new session)")
+        raise ToolFailure("session_id must not be empty (omit it to start a new session)")
     stime = v.when("session_time", session_time)
     rows = _check_messages(rt, messages, stime)
     plan = check_curated(rt, curated) if curated is not None else None
     if plan is not None:
         total = sum(len(r["text"]) for r in rows) + sum(len(t) for t in curated_texts(plan))
         if total > rt.limits.max_call_chars:
-            raise ToolError(f"the messages and curated memories hold {total} characters in all; "
+            raise ToolFailure(f"the messages and curated memories hold {total} characters in all; "
                             f"the limit per call is {rt.limits.max_call_chars}")
 
     space = rt.space(ns)
@@ -259,21 +256,3 @@ DESCRIPTION = doc("""
     bad. A message whose `ref` the session already holds is not stored again, so retries are
     safe. This is the only tool that creates a namespace.
     """)
-
-
-def register(server, rt: Runtime) -> None:
-    @server.tool(name="remember", description=DESCRIPTION, annotations=ToolAnnotations(
-        title="Remember messages", read_only_hint=False, destructive_hint=False,
-        idempotent_hint=True, open_world_hint=False))
-    @guard(rt)
-    async def remember_tool(ctx: Context, messages: MESSAGES, session_id: SESSION_ID = None,
-                            session_time: SESSION_TIME = None, namespace: NAMESPACE = "default",
-                            curated: CURATED = None) -> Annotated[CallToolResult, RememberResult]:
-        import anyio.to_thread
-
-        from .progress import relay
-
-        out = await anyio.to_thread.run_sync(lambda: remember(
-            rt, messages, session_id, session_time, namespace, curated,
-            progress=relay(ctx.report_progress)))
-        return answer(text_of(out, len(messages), namespace), out)

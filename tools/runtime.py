@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mcp.server.mcpserver.exceptions import ToolError
+from .errors import ToolFailure
 
 if TYPE_CHECKING:
     from ..storage.space import Space
@@ -86,7 +86,7 @@ class Runtime:
                     self._store = open_store(self.config.home,
                                              vector_index_min_rows=self.config.vector_index_min_rows)
                 except (StorageError, OSError) as exc:
-                    raise ToolError(f"cannot open the memory store at {self.config.home}: {exc}. "
+                    raise ToolFailure(f"cannot open the memory store at {self.config.home}: {exc}. "
                                     "Set TRIMEM_HOME to a writable folder.") from exc
                 if self.config.curation:   # TRIMEM_CURATION=false: raw sources only, no resume
                     self.curation.resume(self._store)
@@ -104,7 +104,7 @@ class Runtime:
                                                    base_url=c.embed_base_url,
                                                    api_key=c.embed_api_key)
                 except ValueError as exc:
-                    raise ToolError(f"embedder settings: {exc}") from exc
+                    raise ToolFailure(f"embedder settings: {exc}") from exc
             return self._embedder
 
     @property
@@ -118,7 +118,7 @@ class Runtime:
                     self._llm = make_llm(c.llm, model=c.llm_model, base_url=c.llm_base_url,
                                          api_key=c.llm_api_key)
                 except ValueError as exc:
-                    raise ToolError(f"LLM settings: {exc}") from exc
+                    raise ToolFailure(f"LLM settings: {exc}") from exc
             return self._llm
 
     def embed(self, texts: list[str], progress=None):
@@ -148,7 +148,7 @@ class Runtime:
                 if progress is not None and len(batches) > 1:
                     progress(done, len(texts), "embedding")
         except ProviderError as exc:
-            raise ToolError(f"embedding failed: {exc}") from exc
+            raise ToolFailure(f"embedding failed: {exc}") from exc
         return parts[0] if len(parts) == 1 else np.concatenate([np.asarray(p) for p in parts])
 
     def embed_query(self, text: str):
@@ -157,7 +157,7 @@ class Runtime:
         try:
             return self.embedder.embed_query(text)
         except ProviderError as exc:
-            raise ToolError(f"embedding failed: {exc}") from exc
+            raise ToolFailure(f"embedding failed: {exc}") from exc
 
     def context(self, namespace: str):
         """What this process keeps for ``namespace`` (``strategies.context``): made on first

@@ -1,4 +1,4 @@
-"""Input checks shared by the tools. Each failure is a ToolError that says what to fix."""
+"""Input checks shared by the tools. Each failure is a ToolFailure that says what to fix."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 from datetime import datetime, timezone
 from typing import Any, Literal, overload
 
-from mcp.server.mcpserver.exceptions import ToolError
 
+from .errors import ToolFailure
 from .runtime import Limits
 
 
@@ -18,7 +18,7 @@ def unicode(name: str, value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ToolError(f"{name} holds a lone UTF-16 surrogate at position {exc.start} "
+        raise ToolFailure(f"{name} holds a lone UTF-16 surrogate at position {exc.start} "
                         "(\\ud800-\\udfff), which is not valid Unicode text") from None
     return value
 
@@ -32,16 +32,16 @@ def text_field(name: str, value: str | None, limits: Limits, *, required: bool =
     """Ids, refs, speakers, session ids and namespaces: bounded, no NUL or other control chars."""
     if value is None:
         if required:
-            raise ToolError(f"{name} is required")
+            raise ToolFailure(f"{name} is required")
         return None
     if not isinstance(value, str):
-        raise ToolError(f"{name} must be a string")
+        raise ToolFailure(f"{name} must be a string")
     if required and not value.strip():
-        raise ToolError(f"{name} must not be empty")
+        raise ToolFailure(f"{name} must not be empty")
     if len(value) > limits.max_field_chars:
-        raise ToolError(f"{name} is {len(value)} characters; the limit is {limits.max_field_chars}")
+        raise ToolFailure(f"{name} is {len(value)} characters; the limit is {limits.max_field_chars}")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise ToolError(f"{name} must not contain control characters (NUL, newline, ...)")
+        raise ToolFailure(f"{name} must not contain control characters (NUL, newline, ...)")
     return unicode(name, value)
 
 
@@ -60,14 +60,14 @@ def when(name: str, value: str | datetime | None) -> datetime | None:
         try:
             dt = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
         except ValueError:
-            raise ToolError(f"{name} {value!r} is not an ISO-8601 time such as "
+            raise ToolFailure(f"{name} {value!r} is not an ISO-8601 time such as "
                             "2024-05-08T13:56:00Z (years 0001 to 9999)") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     try:
         dt.astimezone(timezone.utc)
     except (OverflowError, ValueError):
-        raise ToolError(f"{name} {value!r} is out of range: times must fall between "
+        raise ToolFailure(f"{name} {value!r} is out of range: times must fall between "
                         "0001-01-01 and 9999-12-31 in UTC") from None
     return dt
 
@@ -76,7 +76,7 @@ def metadata(value: Any, limits: Limits, where: str) -> dict | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise ToolError(f"{where}.metadata must be an object")
+        raise ToolFailure(f"{where}.metadata must be an object")
 
     def depth(v: Any, d: int = 1) -> int:
         if d > limits.max_metadata_depth:
@@ -88,13 +88,13 @@ def metadata(value: Any, limits: Limits, where: str) -> dict | None:
         return d
 
     if depth(value) > limits.max_metadata_depth:
-        raise ToolError(f"{where}.metadata is nested deeper than {limits.max_metadata_depth} levels")
+        raise ToolFailure(f"{where}.metadata is nested deeper than {limits.max_metadata_depth} levels")
     try:
         size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode())
     except (TypeError, ValueError) as exc:
-        raise ToolError(f"{where}.metadata is not plain JSON: {exc}") from exc
+        raise ToolFailure(f"{where}.metadata is not plain JSON: {exc}") from exc
     if size > limits.max_metadata_bytes:
-        raise ToolError(f"{where}.metadata is {size} bytes as JSON; the limit is "
+        raise ToolFailure(f"{where}.metadata is {size} bytes as JSON; the limit is "
                         f"{limits.max_metadata_bytes}")
     return value
 
@@ -102,9 +102,9 @@ def metadata(value: Any, limits: Limits, where: str) -> dict | None:
 def budget(value: int, limits: Limits) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or (
             isinstance(value, float) and not math.isfinite(value)):
-        raise ToolError("budget_tokens must be a whole number")
+        raise ToolFailure("budget_tokens must be a whole number")
     if value <= 0:
-        raise ToolError(f"budget_tokens must be positive (got {value}); 2000 is a good default")
+        raise ToolFailure(f"budget_tokens must be positive (got {value}); 2000 is a good default")
     if value > limits.max_budget_tokens:
-        raise ToolError(f"budget_tokens {value} is over the limit of {limits.max_budget_tokens}")
+        raise ToolFailure(f"budget_tokens {value} is over the limit of {limits.max_budget_tokens}")
     return value

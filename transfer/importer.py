@@ -20,9 +20,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from ..tools.errors import ToolFailure
 from .format import CuratedRec, ForgetRec, MessageRec, SessionRec
 
 Progress = Callable[[int, int, str], None]
@@ -112,7 +112,7 @@ class Plan:
                     s.messages.append(rec)
                 else:
                     s.curated.append(rec)
-        except ToolError as exc:
+        except ToolFailure as exc:
             raise ImportError_(f"line {k}: {exc}") from exc
         self.existing = set(rt.store.namespaces())
         self.forgotten = {ns: _forgotten_in_target(rt, ns, ns in self.existing)
@@ -147,7 +147,7 @@ class Plan:
                         _check_messages(self.rt, [_message(m) for m in chunk], None)
                 for chunk in _chunks(s.curated, lim.max_curated_items):
                     check_curated(self.rt, _curated(chunk))
-            except (ToolError, ValueError) as exc:
+            except (ToolFailure, ValueError) as exc:
                 raise ImportError_(f"{where}: {exc}") from exc
             file_refs.setdefault(ns, set()).update(
                 m.ref for m in s.messages if m.ref and not self.is_forgotten(s, m))

@@ -1,6 +1,6 @@
 """The wiki's claims written by another model: the host's, through MCP sampling.
 
-When ``consolidate`` has the host's model curate a session (``tools/host_model.py``), the same
+When ``consolidate`` has the host's model curate a session (``server/host_model.py``), the same
 answer carries the session's claims in ``llm_schema.ClaimOut`` (the label of the turn each
 comes from, its text, subject, changeable state, whether it ends one). They are validated here
 (a turn that was not shown, an empty text or an unknown state is dropped claim by claim) and

@@ -176,8 +176,7 @@ async def test_the_packaged_model_embeds_long_messages_in_bounded_memory(tmp_pat
 def test_lone_surrogates_are_refused_before_storage(server):
     """The SDK's JSON reader already refuses them on the wire (tests/reliability/
     test_malformed.py); a caller of the tool functions gets the same clear refusal."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
+    from trimem.tools.errors import ToolFailure
     from trimem.tools.recall import recall
     from trimem.tools.remember import Message, remember
 
@@ -188,8 +187,8 @@ def test_lone_surrogates_are_refused_before_storage(server):
                    dict(messages=[Message(content="ok", metadata={bad: 1})]),
                    dict(messages=[Message(content="ok")], session_id=bad),
                    dict(messages=[Message(content="ok")], namespace=bad)):
-        with pytest.raises(ToolError, match="surrogate|not plain JSON"):
+        with pytest.raises(ToolFailure, match="surrogate|not plain JSON"):
             remember(server.runtime, **kwargs)
-    with pytest.raises(ToolError, match="surrogate"):
+    with pytest.raises(ToolFailure, match="surrogate"):
         recall(server.runtime, bad)
     assert server.runtime.space("default").count_sources() == 0

@@ -1,9 +1,8 @@
-"""The Memory Wiki browsed as MCP resources (registered the way server/app.py would)."""
+"""The Memory Wiki browsed as MCP resources (as server/app.py registers them: server/resources.py)."""
 
 import pytest
 
 from helpers import payload
-from trimem.tools.wiki_pages import register
 
 pytestmark = pytest.mark.anyio
 
@@ -11,7 +10,6 @@ pytestmark = pytest.mark.anyio
 async def test_wiki_pages_are_mcp_resources(server):
     from mcp import Client
 
-    register(server, server.runtime)
     async with Client(server) as c:
         msgs = [{"content": "I adopted a puppy named Rex. Rex loves the beach.", "speaker": "Ana",
                  "ref": "a1"}, {"content": "Rex is cute! I went to the beach with Rex too.",
@@ -27,3 +25,5 @@ async def test_wiki_pages_are_mcp_resources(server):
         assert "I adopted a puppy named Rex." in body and "[a1]" in body
         missing = await c.read_resource("trimem://default/wiki/nope")
         assert "no wiki page" in missing.contents[0].text
+        with pytest.raises(Exception, match="no namespace"):   # the SDK's ResourceError
+            await c.read_resource("trimem://elsewhere/wiki")

@@ -47,7 +47,7 @@ from ..strategies.hybrid import llm_schema as S
 from ..strategies.hybrid.llm_curate import EPISODIC_PROMPT, RELATIONAL_PROMPT
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from ..tools.runtime import Runtime
 
 log = logging.getLogger(__name__)
 SESSIONS_PER_CALL, TURNS_PER_CALL, MERGES_PER_CALL = 3, 240, 10
