@@ -17,8 +17,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from .errors import ToolFailure
 from .answer import doc, quoted
+from .errors import ToolFailure
 from .namespaces import require
 from .runtime import Runtime
 
@@ -74,7 +74,6 @@ def run_consolidation(rt: Runtime, namespace: str = "default", dry_run: bool = F
     from ..strategies import registry
 
     if isinstance(min_cluster_size, bool) or not isinstance(min_cluster_size, int) or min_cluster_size < 2:
-
         raise ToolFailure("min_cluster_size must be a whole number ≥ 2")
     ns = require(rt, namespace)
     report = progress if progress is not None else (lambda done, total, message: None)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
-from .errors import ToolFailure
 from . import validate as v
+from .errors import ToolFailure
 from .runtime import Runtime
 
 

@@ -6,9 +6,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .errors import ToolFailure
 from . import validate as v
 from .answer import compact_json, doc, quoted
+from .errors import ToolFailure
 from .namespaces import require
 from .runtime import Runtime
 

@@ -6,10 +6,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from .errors import ToolFailure
 from ..storage import NotFound, SourceFilter
 from . import validate as v
 from .answer import doc, names, quoted
+from .errors import ToolFailure
 from .namespaces import require
 from .params import TIME, DateTimeStr
 from .runtime import Runtime

@@ -17,11 +17,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-
-from .errors import ToolFailure
 from . import validate as v
 from .answer import names as list_names
 from .answer import quoted
+from .errors import ToolFailure
 from .runtime import Runtime
 
 

@@ -9,12 +9,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from .errors import ToolFailure
 from ..strategies import registry
 from ..strategies.base import Item, RecallRequest, SourceRef, tokens_of
 from ..strategies.registry import StrategyName
 from . import validate as v
 from .answer import doc
+from .errors import ToolFailure
 from .namespaces import require
 from .params import TIME, DateTimeStr
 from .runtime import Runtime

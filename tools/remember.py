@@ -8,11 +8,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import ToolFailure
 from ..storage import SourceFilter
 from ..strategies.ids import stable_id
 from . import validate as v
 from .answer import doc, quoted
+from .errors import ToolFailure
 from .params import TIME, DateTimeStr
 from .runtime import Runtime
 

@@ -7,7 +7,6 @@ import math
 from datetime import datetime, timezone
 from typing import Any, Literal, overload
 
-
 from .errors import ToolFailure
 from .runtime import Limits
 
