@@ -292,6 +292,9 @@ def run(args) -> dict:
         res["rss_peak_mb"], res["rss_now_mb"] = rss_mb()
         res["tables"] = {k: {"rows": n, "fragments": fragments(space, k)}
                          for k, n in space.stats().items()}
+        disk = space.disk_bytes()   # after upkeep: compacted, old versions cleaned up
+        res["disk"] = None if disk is None else {
+            "bytes": disk, "per_stored_turn": round(disk / max(1, space.count_sources()))}
         res["loadavg"] = os.getloadavg()
         out["sizes"][size] = res
         if args.json:  # partial results survive a later failure
@@ -356,9 +359,17 @@ def table(out: dict) -> str:
         if d:
             reb.append(f"| {int(size):,} | {d['build_s']} | {d['recalls']} | {d['p50']} / "
                        f"{d['p95']} / {d['max']} |")
+    disk = ["| size | namespace on disk | per stored turn |", "|---|---|---|"]
+    for size, r in out["sizes"].items():
+        d = r.get("disk")
+        if d:
+            disk.append(f"| {int(size):,} | {d['bytes'] / 2**20:,.0f} MiB | "
+                        f"{d['per_stored_turn']:,} B |")
     lines = [f"{out['date']} · {out['cpus']} CPUs · load avg at start {la} · model load "
              f"{out['model_load_s']} s · total {out['total_s']} s · recall strategy "
              f"{out.get('strategy', 'plain')}", "", *ing, "", *rec, "", *reb]
+    if len(disk) > 2:
+        lines += ["", *disk]
     if len(live) > 2:
         lines += ["", *live]
     cs = out.get("cold_start")
