@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, runtime_chec
 from pydantic import BaseModel, Field
 
 if TYPE_CHECKING:
+    from ..providers.base import LLM
+    from ..storage.space import Space
     from .context import NamespaceContext
+    from .search import TurnSearch
 
 ItemKind = Literal["episode", "fact", "unit", "thread", "claim", "page", "source"]
 
@@ -80,12 +83,12 @@ class Env:
     namespace between calls (its caches, lock and pool: ``context.NamespaceContext``), the
     embedder and the LLM."""
 
-    space: Any                        # trimem.storage.space.Space, bound to the embedder's model
+    space: Space                      # bound to the embedder's model
     ns: "NamespaceContext"            # owned by the runtime; a strategy keeps no state elsewhere
     embed_query: Callable[[str], Any]  # str -> np.ndarray (dim,)
     embed: Callable[[list[str]], Any]  # list[str] -> np.ndarray (n, dim)
-    llm: Any = None                    # trimem.providers.base.LLM or None
-    turns: Any = None                  # strategies.search.TurnSearch that auto shares, or None
+    llm: LLM | None = None             # None: heuristics only
+    turns: TurnSearch | None = None    # the search auto shares with its voters, or None
 
 
 @runtime_checkable
