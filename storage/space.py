@@ -75,6 +75,13 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
         return self.store.open_table(self.name(kind), schema if create else None)
 
     # -- the embedding model ------------------------------------------------------------------
+    @property
+    def vector_dim(self) -> int:
+        """The bound model's vector dimension (a strategy's space is bound: ``Runtime.env``)."""
+        if self.dim is None:
+            raise RuntimeError("bind_model() must be called before using vector tables")
+        return self.dim
+
     def bind_model(self, model: str, dim: int, embed: EmbedFn) -> None:
         """Use ``model`` for this namespace; re-embed rows stored under another model first."""
         with self.store.lock:

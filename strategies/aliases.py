@@ -33,9 +33,13 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .nscache import NamespaceCache
 from .wiki.text import NOT_NAMES, STOP
+
+if TYPE_CHECKING:
+    from ..storage.space import Space
 
 MIN_VOTES, SHARE, INTRO_VOTES = 2.0, 0.75, 2.0
 RECHECK_S = 2.0
@@ -170,7 +174,7 @@ class Learned:
     aliases: dict[str, set[str]] = field(default_factory=dict)
 
 
-def _counts(space) -> tuple:
+def _counts(space: Space) -> tuple:
     return (space.count_sources(),)
 
 

@@ -25,9 +25,9 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ..storage import SourceFilter
+from .aliases import speaker_aliases
 from .base import Env, RecallRequest
 from .render import source_ref  # noqa: F401  (re-exported: strategies cite sources through it)
-from .aliases import speaker_aliases
 from .speakers import without_speakers
 
 RRF_K = 60

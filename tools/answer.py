@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 
-
 def quoted(name: str) -> str:
     """A user-given name (namespace, session id, ref) as it appears in text the model reads:
     JSON-quoted, so it cannot end the sentence it stands in or start a line of its own."""

@@ -13,7 +13,7 @@ N sessions when ``TRIMEM_CONSOLIDATE_EVERY_SESSIONS`` is set (``tools/periodic.p
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, Field
 
@@ -21,6 +21,9 @@ from .answer import doc, quoted
 from .errors import ToolFailure
 from .namespaces import require
 from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from ..storage.space import Space
 
 
 class ConsolidateResult(BaseModel):
@@ -44,12 +47,12 @@ class ConsolidateResult(BaseModel):
 LOGS = ("audit", "recalls")
 
 
-def memory_counts(space) -> dict[str, int]:
+def memory_counts(space: Space) -> dict[str, int]:
     """Rows of the memory tables (sources, derived memories); logs are not memory."""
     return {k: n for k, n in space.stats().items() if not k.startswith(LOGS)}
 
 
-def plan(space) -> list[dict[str, Any]]:
+def plan(space: Space) -> list[dict[str, Any]]:
     ops = [{"op": "optimize", "table": t, "why": "compact fragments, fold new rows into indexes"}
            for t in space.stats()]
     tbl = space.table("sources")

@@ -8,10 +8,14 @@ never claim provenance it does not have.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import validate as v
 from .errors import ToolFailure
 from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from ..storage.space import Space
 
 
 @dataclass
@@ -58,7 +62,7 @@ def _refs(where: str, refs: list[str], lim) -> list[str]:
     return [v.text_field(f"{where}.refs[{k}]", r, lim, required=True) for k, r in enumerate(refs)]
 
 
-def resolve_refs(space, plan: CuratedPlan, new_rows: list[dict]) -> dict[str, str]:
+def resolve_refs(space: Space, plan: CuratedPlan, new_rows: list[dict]) -> dict[str, str]:
     """ref -> source id, preferring this call's messages; ToolFailure on refs that name nothing."""
     wanted = {r for m in plan.episodes + plan.facts for r in m["refs"]}
     found = {r["ref"]: r["id"] for r in new_rows if r.get("ref") in wanted}
@@ -76,7 +80,7 @@ def curated_texts(plan: CuratedPlan) -> list[str]:
     return [m["text"] for m in plan.episodes + plan.facts]
 
 
-def store_curated(space, plan: CuratedPlan, session_id: str, by_ref: dict[str, str],
+def store_curated(space: Space, plan: CuratedPlan, session_id: str, by_ref: dict[str, str],
                   vectors, session_time) -> list[str]:
     """Store the plan. ``by_ref`` (from :func:`resolve_refs`) and ``vectors`` were computed
     before anything was written, so a bad ref or a failed embedding rejects the whole call.

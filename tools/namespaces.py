@@ -15,13 +15,16 @@ Both are JSON. Namespace names are the caller's strings: inside JSON they stay q
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import validate as v
 from .answer import names as list_names
 from .answer import quoted
 from .errors import ToolFailure
 from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from ..storage.space import Space
 
 
 def known(rt: Runtime) -> list[str]:
@@ -45,7 +48,7 @@ def require(rt: Runtime, namespace: str) -> str:
     return ns
 
 
-def _sessions(space) -> list[dict]:
+def _sessions(space: Space) -> list[dict]:
     return [s for s in space.list_sessions() if s.get("namespace") == space.namespace]
 
 

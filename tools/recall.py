@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, Field
 
@@ -18,6 +18,9 @@ from .errors import ToolFailure
 from .namespaces import require
 from .params import TIME, DateTimeStr
 from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from ..strategies.base import Env
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +145,7 @@ def _cited(out) -> set[str]:
     return {s.id for s in out.sources} | {s for i in out.items for s in i.source_ids}
 
 
-def catch_up(env, force: bool = False) -> set[str] | None:
+def catch_up(env: Env, force: bool = False) -> set[str] | None:
     """Apply forgets made by any process since this one last looked (``storage/forgets.py``):
     every in-process cache of the namespace is dropped, and recall records this process may
     have written quoting the forgotten sources meanwhile are deleted. Cheap when nothing moved;

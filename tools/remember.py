@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,6 +15,9 @@ from .answer import doc, quoted
 from .errors import ToolFailure
 from .params import TIME, DateTimeStr
 from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from ..storage.space import Space
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +191,7 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
                           curation="queued" if curates else "done")
 
 
-def _write(space, sid: str, stime, session, new_rows: list[dict], plan, by_ref, cur_vecs,
+def _write(space: Space, sid: str, stime, session, new_rows: list[dict], plan, by_ref, cur_vecs,
            curates: bool) -> list[str]:
     """Number the new rows after what the session holds, then write (the caller holds the
     namespace's write lock). Returns the ids of the curated memories stored."""

@@ -34,13 +34,13 @@ import threading
 import time
 from dataclasses import replace
 
-from ..base import Env, Item, Recollection, RecallRequest
+from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
 from ..search import TurnSearch, source_ref
+from ..wiki import revisions
 from . import fitted
 from .features import features
 from .fusion import fuse
-from ..wiki import revisions
 from .relevance import TOP, coverage, evidence, judge
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")

@@ -30,17 +30,22 @@ from __future__ import annotations
 import json
 import logging
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .rules import llm_plan, merged_text, rule_plan
 from .store import KINDS
 
+if TYPE_CHECKING:
+    from ...storage.space import Space
+    from ..base import Env
+
 log = logging.getLogger(__name__)
 MIN_UMAP = 16
 
 
-def _active(space, kind: str) -> tuple[list[dict], np.ndarray]:
+def _active(space: Space, kind: str) -> tuple[list[dict], np.ndarray]:
     if space.table("memories") is None:
         return [], np.zeros((0, 0), np.float32)
     rows = space.rows("memories", eq={"kind": kind, "status": "active"})
@@ -71,7 +76,7 @@ def cluster(vecs: np.ndarray, min_cluster_size: int) -> np.ndarray:
                            cluster_selection_method="eom").fit_predict(emb)
 
 
-def consolidate(env, dry_run: bool = False, min_cluster_size: int = 10, progress=None) -> dict:
+def consolidate(env: Env, dry_run: bool = False, min_cluster_size: int = 10, progress=None) -> dict:
     from .store import llm_usable
 
     t0 = time.perf_counter()
@@ -122,7 +127,7 @@ def consolidate(env, dry_run: bool = False, min_cluster_size: int = 10, progress
             "dry_run": dry_run, "duration_s": round(time.perf_counter() - t0, 3)}
 
 
-def apply(space, ops: list[dict], embed=None) -> None:
+def apply(space: Space, ops: list[dict], embed=None) -> None:
     """Write the plan: statuses and lineage, and each survivor of a merge gets the merged text
     (re-embedded with ``embed``); the retired rows keep their texts and vectors."""
     ids = {i for op in ops for i in op["ids"] + [op["into"]]}
@@ -167,7 +172,7 @@ def apply(space, ops: list[dict], embed=None) -> None:
     space.audit("consolidate", sorted(ids), {"strategy": "hybrid", "operations": ops})
 
 
-def restore(env, memory_id: str) -> dict:
+def restore(env: Env, memory_id: str) -> dict:
     """Make a merged or superseded memory active again and detach it from its survivor.
 
     Returns ``{id, status, changed, was, released_from}`` (``was``: "merged" or "superseded";
@@ -205,7 +210,7 @@ def restore(env, memory_id: str) -> dict:
             "released_from": other_id}
 
 
-def explain_memory(env, memory_id: str) -> dict | None:
+def explain_memory(env: Env, memory_id: str) -> dict | None:
     """A hybrid memory with its sources, merges and supersessions resolved (None if not ours)."""
     space = env.space
     found = space.get_memories([memory_id])

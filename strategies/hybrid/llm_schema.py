@@ -89,7 +89,7 @@ class HostOut(BaseModel):
 
 def parse(text: str, schema: type[M]) -> M:
     """``text`` (a bare or fenced JSON object) validated into ``schema``; ProviderError if not."""
-    from ...providers.base import ProviderError   # numpy: not on the start path
+    from ...providers.base import ProviderError  # numpy: not on the start path
 
     fenced = _FENCE.match(text or "")
     body = fenced.group(1) if fenced else (text or "").strip()

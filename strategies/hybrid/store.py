@@ -17,8 +17,14 @@ string "subject relation object", with its resolved date(s) appended when the te
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, TypeGuard
 
 from ..ids import stable_id
+
+if TYPE_CHECKING:
+    from ...providers.base import LLM
+    from ...storage.space import Space
+    from ..base import Env
 
 log = logging.getLogger(__name__)
 KINDS = ("episode", "fact")
@@ -26,7 +32,7 @@ DERIVED_ORIGINS = ("heuristic", "llm")
 KEPT_ORIGINS = ("host", "sampled")   # written by the host (or its model): curation keeps them
 
 
-def session_rows(space, session_id: str) -> list[dict]:
+def session_rows(space: Space, session_id: str) -> list[dict]:
     """Every hybrid memory row (any status) of one session."""
     if space.table("memories") is None:
         return []
@@ -35,7 +41,8 @@ def session_rows(space, session_id: str) -> list[dict]:
     return rows
 
 
-def llm_usable(llm) -> bool:
+def llm_usable(llm: LLM | None) -> TypeGuard[LLM]:
+    """An LLM is configured and is not the ``none`` provider."""
     if llm is None:
         return False
     from ...providers.llm_none import is_none
@@ -79,7 +86,7 @@ def _common(item: dict, session_id: str, origin: str, now) -> dict:
             "lineage": {"history": [{"at": now.isoformat(), "op": "created", "by": origin}]}}
 
 
-def curate(env, session_id: str) -> dict:
+def curate(env: Env, session_id: str) -> dict:
     """(Re)build the hybrid memories of one session; returns what was done (for logs/tests)."""
     from . import heuristics
 
@@ -117,7 +124,7 @@ def curate(env, session_id: str) -> dict:
             "episodes": len(episodes), "facts": len(tuples)}
 
 
-def write(env, rows: list[dict]) -> None:
+def write(env: Env, rows: list[dict]) -> None:
     if rows:
         vecs = env.embed([r["text"] for r in rows])
         for r, v in zip(rows, vecs):
@@ -125,7 +132,7 @@ def write(env, rows: list[dict]) -> None:
         env.space.add_memories(rows)
 
 
-def replace_session(env, session_id: str, episodes: list[dict], tuples: list[dict],
+def replace_session(env: Env, session_id: str, episodes: list[dict], tuples: list[dict],
                     written_by: str) -> dict:
     """Store the host model's curation of a session (``origin="sampled"``) in place of the
     heuristic / LLM rows it had; a session the host itself curated is left alone."""

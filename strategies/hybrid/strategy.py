@@ -8,9 +8,9 @@ written so far (sessions not yet curated are still found through their raw turns
 
 from __future__ import annotations
 
-from ..base import Env, Item, Recollection, RecallRequest
-from ..search import source_ref
+from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
+from ..search import source_ref
 from . import retrieve as R
 
 

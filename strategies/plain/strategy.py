@@ -12,9 +12,10 @@ every other strategy must beat.
 
 from __future__ import annotations
 
-from ..base import Env, Item, ItemKind, Recollection, RecallRequest, SourceRef
+from ..base import Env, Item, ItemKind, RecallRequest, Recollection, SourceRef
 from ..render import pack_sources
 from ..search import RRF_K, search_turns, source_ref, turn_search
+
 
 def finish(packed, parts: dict[str, dict], kind: ItemKind = "source") -> tuple[list[Item], list[SourceRef]]:
     items = [Item(id=r["id"], kind=kind, text=r["text"], score=round(parts[r["id"]]["score"], 6),

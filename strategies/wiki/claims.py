@@ -33,7 +33,8 @@ import re
 import numpy as np
 from pydantic import BaseModel
 
-from . import dates, text as tx
+from . import dates
+from . import text as tx
 
 log = logging.getLogger(__name__)
 

@@ -7,12 +7,17 @@ Nothing is deleted: snapshots and claims (revised and deprecated ones too) all s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .curate import replay
 from .pages import rebuild
 from .store import CLAIM, PAGE, TRAJ, ensure
 
+if TYPE_CHECKING:
+    from ...storage.space import Space
 
-def consolidate(space, st, dry_run: bool, progress, m: int) -> dict:
+
+def consolidate(space: Space, st, dry_run: bool, progress, m: int) -> dict:
     """``st``: the namespace's ``curate.WikiState``."""
     ensure(space)
     before = {"trajectories": space.count_rows(TRAJ), "claims": space.count_rows(CLAIM),

@@ -27,15 +27,31 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..nscache import NamespaceCache
 from . import turnmap
 from .claims import build_snapshots
-from .store import (CLAIM, CLAIM_SCHEMA, SNAP, SNAP_SCHEMA, TRAJ, TRAJ_SCHEMA, claim_row, ensure,
-                    index_tables, load_snapshots, order_key, traj_row)
+from .store import (
+    CLAIM,
+    CLAIM_SCHEMA,
+    SNAP,
+    SNAP_SCHEMA,
+    TRAJ,
+    TRAJ_SCHEMA,
+    claim_row,
+    ensure,
+    index_tables,
+    load_snapshots,
+    order_key,
+    traj_row,
+)
 from .tindex import TrajIndex
 from .trajectories import Builder
 from .wikiupdate import rebuild_all, sync_state, update
+
+if TYPE_CHECKING:
+    from ...storage.space import Space
 
 
 class IndexCache:
@@ -81,7 +97,7 @@ def state_of(ns) -> WikiState:
     return ns.state("wiki", WikiState)
 
 
-def new_snapshots(space, session_id: str, llm=None) -> list[dict]:
+def new_snapshots(space: Space, session_id: str, llm=None) -> list[dict]:
     """Snapshots for the session's messages no snapshot covers yet (stored here), plus any of
     its snapshots that no trajectory holds (a crash between the two writes)."""
     rows = space.sources_by_session(session_id)
@@ -104,7 +120,7 @@ def new_snapshots(space, session_id: str, llm=None) -> list[dict]:
     return out
 
 
-def load_index(space) -> tuple[TrajIndex, dict, int]:
+def load_index(space: Space) -> tuple[TrajIndex, dict, int]:
     """Every open trajectory from its stored state, and the number of snapshots placed."""
     b = Builder()
     for r in space.rows(TRAJ, eq={"status": "open"}, columns=["id", "state"]):
@@ -113,7 +129,7 @@ def load_index(space) -> tuple[TrajIndex, dict, int]:
     return b.index, b.trajs, placed
 
 
-def curate_session(space, st: WikiState, session_id: str, llm=None, m: int = 15) -> dict:
+def curate_session(space: Space, st: WikiState, session_id: str, llm=None, m: int = 15) -> dict:
     ensure(space)
     cache = st.index
     snaps = new_snapshots(space, session_id, llm)
@@ -147,7 +163,7 @@ def curate_session(space, st: WikiState, session_id: str, llm=None, m: int = 15)
             "pages": "updated" if in_step else "rebuilt"}
 
 
-def replay(space, st: WikiState, m: int) -> dict:
+def replay(space: Space, st: WikiState, m: int) -> dict:
     """Rebuild every trajectory by appending all snapshots in time order (forget, consolidate)."""
     snaps = sorted(load_snapshots(space), key=order_key)
     b = Builder(m)
@@ -157,7 +173,7 @@ def replay(space, st: WikiState, m: int) -> dict:
     return {"mode": "replay", "snapshots": len(snaps), "trajectories": len(b.trajs)}
 
 
-def write(space, st: WikiState, b: Builder, full: bool) -> dict:
+def write(space: Space, st: WikiState, b: Builder, full: bool) -> dict:
     touched = [b.trajs[t] for t in sorted(b.touched)]
     snap_ids = sorted({x["id"] for T in touched for x in T.snapshots})
     cols = [c for c in SNAP_SCHEMA.names if c != "vector"]
@@ -187,7 +203,7 @@ def write(space, st: WikiState, b: Builder, full: bool) -> dict:
     return {"fresh": claims, "changed": changed, "rows": rows}
 
 
-def forget_sources(space, st: WikiState, source_ids: set[str], m: int = 15) -> int:
+def forget_sources(space: Space, st: WikiState, source_ids: set[str], m: int = 15) -> int:
     """Delete the snapshots and claims citing ``source_ids``; replay the rest; pages follow."""
     ensure(space)
     snaps = [s for s in space.rows(SNAP, columns=["id", "source_ids"])

@@ -26,16 +26,20 @@ so counting them would let any retry vouch for itself.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import text as tx
 from .store import SNAP
 
+if TYPE_CHECKING:
+    from ...storage.space import Space
+
 MIN_SUPPORT = 1.30
 
 
-def provenance(space, packed_rows: list[dict], owner: dict[str, str],
+def provenance(space: Space, packed_rows: list[dict], owner: dict[str, str],
                s_of: dict[str, str]) -> list[dict]:
     """The (trajectory, snapshot, claims, ref, timestamp) record of each packed turn (``s_of``:
     source id -> snapshot id, from ``turnmap.TurnMaps``)."""

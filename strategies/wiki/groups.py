@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +23,9 @@ import pyarrow as pa
 from ..frame import one_line
 from . import dates as dt
 from .store import VEC
+
+if TYPE_CHECKING:
+    from ...storage.space import Space
 
 GROUP = "wiki_groups"
 S = pa.string()
@@ -174,10 +177,10 @@ def _newest_first(items: list[list]) -> list[list]:
     return sorted(sorted(items, key=lambda x: x[1]), key=lambda x: x[0], reverse=True)
 
 
-def load(space, keys) -> dict[tuple[str, str], Group]:
+def load(space: Space, keys) -> dict[tuple[str, str], Group]:
     """The stored groups for ``keys`` ((kind, key) pairs); missing ones start empty."""
     keys = set(keys)
-    got = {(r["kind"], r["key"]): Group(r["kind"], r["key"], r["state"], dim=space.dim)
+    got = {(r["kind"], r["key"]): Group(r["kind"], r["key"], r["state"], dim=space.vector_dim)
            for r in space.rows(GROUP, eq={"id": sorted(gid(*k) for k in keys)},
                                columns=["id", "kind", "key", "state"])} if keys else {}
-    return {k: got.get(k) or Group(*k, dim=space.dim) for k in keys}
+    return {k: got.get(k) or Group(*k, dim=space.vector_dim) for k in keys}

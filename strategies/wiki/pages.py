@@ -36,6 +36,7 @@ are found out of step with the trajectories). Both run the same group operations
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -43,6 +44,9 @@ from ..frame import one_line
 from . import text as tx
 from .groups import Group
 from .store import PAGE, TS, VEC
+
+if TYPE_CHECKING:
+    from ...storage.space import Space
 
 L, S = pa.list_(pa.string()), pa.string()
 PAGE_SCHEMA = pa.schema([("id", S), ("namespace", S), ("type", S), ("key", S), ("title", S),
@@ -172,7 +176,7 @@ def index_row(pages: list[dict], g: Group) -> dict:
             "n_links": len(g.trajs), "hub": True, "vector": g.vector()}
 
 
-def rebuild(space) -> dict:
+def rebuild(space: Space) -> dict:
     from .wikiupdate import rebuild_all
 
     return rebuild_all(space)

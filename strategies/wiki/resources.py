@@ -10,8 +10,13 @@ name can start a line).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def page_text(space, ns: str, page: str) -> str:
+if TYPE_CHECKING:
+    from ...storage.space import Space
+
+
+def page_text(space: Space, ns: str, page: str) -> str:
     """The page ``page`` (``index``, ``entity-...``; ``wiki-`` prefix optional) of ``space``."""
     from ..frame import one_line, wiki_frame
     from .pages import PAGE

@@ -39,10 +39,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from . import text as tx
 from .claims import END, stated
 from .store import CLAIM
+
+if TYPE_CHECKING:
+    from ...storage.space import Space
 
 COLS = ["id", "source_id", "slot", "text", "timestamp"]
 # words by which a query asks about a state (general English; compared as ``text.stem`` stems)
@@ -74,7 +78,7 @@ def _time(ts: str | None) -> datetime | None:
         return None
 
 
-def changes(space, ids: list[str]) -> dict[str, Change]:
+def changes(space: Space, ids: list[str]) -> dict[str, Change]:
     """``{turn id: Change}`` for the turns of ``ids`` that state a value a later turn changed."""
     if not ids:
         return {}

@@ -35,12 +35,17 @@ centroid and a chosen centroid. lam = 0.15, mu = 0.15.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import dates as dt, text as tx
+from . import dates as dt
+from . import text as tx
 from .pages import PAGE
 from .store import TRAJ
+
+if TYPE_CHECKING:
+    from ...storage.space import Space
 
 LIST_RX = re.compile(r"\b(how many|how often|how much|which|what (?:kinds?|types?|sorts?)|list|"
                      r"activities|things|ways|events|hobbies|both|all|times|places|books|pets)\b")
@@ -71,7 +76,7 @@ def _overlap(span: dict, a, b) -> bool:
     return span["start"] <= b.date().isoformat() and a.date().isoformat() <= span["end"]
 
 
-def route_pages(space, qv: np.ndarray, query: str, f: dict, t: int) -> list[dict]:
+def route_pages(space: Space, qv: np.ndarray, query: str, f: dict, t: int) -> list[dict]:
     """The top-t non-index pages by S_p, each with its score parts."""
     found: dict[str, dict] = {}
     for r in space.nearest(PAGE, qv, 60, columns=PAGE_COLS + ["vector"]):
@@ -108,7 +113,7 @@ def route_pages(space, qv: np.ndarray, query: str, f: dict, t: int) -> list[dict
     return out[:t]
 
 
-def candidates(space, routed: list[dict], direct: bool,
+def candidates(space: Space, routed: list[dict], direct: bool,
                read=None) -> tuple[list[dict], dict[str, float]]:
     """C_q (trajectory rows) and each trajectory's summed page support. ``read(ids, columns)``
     reads trajectory rows (default: from ``space``; wiki's recall passes its per-recall reads)."""
@@ -128,7 +133,7 @@ def candidates(space, routed: list[dict], direct: bool,
     return rows, support
 
 
-def _read(space):
+def _read(space: Space):
     return lambda ids, columns: space.rows(TRAJ, eq={"id": ids}, columns=columns)
 
 

@@ -19,10 +19,13 @@ replay: its curation appends the stored snapshots like any other.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .claims import build_snapshots, exchanges
 from .store import SNAP, SNAP_SCHEMA, ensure
+
+if TYPE_CHECKING:
+    from ...storage.space import Space
 
 STATES = ("residence", "job", "study", "relationship")
 
@@ -51,7 +54,7 @@ def valid_claims(claims: list, by_label: dict[str, dict]) -> dict[str, list]:
     return out
 
 
-def write_claims(space, session_id: str, by_label: dict[str, dict], claims: list,
+def write_claims(space: Space, session_id: str, by_label: dict[str, dict], claims: list,
                  written_by: str) -> int:
     """Store the session's snapshots with the host's claims; the number of host claims used
     (0: nothing was written, the session keeps what it had)."""
@@ -88,7 +91,7 @@ def write_claims(space, session_id: str, by_label: dict[str, dict], claims: list
     return used
 
 
-def written_by(space, snapshot_id: str, claim_id: str) -> str | None:
+def written_by(space: Space, snapshot_id: str, claim_id: str) -> str | None:
     """Who wrote a claim, when another model did (``None``: the sentence heuristics)."""
     rows = space.rows(SNAP, eq={"id": snapshot_id}, columns=["id", "claims"])
     for c in json.loads(rows[0]["claims"]) if rows else []:

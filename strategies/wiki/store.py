@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from . import text as tx
 from .trajectories import dump_state
+
+if TYPE_CHECKING:
+    from ...storage.space import Space
 
 log = logging.getLogger(__name__)
 SNAP, CLAIM, TRAJ, PAGE = "wiki_snapshots", "wiki_claims", "wiki_trajectories", "wiki_pages"
@@ -45,7 +49,7 @@ TRAJ_SCHEMA = pa.schema([("id", S), ("namespace", S), ("title", S), ("text", S),
 CLAIM_COLS = [f.name for f in CLAIM_SCHEMA if f.name != "namespace"]
 
 
-def ensure(space) -> None:
+def ensure(space: Space) -> None:
     """Declare the vector-bearing schemas, so reads in a fresh process find the model-tagged
     tables (``Space.name`` only knows a derived kind has vectors once it has seen its schema)."""
     from .groups import GROUP, GROUP_SCHEMA
@@ -65,7 +69,7 @@ INDEXES = {SNAP: {"id": "btree", "session_id": "btree"},
            "wiki_groups": {"id": "btree"}}
 
 
-def index_tables(space, rebuild: bool = False) -> None:
+def index_tables(space: Space, rebuild: bool = False) -> None:
     """Scalar indexes on the wiki tables' filter columns (once per process per table);
     ``rebuild`` after a forget, so no deleted key survives in an index segment."""
     for kind, cols in INDEXES.items():
@@ -77,7 +81,7 @@ def _vec(row: dict) -> dict:
     return row
 
 
-def load_snapshots(space, ids: list[str] | None = None) -> list[dict]:
+def load_snapshots(space: Space, ids: list[str] | None = None) -> list[dict]:
     rows = space.rows(SNAP, eq={"id": ids} if ids is not None else None)
     return [_vec(r) for r in rows]
 

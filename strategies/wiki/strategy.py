@@ -23,14 +23,19 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
-from ..base import Env, Item, Recollection, RecallRequest
+from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
 from ..search import RRF_K, search_turns, source_ref, turn_search
-from . import evidence as ev, revisions, route, scoring, store, turnmap
+from . import evidence as ev
+from . import revisions, route, scoring, store, turnmap
 from .curate import curate_session, forget_sources, state_of
 from .explain import explain_id
 from .pages import rebuild
+
+if TYPE_CHECKING:
+    from ...storage.space import Space
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +146,7 @@ class WikiStrategy:
                 "score": suff["support"], "s_of": maps.s_of, "changed": changed}
 
     @staticmethod
-    def _ref_time(space):
+    def _ref_time(space: Space):
         """'Now' for relative dates in a query: the time of the latest session."""
         return space.latest_session_time()
 

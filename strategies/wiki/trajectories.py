@@ -46,7 +46,7 @@ import numpy as np
 
 from . import text as tx
 from .claims import hid
-from .tindex import W, TrajIndex  # noqa: F401  (W: the weights of g, re-exported)
+from .tindex import TrajIndex, W  # noqa: F401  (W: the weights of g, re-exported)
 
 THETA = 0.42
 M_DEFAULT = 15

@@ -23,9 +23,13 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..nscache import NamespaceCache
 from .store import SNAP, TRAJ
+
+if TYPE_CHECKING:
+    from ...storage.space import Space
 
 RECHECK_S = 2.0
 
@@ -43,7 +47,7 @@ class TurnMaps:
     checked: float = 0.0
 
 
-def _counts(space) -> tuple:
+def _counts(space: Space) -> tuple:
     return (space.count_rows(TRAJ), space.count_rows(SNAP))
 
 

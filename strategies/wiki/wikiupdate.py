@@ -14,24 +14,40 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .groups import GROUP, GROUP_SCHEMA, Group, gid, load
-from .pages import (INDEX, PAGE, PAGE_SCHEMA, accepts, claim_keys, index_row, is_hub, is_live,
-                    mention, note_claim, page_id, page_row, snap_keys)
+from .pages import (
+    INDEX,
+    PAGE,
+    PAGE_SCHEMA,
+    accepts,
+    claim_keys,
+    index_row,
+    is_hub,
+    is_live,
+    mention,
+    note_claim,
+    page_id,
+    page_row,
+    snap_keys,
+)
 from .store import CLAIM, TRAJ, ensure, load_snapshots
 
+if TYPE_CHECKING:
+    from ...storage.space import Space
 
-def sync_state(space) -> dict | None:
+
+def sync_state(space: Space) -> dict | None:
     rows = space.rows(GROUP, eq={"id": gid(*INDEX)}, columns=["id", "state"])
-    return Group(*INDEX, rows[0]["state"], dim=space.dim).sync if rows else None
+    return Group(*INDEX, rows[0]["state"], dim=space.vector_dim).sync if rows else None
 
 
 def _claims(rows) -> list[dict]:
     return [{k: v for k, v in c.items() if k != "namespace"} for c in rows]
 
 
-def _replacements(space, claims: list[dict]) -> dict[str, dict]:
+def _replacements(space: Space, claims: list[dict]) -> dict[str, dict]:
     by = {c["id"]: c for c in claims}
     missing = sorted({c["by"] for c in claims if c["by"]} - set(by))
     if missing:
@@ -39,7 +55,7 @@ def _replacements(space, claims: list[dict]) -> dict[str, dict]:
     return by
 
 
-def update(space, placed: list[tuple[dict, str]], fresh: list[dict], changed: list[dict]) -> str:
+def update(space: Space, placed: list[tuple[dict, str]], fresh: list[dict], changed: list[dict]) -> str:
     """Fold one curation into the wiki. ``placed``: the new snapshots with the trajectory each
     joined, ``fresh``: the claims it created, ``changed``: older claims it revised or deprecated
     (rows as written)."""
@@ -78,7 +94,7 @@ def update(space, placed: list[tuple[dict, str]], fresh: list[dict], changed: li
     return idx.sync["token"]
 
 
-def _older(space, joined: dict[str, set], fresh_ids: set[str]) -> list[dict]:
+def _older(space: Space, joined: dict[str, set], fresh_ids: set[str]) -> list[dict]:
     """Earlier claims of trajectories new to an entity that name it only as their subject (an
     LLM's subject; the heuristic subject is a speaker or a name, so the trajectory had the key)."""
     if not joined:
@@ -90,7 +106,7 @@ def _older(space, joined: dict[str, set], fresh_ids: set[str]) -> list[dict]:
     return _claims(space.rows(CLAIM, eq={"id": hit})) if hit else []
 
 
-def rebuild_all(space) -> dict:
+def rebuild_all(space: Space) -> dict:
     """Recompute every group and page from all snapshots, trajectories and claims."""
     ensure(space)
     trajs = space.rows(TRAJ, columns=["id", "snapshot_ids", "n"])
@@ -108,7 +124,7 @@ def rebuild_all(space) -> dict:
         if s["id"] not in owner:
             continue
         for key, roles in snap_keys(s).items():
-            g = groups.setdefault(key, Group(*key, dim=space.dim))
+            g = groups.setdefault(key, Group(*key, dim=space.vector_dim))
             g.link(owner[s["id"]])
             g.add_snapshot(s)
             mention(g, roles, owner[s["id"]])
@@ -123,7 +139,7 @@ def rebuild_all(space) -> dict:
     return {"pages": n, "token": token}
 
 
-def _assign_pids(space, gs: list[Group], full: bool) -> None:
+def _assign_pids(space: Space, gs: list[Group], full: bool) -> None:
     """A page id per new page: ``wiki-<type>-<slug>``, ``-x`` appended while another key has it."""
     taken: dict[str, str] = {}
     base = {page_id(g.kind, g.key) for g in gs}
@@ -139,7 +155,7 @@ def _assign_pids(space, gs: list[Group], full: bool) -> None:
         g.pid, taken[pid] = pid, g.key
 
 
-def _write(space, groups: dict, full: bool) -> int:
+def _write(space: Space, groups: dict, full: bool) -> int:
     idx = groups[INDEX]
     n_all = len(idx.trajs)
     live = [g for k, g in groups.items() if k != INDEX and is_live(g)]
@@ -173,7 +189,7 @@ def _write(space, groups: dict, full: bool) -> int:
     return len(rows) + 1
 
 
-def _refill(space, g: Group) -> None:
+def _refill(space: Space, g: Group) -> None:
     """Rebuild the buffer of newest current claims after revisions emptied it (rare)."""
     eq: dict[str, Any] = {"status": "active"}
     if len(g.trajs) <= 500:

@@ -22,11 +22,15 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..nscache import NamespaceCache
 from .graph import EDGES, THREADS, declare
+
+if TYPE_CHECKING:
+    from ...storage.space import Space
 
 UNIT_CACHE = 50_000   # source rows + vectors kept (about 2 kB each: ~100 MB at most)
 RECHECK_S = 2.0   # re-count the tables at most this often (another process may have written)
@@ -62,7 +66,7 @@ class Snapshot:
         return {i: r for i, (r, _) in got.items()}, {i: v for i, (_, v) in got.items()}
 
 
-def _counts(space) -> tuple:
+def _counts(space: Space) -> tuple:
     return (space.count_rows(THREADS), space.count_rows(EDGES))
 
 

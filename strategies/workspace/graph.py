@@ -19,11 +19,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from .segment import segment
+
+if TYPE_CHECKING:
+    from ...storage.space import Space
+    from ..base import Env
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +55,7 @@ THREAD_COLUMNS = ["id", "session_id", "scheme", "idx", "seq_start", "seq_end", "
                   "head", "head_by", "t_start", "t_end", "vector"]
 
 
-def declare(space) -> None:
+def declare(space: Space) -> None:
     """Tell the space that ``ws_threads`` carries vectors (so its model-tagged name is used even
     in a process that has not written it yet)."""
     space.derived_table(THREADS, THREAD_SCHEMA)
@@ -65,14 +70,14 @@ def _iso(ts) -> str:
     return ts.isoformat() if ts is not None else ""
 
 
-def build_threads(env, session_id: str) -> list[dict]:
+def build_threads(env: Env, session_id: str) -> list[dict]:
     """Thread rows (both schemes) for one session, from its sources and their vectors."""
     sources = env.space.sources_by_session(session_id)
     if not sources:
         return []
     vecs = env.space.source_vectors([s["id"] for s in sources])
     sources = [s for s in sources if s["id"] in vecs]
-    mat = np.stack([vecs[s["id"]] for s in sources]) if sources else np.zeros((0, env.space.dim))
+    mat = np.stack([vecs[s["id"]] for s in sources]) if sources else np.zeros((0, env.space.vector_dim))
     speakers = [s.get("speaker") for s in sources]
     texts = [s["text"] for s in sources]
     rows = []
@@ -92,9 +97,12 @@ def build_threads(env, session_id: str) -> list[dict]:
     return rows
 
 
-def llm_heads(env, rows: list[dict], by_id: dict) -> None:
+def llm_heads(env: Env, rows: list[dict], by_id: dict) -> None:
     """Let the configured LLM write each topic thread's head (the paper's a_j); on any failure
     the extractive head stays. h_j = normalise(centroid + embed(head)) keeps the unit evidence."""
+    llm = env.llm
+    if llm is None:
+        return
     system = ("Summarise this excerpt of a conversation in one factual sentence (who, what, when). "
               "Output only the sentence.")
     for r in rows:
@@ -102,7 +110,7 @@ def llm_heads(env, rows: list[dict], by_id: dict) -> None:
             continue
         lines = "\n".join(f"{by_id[i].get('speaker') or '-'}: {by_id[i]['text']}" for i in r["source_ids"])
         try:
-            head = " ".join(env.llm.complete(system, lines).split())[:300]
+            head = " ".join(llm.complete(system, lines).split())[:300]
         except Exception:  # an LLM only improves heads: never fail curation for it
             log.warning("LLM head failed for %s; keeping the extractive head", r["id"], exc_info=True)
             continue
@@ -122,12 +130,12 @@ def _cos(a: dict, b: dict) -> float:
     return float(np.asarray(a["vector"]) @ np.asarray(b["vector"]))
 
 
-def session_order(space) -> list[str]:
+def session_order(space: Space) -> list[str]:
     times = space.session_times()
     return sorted(times, key=lambda sid: (str(times[sid] or ""), sid))
 
 
-def edges_for_session(env, session_id: str, new: list[dict], order: list[str],
+def edges_for_session(env: Env, session_id: str, new: list[dict], order: list[str],
                       cross: bool = True) -> list[dict]:
     """Edges of the new threads of ``session_id``: adjacency (within and to the neighbouring
     sessions in time) and, with ``cross``, k-nearest semantic edges to other threads."""
@@ -183,7 +191,7 @@ def rebuild_edges(threads: list[dict]) -> list[dict]:
     return list(out.values())
 
 
-def curate_session(env, session_id: str) -> dict:
+def curate_session(env: Env, session_id: str) -> dict:
     """Re-segment one session and update the graph around it (idempotent)."""
     space = env.space
     declare(space)

@@ -11,16 +11,20 @@ scores, and their total), counts and timings.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..base import Item, Recollection, RecallRequest
+from ..aliases import speaker_aliases
+from ..base import Item, RecallRequest, Recollection
 from ..frame import CLOSE, OPEN, one_line
 from ..search import search_turns, source_ref, turn_search
-from . import roles
-from ..aliases import speaker_aliases
 from ..speakers import speaker_match
+from . import roles
 from .select import greedy, kernel, path_costs, priorities, propagate
+
+if TYPE_CHECKING:
+    from ..base import Env
 
 
 LEFT_OUT_SHOWN = 60   # the trace lists the best left-out candidates (by affinity), and the total
@@ -41,7 +45,7 @@ class _Edges:
         return [(k, w) for k, w, e in nb if not (self.no_cross and e == "semantic")]
 
 
-def _seeds(env, request, s, snap, scheme, qv):
+def _seeds(env: Env, request, s, snap, scheme, qv):
     ids, mat = snap.ids[scheme], snap.mats[scheme]
     head_sim = mat @ qv
     sim = {t: float(x) for t, x in zip(ids, head_sim)}
@@ -73,7 +77,7 @@ def _seeds(env, request, s, snap, scheme, qv):
     return seeds, r0, why, parts
 
 
-def _search(env, request, qv, n, snap, s):
+def _search(env: Env, request, qv, n, snap, s):
     """``search.search_turns`` with the query vector already computed and the speakers of
     all dense hits read from the snapshot's cached rows; ``strip_names=0`` searches the query
     as it is.
@@ -85,7 +89,7 @@ def _search(env, request, qv, n, snap, s):
         turns=turn_search(env, request, n, qv))
 
 
-def workspace_recall(env, request: RecallRequest, s: dict, snap, scheme: str, t0: float) -> Recollection:
+def workspace_recall(env: Env, request: RecallRequest, s: dict, snap, scheme: str, t0: float) -> Recollection:
     from .strategy import assemble, line_costs
 
     timing = {}

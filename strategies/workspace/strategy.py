@@ -53,7 +53,7 @@ from __future__ import annotations
 import logging
 import time
 
-from ..base import Env, Recollection, RecallRequest
+from ..base import Env, RecallRequest, Recollection
 from ..render import OPEN, render, render_line, session_header
 from . import cache, graph
 
