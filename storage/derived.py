@@ -59,13 +59,14 @@ def _where(eq: dict[str, Any] | None, extra: str | None = None,
 class DerivedMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for strategy-owned tables."""
 
-    def table_copy(self, kind: str, tbl) -> snapshot.State | None:
+    def table_copy(self, kind: str, tbl, follows_bulk_writes: bool = False) -> snapshot.State | None:
         """The in-process copy of ``kind``'s table at its version (``snapshot.py``), or None
-        where LanceDB answers."""
+        where LanceDB answers. ``follows_bulk_writes``: a table curation does not rewrite, so
+        its copy is reloaded for curation's reads too."""
         copy = self._copies.get(kind)
         if copy is None:
-            copy = self._copies.setdefault(
-                kind, snapshot.TableCopy(self.namespace, self.store.vector_index_min_rows))
+            copy = self._copies.setdefault(kind, snapshot.TableCopy(
+                self.namespace, self.store.vector_index_min_rows, follows_bulk_writes))
         return copy.current(tbl)
 
     def touch_copy(self, kind: str) -> None:

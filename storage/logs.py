@@ -82,8 +82,8 @@ class LogsMixin(SpaceParts):
         tbl = self.table("sessions")
         if tbl is None:
             return []
-        state = self.table_copy("sessions", tbl)
-        if state is not None:
+        state = self.table_copy("sessions", tbl, follows_bulk_writes=True)   # curation reads it
+        if state is not None:                                                # and writes it once
             return state.rows
         rows = tbl.search().limit(None).to_list()
         return [r for r in rows if r["namespace"] == self.namespace]

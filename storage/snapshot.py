@@ -25,6 +25,12 @@ at most ``CHECK_S`` more than a query would, never this process's own writes, ne
 Thread-safe: a refresh builds a new state and swaps it in; a search reads the state it started
 with.
 
+Bulk writers (:func:`bulk`: the curation worker) do not refresh a :class:`TableCopy`: every
+session they curate rewrites the tables they read, so each of their reads would load a whole
+table again (half of curation's time at 50k stored turns, where the wiki's tables hold
+thousands of rows). Their reads of a stale copy go to LanceDB, which answers the same rows; the
+next recall refreshes the copy once.
+
 Written by hand, not taken from a library: the state is a few arrays over one table, and its
 only job is to mirror LanceDB's own flat scan, with LanceDB's versions deciding freshness.
 """
@@ -33,8 +39,10 @@ from __future__ import annotations
 
 import json
 import threading
-from abc import ABC, abstractmethod
 import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timezone
 from typing import TYPE_CHECKING, Any
@@ -78,8 +86,25 @@ def _with_vectors(tbl, version: int, rows: list[dict], vecs: list | np.ndarray |
                  **extra)
 
 
+_BULK = threading.local()
+
+
+@contextmanager
+def bulk() -> Iterator[None]:
+    """This thread writes tables as it reads them: stale :class:`TableCopy` states are not
+    reloaded for its reads (module docstring)."""
+    was = getattr(_BULK, "on", False)
+    _BULK.on = True
+    try:
+        yield
+    finally:
+        _BULK.on = was
+
+
 class _Copy(ABC):
     """What both copies share: the version look and the swap; ``_load`` reads a state."""
+
+    follows_bulk_writes = True   # reload for a bulk writer's reads too (cheap incremental loads)
 
     def __init__(self, namespace: str, max_rows: int):
         self.namespace = namespace
@@ -100,8 +125,11 @@ class _Copy(ABC):
         state, now = self._state, time.monotonic()
         if state is None or state.tbl is not tbl or now - self._looked >= CHECK_S:
             version = tbl.version
+            stale = state is None or state.tbl is not tbl or state.version != version
+            if stale and not self.follows_bulk_writes and getattr(_BULK, "on", False):
+                return None   # not a look: the next other reader looks at the version itself
             self._looked = now
-            if state is None or state.tbl is not tbl or state.version != version:
+            if stale:
                 with self._lock:
                     state = self._state
                     if state is None or state.tbl is not tbl or state.version != version:
@@ -109,7 +137,7 @@ class _Copy(ABC):
                         state = self._state = (State(tbl, version, True)
                                                if tbl.count_rows() > self.max_rows
                                                else self._load(tbl, version, old))
-        return None if state.too_big else state
+        return None if state is None or state.too_big else state
 
     @abstractmethod
     def _load(self, tbl, version: int, old: State | None) -> State:
@@ -150,7 +178,11 @@ class SourceSnapshot(_Copy):
 
 class TableCopy(_Copy):
     """A whole derived table (rows as LanceDB returns them, vectors apart), read again when it
-    changes."""
+    changes (by a reader that is not a bulk writer)."""
+
+    def __init__(self, namespace: str, max_rows: int, follows_bulk_writes: bool = False):
+        super().__init__(namespace, max_rows)
+        self.follows_bulk_writes = follows_bulk_writes   # True: a table bulk writers do not write
 
     def _load(self, tbl, version: int, old: State | None) -> State:
         data = tbl.to_arrow()

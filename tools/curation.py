@@ -170,6 +170,7 @@ class CurationWorker:
 
     def _curate(self, namespace: str, session_id: str) -> str | None:
         """Run every curating strategy on one session: "done", "failed", or None (forgotten)."""
+        from ..storage.snapshot import bulk
         from ..strategies import registry
 
         env = self.rt.env(namespace)
@@ -180,7 +181,8 @@ class CurationWorker:
         for strat in registry.with_hook("curate"):
             self.rt.recalls.wait_clear(YIELD_MAX_S)   # recalls first (module docstring)
             try:
-                strat.curate(env, session_id)
+                with bulk():   # its reads do not reload the tables it rewrites (storage/snapshot)
+                    strat.curate(env, session_id)
             except Exception as exc:  # one strategy's failure must not stop the others
                 log.exception("curation of %s/%s by %s failed", namespace, session_id, strat.name)
                 self.failures.append((namespace, session_id, f"{strat.name}: {exc}"))

@@ -141,3 +141,37 @@ def test_derived_tables_copies_filter_and_search_as_lancedb_does(tmp_path):
         assert np.allclose([r["similarity"] for r in a], [r["similarity"] for r in b], atol=1e-5)
     copy.delete_rows("pages", {"key": "k1"})
     assert copy.rows("pages", eq={"key": "k1"}) == []
+
+
+def test_a_bulk_writer_reads_lancedb_and_the_next_reader_refreshes(tmp_path, monkeypatch):
+    """Curation (``snapshot.bulk``) rewrites the tables it reads: its reads of a stale copy go to
+    LanceDB, without reloading the whole table; a recall after it still sees every write."""
+    import pyarrow as pa
+
+    from trimem.storage import snapshot
+
+    schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("n", pa.int64()),
+                        ("vector", pa.list_(pa.float32(), DIM))])
+    sp = space(tmp_path, 10_000)
+
+    def rows(lo, hi):
+        return [{"id": f"p{i}", "n": i % 3, "vector": turn_rows(1, start=i)[0]["vector"]}
+                for i in range(lo, hi)]
+
+    sp.upsert("pages", schema, rows(0, 20))
+    assert len(sp.rows("pages", eq={"n": 1})) == 7          # a copy at this version
+    loads = []
+    real = snapshot.TableCopy._load
+    monkeypatch.setattr(snapshot.TableCopy, "_load",
+                        lambda self, *a: loads.append(1) or real(self, *a))
+    with snapshot.bulk():
+        for lo in (20, 30, 40):                             # write, read, write, read ...
+            sp.upsert("pages", schema, rows(lo, lo + 10))
+            got = sp.rows("pages", eq={"n": 1})
+            assert sorted(r["id"] for r in got) == sorted(f"p{i}" for i in range(lo + 10)
+                                                          if i % 3 == 1)
+    assert loads == []                                      # LanceDB answered each
+    got = sp.rows("pages", eq={"n": 1})                     # at once after: no stale copy
+    assert len(got) == 17 and loads == [1]
+    q = rows(45, 46)[0]["vector"]
+    assert sp.nearest("pages", q, 1, None, columns=["id"])[0]["id"] == "p45"
