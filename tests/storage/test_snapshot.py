@@ -158,6 +158,7 @@ def test_a_bulk_writer_reads_lancedb_and_the_next_reader_refreshes(tmp_path, mon
         return [{"id": f"p{i}", "n": i % 3, "vector": turn_rows(1, start=i)[0]["vector"]}
                 for i in range(lo, hi)]
 
+    monkeypatch.setattr(snapshot, "BULK_RELOAD_MAX_ROWS", 5)   # a copy bigger than that
     sp.upsert("pages", schema, rows(0, 20))
     assert len(sp.rows("pages", eq={"n": 1})) == 7          # a copy at this version
     loads = []
@@ -171,7 +172,12 @@ def test_a_bulk_writer_reads_lancedb_and_the_next_reader_refreshes(tmp_path, mon
             assert sorted(r["id"] for r in got) == sorted(f"p{i}" for i in range(lo + 10)
                                                           if i % 3 == 1)
     assert loads == []                                      # LanceDB answered each
+    monkeypatch.setattr(snapshot, "BULK_RELOAD_MAX_ROWS", 10_000)
+    with snapshot.bulk():                                   # a small copy is reloaded
+        sp.upsert("pages", schema, rows(50, 51))
+        assert len(sp.rows("pages", eq={"n": 1})) == 17 and loads == [1]
+    sp.upsert("pages", schema, rows(51, 52))
     got = sp.rows("pages", eq={"n": 1})                     # at once after: no stale copy
-    assert len(got) == 17 and loads == [1]
+    assert len(got) == 17 and loads == [1, 1]
     q = rows(45, 46)[0]["vector"]
     assert sp.nearest("pages", q, 1, None, columns=["id"])[0]["id"] == "p45"
