@@ -34,6 +34,7 @@ def register(server, rt: Runtime) -> None:
     @server.resource("trimem://namespaces", name="namespaces", mime_type="application/json",
                      description="Every namespace of this memory, with its counts of sources "
                                  "(stored messages) and sessions.")
+    @reported   # a store that cannot be opened says so
     def namespaces_resource() -> str:
         return json.dumps(listing(rt), ensure_ascii=False, indent=1, default=str)
 
