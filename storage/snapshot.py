@@ -115,28 +115,37 @@ class _Copy(ABC):
         self._state: State | None = None
         self._lock = threading.Lock()
         self._looked = float("-inf")
+        self._touches = 0                  # writes by this process (see ``current``)
+        self._look_lock = threading.Lock()
 
     def touch(self) -> None:
         """This process wrote the table: look at its version on the next use."""
-        self._looked = float("-inf")
+        with self._look_lock:
+            self._touches += 1
+            self._looked = float("-inf")
 
     def current(self, tbl) -> State | None:
         """The state matching ``tbl``'s version, or None when the table is missing or past
         ``max_rows``: the caller then asks LanceDB."""
         if tbl is None:
             return None
-        state, now = self._state, time.monotonic()
+        state, now, touches = self._state, time.monotonic(), self._touches
         if state is None or state.tbl is not tbl or now - self._looked >= CHECK_S:
             version = tbl.version
             stale = state is None or state.tbl is not tbl or state.version != version
             if stale and not self.follows_bulk_writes and getattr(_BULK, "on", False) \
                     and state is not None and len(state.rows) > BULK_RELOAD_MAX_ROWS:
                 return None   # not a look: the next other reader looks at the version itself
-            self._looked = now
+            with self._look_lock:
+                # a look that began before a write of this process (another thread's delete,
+                # between our version read and here) must not stand for a look after it: the
+                # writer would then trust a copy that still holds what it deleted
+                if self._touches == touches:
+                    self._looked = now
             if stale:
                 with self._lock:
                     state = self._state
-                    if state is None or state.tbl is not tbl or state.version != version:
+                    if state is None or state.tbl is not tbl or state.version < version:
                         old = state if state is not None and state.tbl is tbl else None
                         state = self._state = (State(tbl, version, True)
                                                if tbl.count_rows() > self.max_rows

@@ -181,3 +181,36 @@ def test_a_bulk_writer_reads_lancedb_and_the_next_reader_refreshes(tmp_path, mon
     assert len(got) == 17 and loads == [1, 1]
     q = rows(45, 46)[0]["vector"]
     assert sp.nearest("pages", q, 1, None, columns=["id"])[0]["id"] == "p45"
+
+
+def test_a_look_begun_before_a_delete_does_not_hide_it(tmp_path, monkeypatch):
+    """Another thread (curation, during a forget) reads the table's version, the forget deletes
+    and marks the copy, then that thread records its look: the forget's next read must still
+    look again, and not serve the row it deleted from the copy."""
+    import threading
+
+    sp = space(tmp_path, 10_000)
+    sp.add_sources(turn_rows(30))
+    q = turn_rows(30)[5]["vector"]
+    assert sp.vector_sources(q, 1)[0][0] == "src_0005"      # the copy, at this version
+    cls = type(sp._sources())
+    real = cls.version
+    read, go = threading.Event(), threading.Event()
+
+    def version(self):
+        v = real.fget(self)
+        if threading.current_thread().name == "reader":     # its look read the old version
+            read.set()
+            go.wait(10)
+        return v
+
+    monkeypatch.setattr(cls, "version", property(version))
+    time.sleep(CHECK_S)                                     # the next use looks at the version
+    reader = threading.Thread(target=sp.vector_sources, args=(q, 1), name="reader")
+    reader.start()
+    assert read.wait(10)
+    sp.delete_sources(["src_0005"])
+    go.set()
+    reader.join(10)
+    assert "src_0005" not in [i for i, _ in sp.vector_sources(q, 50)]
+    assert sp.get_sources(["src_0005"]) == []
