@@ -1,7 +1,8 @@
 """The S3 double keeps S3's promise that Lance's commits rely on: of several concurrent
 ``PutObject`` calls with ``If-None-Match: *`` on one key, exactly one succeeds and the others get
 412. moto alone checks and then writes in two steps (conftest.atomic_conditional_puts); the check
-here widens that gap, so without the fix every trial lets more than one writer win."""
+here widens that gap, so without the fix more than one writer wins (checked: all four, in the
+first trial)."""
 
 from __future__ import annotations
 
