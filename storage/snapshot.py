@@ -23,7 +23,9 @@ re-created table: a new handle is read in full). The version follows the connect
 read-consistency interval (1 s) as every query does: a copy may lag another process's write by
 at most ``CHECK_S`` more than a query would, never this process's own writes, never a forget.
 Thread-safe: a refresh builds a new state and swaps it in; a search reads the state it started
-with.
+with. A look is kept with the version it saw, and stands only for a state at least that new:
+while one thread loads the rows of a new version, another's read waits for them rather than
+answering from the copy before the write.
 
 Bulk writers (:func:`bulk`: the curation worker) do not refresh a :class:`TableCopy` of more
 than ``BULK_RELOAD_MAX_ROWS`` rows (a smaller one reloads faster than LanceDB answers): every
@@ -114,7 +116,7 @@ class _Copy(ABC):
         self.max_rows = max_rows
         self._state: State | None = None
         self._lock = threading.Lock()
-        self._looked = float("-inf")
+        self._looked = (float("-inf"), -1)   # (when, version) of the last look at the version
         self._touches = 0                  # writes by this process (see ``current``)
         self._look_lock = threading.Lock()
 
@@ -122,7 +124,7 @@ class _Copy(ABC):
         """This process wrote the table: look at its version on the next use."""
         with self._look_lock:
             self._touches += 1
-            self._looked = float("-inf")
+            self._looked = (float("-inf"), -1)
 
     def current(self, tbl) -> State | None:
         """The state matching ``tbl``'s version, or None when the table is missing or past
@@ -130,7 +132,11 @@ class _Copy(ABC):
         if tbl is None:
             return None
         state, now, touches = self._state, time.monotonic(), self._touches
-        if state is None or state.tbl is not tbl or now - self._looked >= CHECK_S:
+        looked, looked_version = self._looked
+        # a recent look stands only for a state at least as new as what it saw: another thread
+        # records its look before it has loaded that version's rows (it loads under the lock)
+        if state is None or state.tbl is not tbl or now - looked >= CHECK_S \
+                or state.version < looked_version:
             version = tbl.version
             stale = state is None or state.tbl is not tbl or state.version != version
             if stale and not self.follows_bulk_writes and getattr(_BULK, "on", False) \
@@ -141,7 +147,7 @@ class _Copy(ABC):
                 # between our version read and here) must not stand for a look after it: the
                 # writer would then trust a copy that still holds what it deleted
                 if self._touches == touches:
-                    self._looked = now
+                    self._looked = (now, version)
             if stale:
                 with self._lock:
                     state = self._state

@@ -214,3 +214,42 @@ def test_a_look_begun_before_a_delete_does_not_hide_it(tmp_path, monkeypatch):
     reader.join(10)
     assert "src_0005" not in [i for i, _ in sp.vector_sources(q, 50)]
     assert sp.get_sources(["src_0005"]) == []
+
+
+def test_a_read_during_another_threads_reload_waits_for_the_new_rows(tmp_path, monkeypatch):
+    """Another thread (curation) looks at the version after this process's write and starts
+    loading the new rows: a read meanwhile must not take that look as proof that the copy it
+    holds is current. CI saw recalls answered from the first session's rows alone."""
+    import threading
+
+    from trimem.storage.snapshot import SourceSnapshot
+
+    sp = space(tmp_path, 10_000)
+    sp.add_sources(turn_rows(10))
+    q = turn_rows(40)[25]["vector"]
+    assert "src_0025" not in [i for i, _ in sp.vector_sources(q, 50)]   # the copy: 10 rows
+    sp.add_sources(turn_rows(30, start=10))
+    real = SourceSnapshot._load
+    loading, go = threading.Event(), threading.Event()
+
+    def slow_load(self, tbl, version, old):
+        if threading.current_thread().name == "reader":    # it looked, now it reads the rows
+            loading.set()
+            go.wait(10)
+        return real(self, tbl, version, old)
+
+    monkeypatch.setattr(SourceSnapshot, "_load", slow_load)
+    reader = threading.Thread(target=sp.vector_sources, args=(q, 1), name="reader")
+    reader.start()
+    try:
+        assert loading.wait(10)
+        got = []
+        mine = threading.Thread(target=lambda: got.append(sp.vector_sources(q, 1)))
+        mine.start()
+        mine.join(0.5)       # it may wait for the reader's load, but must not answer without it
+        go.set()
+        mine.join(10)
+    finally:
+        go.set()
+        reader.join(10)
+    assert got and got[0][0][0] == "src_0025"
