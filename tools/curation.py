@@ -87,6 +87,12 @@ class CurationWorker:
             log.info("resuming curation of %d sessions", n)
         return n
 
+    @property
+    def busy(self) -> bool:
+        """Whether a session is being curated now."""
+        with self._cond:
+            return self._busy > 0
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until nothing is queued or running (for benchmarks, tests and the CLI)."""
         end = None if timeout is None else time.monotonic() + timeout

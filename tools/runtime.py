@@ -7,9 +7,11 @@ from its settings (``Config`` carries plain values, so tools never read settings
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -60,6 +62,24 @@ class Config:
     limits: Limits = Limits()
 
 
+_OPEN: weakref.WeakSet[Runtime] = weakref.WeakSet()
+EXIT_WAIT_S = 20.0   # the longest an exiting interpreter waits for the curation in progress
+
+
+@atexit.register
+def _close_open_runtimes() -> None:
+    """An embedding program (or a test) that exits without ``Runtime.close()``: stop curation
+    and let the session in progress finish before Python finalizes. A daemon thread still inside
+    LanceDB's or onnxruntime's native code then aborts the process ("FATAL: exception not
+    rethrown"); ``storage.db``'s own exit hook, which runs after this one, waits only for upkeep.
+    ``trimem serve`` closes its runtime itself (``server/lifecycle.py``) and never gets here."""
+    for rt in list(_OPEN):
+        try:
+            rt.close(EXIT_WAIT_S)
+        except Exception:  # noqa: BLE001 - exiting anyway: say why in the log only
+            log.exception("closing a runtime at exit failed")
+
+
 class Runtime:
     def __init__(self, config: Config):
         self.config = config
@@ -75,6 +95,7 @@ class Runtime:
         self.recalls = RecallGate()   # recall holds it; curation waits for it to clear
         self.curation = CurationWorker(self, delay_s=config.curation_delay_s,
                                        consolidate_every=config.consolidate_every_sessions)
+        _OPEN.add(self)
 
     @property
     def store(self):
@@ -189,6 +210,7 @@ class Runtime:
     def close(self, timeout: float = 30.0) -> bool:
         """Before the process exits: stop curation, close every namespace's context (its pool
         shut down, its caches dropped), let storage upkeep finish."""
+        _OPEN.discard(self)
         end = time.monotonic() + timeout
         ok = self.curation.stop(timeout)
         with self._ctx_lock:
