@@ -71,8 +71,9 @@ def _close_open_runtimes() -> None:
     """An embedding program (or a test) that exits without ``Runtime.close()``: stop curation
     and let the session in progress finish before Python finalizes. A daemon thread still inside
     LanceDB's or onnxruntime's native code then aborts the process ("FATAL: exception not
-    rethrown"); ``storage.db``'s own exit hook, which runs after this one, waits only for upkeep.
-    ``trimem serve`` closes its runtime itself (``server/lifecycle.py``) and never gets here."""
+    rethrown"). ``storage.db``'s own exit hook waits only for storage upkeep, not for curation;
+    the order of the two does not matter (a store closes twice harmlessly). ``trimem serve``
+    closes its runtime itself (``server/lifecycle.py``), so this finds nothing open there."""
     for rt in list(_OPEN):
         try:
             rt.close(EXIT_WAIT_S)
