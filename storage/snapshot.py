@@ -77,6 +77,7 @@ class State:
     session: np.ndarray | None = None                # sources only: filter columns
     ts: np.ndarray | None = None
     columns: dict = field(default_factory=dict)      # column -> object array, made on first use
+    made: dict = field(default_factory=dict)         # other facts of the copy, made on first use
 
 
 def _with_vectors(tbl, version: int, rows: list[dict], vecs: list | np.ndarray | None,
@@ -314,8 +315,12 @@ def pick(state: State, n: int, columns: list[str] | None, vector: bool) -> dict:
     """A copy of row ``n`` with ``columns`` (all when None) and, if asked, its vector as the
     list LanceDB returns."""
     r = state.rows[n]
-    out = {c: _own(v) for c, v in r.items()} if columns is None else \
-        {c: _own(r[c]) for c in columns if c in r}
+    deep = state.made.get("nested")
+    if deep is None:   # once per copy: only columns of lists or structs need copying (``_own``)
+        deep = state.made["nested"] = frozenset(c for row in state.rows for c, v in row.items()
+                                                if isinstance(v, (list, dict)))
+    keys = r.keys() if columns is None else [c for c in columns if c in r]
+    out = {c: _own(r[c]) if c in deep else r[c] for c in keys}
     if vector and state.mat is not None:
         out["vector"] = state.mat[n].tolist()
     return out

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from ..storage.passages import PASSAGE_CHARS
@@ -40,6 +41,7 @@ ELLIPSIS = "…"
 SNAP = 200            # how far an excerpt's edge may move to begin or end at a line
 
 
+@lru_cache(maxsize=4096)   # packing asks for each candidate's header, hundreds per recall
 def session_header(ts: datetime | None, session_id: str) -> str:
     if ts is None:
         return f"[session {one_line(session_id)}]\n"
@@ -51,10 +53,14 @@ def excerpt(row: dict) -> tuple[str, int | None, int | None]:
     :data:`WHOLE_CHARS`, else ``(text[start:end], start, end)``, an excerpt of at most
     :data:`EXCERPT_CHARS` around ``row["span"]`` (default: the opening passage)."""
     text = row["text"]
-    n = len(text)
-    if n <= WHOLE_CHARS:
+    if len(text) <= WHOLE_CHARS:
         return text, None, None
-    start, end = row.get("span") or (0, PASSAGE_CHARS)
+    return _excerpt(text, tuple(row.get("span") or (0, PASSAGE_CHARS)))
+
+
+def _excerpt(text: str, span: tuple[int, int]) -> tuple[str, int, int]:
+    n = len(text)
+    start, end = span
     start, end = max(0, min(start, n)), max(0, min(end, n))
     if end - start > EXCERPT_CHARS:
         end = start + EXCERPT_CHARS
@@ -95,12 +101,17 @@ def source_ref(row: dict) -> SourceRef:
 def render_line(row: dict) -> tuple[str, bool]:
     """The line for one source, and whether its text (its excerpt, for a long message) stands
     in it verbatim."""
-    quote, start, end = excerpt(row)
+    span = row.get("span") if len(row["text"]) > WHOLE_CHARS else None
+    return _line(row["text"], row.get("speaker"), tuple(span) if span else None)
+
+
+@lru_cache(maxsize=8192)   # a recall measures hundreds of candidates' lines, the same from one
+def _line(full: str, who: str | None, span: tuple[int, int] | None) -> tuple[str, bool]:
+    quote, start, end = excerpt({"text": full, "span": span})
     text, verbatim = shown(quote)
     if start is not None and end is not None:   # both or neither
         text = (f"{ELLIPSIS} " if start > 0 else "") + text + (
-            f" {ELLIPSIS}" if end < len(row["text"]) else "")
-    who = row.get("speaker")
+            f" {ELLIPSIS}" if end < len(full) else "")
     return (f"{speaker(who)}: {text}\n" if who else f"- {text}\n"), verbatim
 
 

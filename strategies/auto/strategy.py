@@ -32,6 +32,7 @@ import logging
 import math
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import replace
 
 from ..base import Env, Item, RecallRequest, Recollection
@@ -204,17 +205,25 @@ def vote(env: Env, request: RecallRequest, voters: list[str], expand: float,
 
 def _memo(embed, query: str, qv):
     """``embed`` remembered for this recall: the voters embed the same variants of the query
-    (its name-free form, ``search.search_turns``) and each would run the model again."""
-    memo, lock = {query: qv}, threading.Lock()
+    (its name-free form, ``search.search_turns``) and each would run the model again. Voters
+    run side by side, so a second asker of a text being embedded waits for that result rather
+    than running the model a second time (on two cores, that cost the first asker too)."""
+    memo: dict[str, Future] = {query: Future()}
+    memo[query].set_result(qv)
+    lock = threading.Lock()
 
     def embed_query(text: str):
         with lock:
-            v = memo.get(text)
-        if v is None:
-            v = embed(text)
-            with lock:
-                memo[text] = v
-        return v
+            fut = memo.get(text)
+            mine = fut is None
+            if mine:
+                fut = memo[text] = Future()
+        if mine:
+            try:
+                fut.set_result(embed(text))
+            except BaseException as exc:
+                fut.set_exception(exc)
+        return fut.result()
     return embed_query
 
 

@@ -27,6 +27,7 @@ Our exact choices:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import LiteralString
 
 STOP = set("""a an the and or but of to in on at for with by from is are was were be been being it its
@@ -107,6 +108,7 @@ _NP = re.compile(r"\b(?:my|your|his|her|our|their|a|an|the|this|that|some|new)\s
                  r"([a-z]+(?:\s+[a-z]+)?)\b")
 
 
+@lru_cache(maxsize=65536)   # a pure function of the word, asked for the same few words per recall
 def stem(w: str) -> str:
     for suf in ("ing", "ed", "es", "ly", "s"):
         if w.endswith(suf) and len(w) - len(suf) >= 3:
@@ -116,7 +118,12 @@ def stem(w: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Content stems of ``text`` (stop words dropped), in order."""
-    return [stem(w) for w in _WORD.findall(text.lower().replace("'", "")) if w not in STOP]
+    return list(_tokens(text))
+
+
+@lru_cache(maxsize=16384)   # each recall tokenizes the same candidate turns again
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(stem(w) for w in _WORD.findall(text.lower().replace("'", "")) if w not in STOP)
 
 
 _FACET_STEMS = {f: {stem(w) for w in ws} for f, ws in FACETS.items()}
