@@ -55,7 +55,8 @@ def excerpt(row: dict) -> tuple[str, int | None, int | None]:
     text = row["text"]
     if len(text) <= WHOLE_CHARS:
         return text, None, None
-    return _excerpt(text, tuple(row.get("span") or (0, PASSAGE_CHARS)))
+    start, end = row.get("span") or (0, PASSAGE_CHARS)
+    return _excerpt(text, (int(start), int(end)))
 
 
 def _excerpt(text: str, span: tuple[int, int]) -> tuple[str, int, int]:

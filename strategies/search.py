@@ -20,7 +20,8 @@
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterable
+from concurrent.futures import Future
+from typing import Callable, Hashable, Iterable, TypeVar
 
 import numpy as np
 
@@ -32,6 +33,39 @@ from .speakers import without_speakers
 
 RRF_K = 60
 SPEAKER_ROWS = 50   # the dense hits whose speakers count as "named" (default ``speaker_rows``)
+T = TypeVar("T")
+
+
+class Once:
+    """Results computed at most once per key, shared by the threads of one recall: a second
+    asker of a key being computed waits for that result instead of computing it again, and
+    askers of other keys do not wait at all. A failure is not kept: the next ask tries again
+    (the askers waiting on it get the error)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done: dict[Hashable, Future] = {}
+
+    def put(self, key: Hashable, value) -> None:
+        fut: Future = Future()
+        fut.set_result(value)
+        with self._lock:
+            self._done[key] = fut
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        with self._lock:
+            fut = self._done.get(key)
+            mine = fut is None
+            if mine:
+                fut = self._done[key] = Future()
+        if mine:
+            try:
+                fut.set_result(compute())
+            except BaseException as exc:
+                with self._lock:
+                    self._done.pop(key, None)
+                fut.set_exception(exc)
+        return fut.result()
 
 
 def rrf(rankings: dict[str, list[str]], k: float = RRF_K,
@@ -77,8 +111,7 @@ class TurnSearch:
         self.where = SourceFilter(since=request.since, until=request.until)
         self.qv = np.asarray(env.embed_query(request.query) if qv is None else qv)
         self.depth = depth
-        self._lex: dict[str, list] = {}
-        self._dense: dict[bytes, list] = {}
+        self._searches = Once()   # ("fts", text) / ("vector", bytes) -> the depth-cut hits
         self._rows: dict[str, dict] = {}
         self._lock = threading.Lock()
         self.hits = {"fts": 0, "vector": 0, "rows": 0}   # asks answered by the shared searches / rows read
@@ -87,24 +120,21 @@ class TurnSearch:
         text = self.query if query is None else query
         if n > self.depth:
             return self.space.fts_sources(text, n, self.where)
-        with self._lock:   # held while searching: a second asker waits for the first's result
-            lex = self._lex.get(text)
-            if lex is None:
-                lex = self._lex[text] = self.space.fts_sources(text, self.depth, self.where)
+        lex = self._searches.get(("fts", text),
+                                 lambda: self.space.fts_sources(text, self.depth, self.where))
+        with self._lock:
             self.hits["fts"] += 1
-            return lex[:n]
+        return lex[:n]
 
     def dense(self, n: int, vector=None) -> list[tuple[str, float]]:
         v = self.qv if vector is None else np.asarray(vector)
         if n > self.depth:
             return self.space.vector_sources(v, n, self.where)
-        key = v.dtype.str.encode() + v.tobytes()
+        key = ("vector", v.dtype.str.encode() + v.tobytes())
+        dense = self._searches.get(key, lambda: self.space.vector_sources(v, self.depth, self.where))
         with self._lock:
-            dense = self._dense.get(key)
-            if dense is None:
-                dense = self._dense[key] = self.space.vector_sources(v, self.depth, self.where)
             self.hits["vector"] += 1
-            return dense[:n]
+        return dense[:n]
 
     def rows(self, ids: list[str]) -> list[dict]:
         """Source rows for ``ids`` in the order asked; only the ones not read yet are fetched."""

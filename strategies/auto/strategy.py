@@ -30,14 +30,12 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
-from concurrent.futures import Future
 from dataclasses import replace
 
 from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
-from ..search import TurnSearch, source_ref
+from ..search import Once, TurnSearch, source_ref
 from ..wiki import revisions
 from . import fitted
 from .features import features
@@ -46,6 +44,7 @@ from .relevance import TOP, coverage, evidence, judge
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
 DEPTH = 200   # the deepest turn search among the voters (wiki's ``n_turns``), run once for all
+WORKERS = len(VOTERS) + 1   # the voters and the BM25 search that ``relevance.evidence`` reads
 PLAIN_FRESH = 1.0   # plain's least weight while sessions of the namespace await curation
 log = logging.getLogger(__name__)
 
@@ -199,32 +198,20 @@ def vote(env: Env, request: RecallRequest, voters: list[str], expand: float,
     qv = env.embed_query(request.query)   # once, not once per voter
     turns = TurnSearch(env, sub, depth, qv)
     shared = replace(env, turns=turns, embed_query=_memo(env.embed_query, request.query, qv))
+    # the BM25 search of the query as asked, which relevance.evidence reads after the vote (the
+    # voters search its name-free form): in native code, beside the voters' Python
+    env.ns.pool(WORKERS).submit(turns.lexical, TOP)
     runs, failed, ms = _run_voters(shared, sub, voters)
     return runs, failed, ms, turns
 
 
 def _memo(embed, query: str, qv):
     """``embed`` remembered for this recall: the voters embed the same variants of the query
-    (its name-free form, ``search.search_turns``) and each would run the model again. Voters
-    run side by side, so a second asker of a text being embedded waits for that result rather
-    than running the model a second time (on two cores, that cost the first asker too)."""
-    memo: dict[str, Future] = {query: Future()}
-    memo[query].set_result(qv)
-    lock = threading.Lock()
-
-    def embed_query(text: str):
-        with lock:
-            fut = memo.get(text)
-            mine = fut is None
-            if mine:
-                fut = memo[text] = Future()
-        if mine:
-            try:
-                fut.set_result(embed(text))
-            except BaseException as exc:
-                fut.set_exception(exc)
-        return fut.result()
-    return embed_query
+    (its name-free form, ``search.search_turns``) and each would run the model again; side by
+    side, the second asker waits for the first's result (``search.Once``)."""
+    once = Once()
+    once.put(query, qv)
+    return lambda text: once.get(text, lambda: embed(text))
 
 
 def _run_voters(env: Env, sub: RecallRequest, voters: list[str]):
@@ -233,7 +220,7 @@ def _run_voters(env: Env, sub: RecallRequest, voters: list[str]):
     from ..registry import get
 
     # side by side: most of their time is LanceDB searches and numpy, which release the GIL
-    pool = env.ns.pool(len(VOTERS))
+    pool = env.ns.pool(WORKERS)
     futures = {s: pool.submit(_timed, get(s).recall, env, sub) for s in voters}
     runs, failed, ms = {}, {}, {}
     for s, fut in futures.items():

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from trimem.strategies.search import ranked_lists, rrf
 
 STRATEGIES = Path(__file__).resolve().parents[2] / "strategies"
@@ -50,3 +52,46 @@ def test_one_rank_fusion_in_the_strategies():
     copies = [str(p.relative_to(STRATEGIES)) for p in STRATEGIES.rglob("*.py")
               if p.name != "search.py" and pattern.search(p.read_text())]
     assert copies == []
+
+
+def test_once_computes_a_key_once_for_concurrent_askers_and_never_blocks_other_keys():
+    import threading
+    import time
+
+    from trimem.strategies.search import Once
+
+    once, calls, started = Once(), [], threading.Event()
+
+    def slow():
+        calls.append("a")
+        started.set()
+        time.sleep(0.4)
+        return "A"
+
+    out: list[str] = []
+    threads = [threading.Thread(target=lambda: out.append(once.get("a", slow))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    assert started.wait(5)
+    t0 = time.perf_counter()
+    assert once.get("b", lambda: "B") == "B"          # another key: no wait for "a"
+    assert time.perf_counter() - t0 < 0.2
+    for t in threads:
+        t.join(5)
+    assert out == ["A", "A", "A"] and calls == ["a"]
+
+
+def test_once_keeps_no_failure():
+    from trimem.strategies.search import Once
+
+    once, n = Once(), []
+
+    def flaky():
+        n.append(1)
+        if len(n) == 1:
+            raise RuntimeError("first try fails")
+        return 42
+
+    with pytest.raises(RuntimeError):
+        once.get("k", flaky)
+    assert once.get("k", flaky) == 42 and once.get("k", flaky) == 42 and len(n) == 2
