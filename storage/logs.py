@@ -119,15 +119,19 @@ class LogsMixin(SpaceParts):
         stored = {i: ("source", t) for i, t in self._source_texts(ids).items()}
         stored.update((i, ("memory", t)) for i, t in
                       self._memory_texts([i for i in ids if i not in stored]).items())
+        # the texts were read now; packing against them is pure, so the writer does it (off
+        # the response path): ``_write_recalls`` calls this
         row = {"recall_id": recall_id, "namespace": self.namespace, "created_at": self.now(),
                "query": query, "strategy": strategy, "source_ids": source_ids,
-               "trace": bounded_trace(self.dumps, compact(trace, stored), policy.trace_max_bytes)}
+               "trace": lambda: bounded_trace(self.dumps, compact(trace, stored),
+                                              policy.trace_max_bytes)}
         self._recall_policy = policy
         self._recall_writer.submit(row)
         return True
 
     def _write_recalls(self, rows: list[dict]) -> None:
         """Append ``rows`` to the log (the writer's batches) and prune it every few records."""
+        rows = [dict(r, trace=r["trace"]()) if callable(r["trace"]) else r for r in rows]
         tbl = self.table("recalls", RECALLS, create=True)
         retrying(lambda: tbl.add(rows), "recall log")
         self.after_write("recalls")

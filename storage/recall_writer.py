@@ -1,9 +1,10 @@
 """The recall log's writer: records are appended off the response path, in batches.
 
 Appending one recall record to LanceDB (a new fragment and a new table version) took ~10 ms of
-every recall, longer than plain's whole ranking. So a recall hands its finished row (the trace
-already compacted and bounded, so nothing it names can change afterwards) to this writer and
-answers; one daemon thread per namespace appends whatever has queued up in one ``add``.
+every recall, longer than plain's whole ranking. So a recall hands its row to this writer and
+answers; one daemon thread per namespace appends whatever has queued up in one ``add``. The
+stored texts its trace is compacted against are read before the recall answers (so nothing it
+names can change afterwards); the packing itself, pure, is left to the write (``logs.py``).
 
 What keeps the log's contract:
 
