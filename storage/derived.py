@@ -236,16 +236,20 @@ class DerivedMixin(SpaceParts):
         tbl = self.derived_table(kind)
         if tbl is None or not query.strip():
             return []
-        if not any(ix.columns == [column] for ix in tbl.list_indices()):
-            try:
-                with self.store.index_lock(self.namespace):
-                    ensure_index(tbl, column, _fts())
-            except (OSError, RuntimeError, ValueError) as exc:
-                # a read path must not fail on a write it only does to speed itself up (a full
-                # or read-only disk): without the index there is no BM25 here, dense still works
-                log.warning("cannot build the full-text index of %s (%s); searching without it",
-                            tbl.name, exc)
-                return []
+        # an index, once there, stays for the handle's life (a rebuild replaces it): looked up
+        # once per handle, not on every search (``list_indices`` is a LanceDB call)
+        if self._fts_seen.get((kind, column)) is not tbl:
+            if not any(ix.columns == [column] for ix in tbl.list_indices()):
+                try:
+                    with self.store.index_lock(self.namespace):
+                        ensure_index(tbl, column, _fts())
+                except (OSError, RuntimeError, ValueError) as exc:
+                    # a read path must not fail on a write it only does to speed itself up (a
+                    # full or read-only disk): without the index there is no BM25, dense works
+                    log.warning("cannot build the full-text index of %s (%s); searching "
+                                "without it", tbl.name, exc)
+                    return []
+            self._fts_seen[(kind, column)] = tbl
         # lancedb declares MatchQuery's defaults as positional pydantic.Field(...) arguments,
         # which pyright does not read as defaults
         q = tbl.search(MatchQuery(query, column),  # pyright: ignore[reportCallIssue]

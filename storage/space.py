@@ -55,6 +55,7 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
         self.forgotten: set[str] = set()             # source ids forgotten (by any process)
         self._source_snap = SourceSnapshot(namespace, store.vector_index_min_rows)
         self._copies: dict[str, TableCopy] = {}      # derived tables' copies, by kind
+        self._fts_seen: dict[tuple[str, str], object] = {}   # (kind, column) -> a handle that had it
 
     # -- naming -----------------------------------------------------------------------------
     def name(self, kind: str) -> str:
