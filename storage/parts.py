@@ -22,6 +22,7 @@ class SpaceParts:
     _plain_kinds: set[str]
     _source_snap: SourceSnapshot
     _copies: dict[str, TableCopy]
+    _fts_seen: dict[tuple[str, str], object]
 
     if TYPE_CHECKING:
         def table(self, kind: str, schema: Any = None, create: bool = False) -> Any: ...
