@@ -5,13 +5,9 @@ read and merge slower, and rows added after an index was built are searched with
 
 * every ``optimize_every_commits`` commits or ``optimize_every_rows`` rows, a table is compacted
   (and its new rows folded into its indexes) in a background thread, one run per table at a time;
-* ``optimize_idle_s`` after a table's last write, whatever of it is still uncompacted is
-  compacted too, so the tail of a burst of writes does not stay unindexed until the next burst
-  (at 10k rows, 1,038 trailing unindexed rows made recall p50 61.6 ms instead of 22.5 ms). The
-  pause is each table's own: every recall appends to the recall log, and while one table's pause
-  was everyone's, recalls asked back to back (an agent loop, a benchmark) kept a conversation's
-  last sessions unindexed for as long as they went on (LoCoMo conv-26 after curation: 19
-  fragments, none indexed, BM25 16 ms a query instead of 6);
+* ``optimize_idle_s`` after the last write, whatever is still uncompacted is compacted too, so the
+  tail of a burst of writes does not stay unindexed until the next burst (at 10k rows, 1,038
+  trailing unindexed rows made recall p50 61.6 ms instead of 22.5 ms);
 * once a vector table reaches ``vector_index_min_rows``, and again each time it doubles, its HNSW
   index is (re)built in a child process (see :mod:`.index_build` for why not in a thread);
 * each compaction, and one more run ``keep_versions`` after the last one, deletes the files that
@@ -53,7 +49,7 @@ class UpkeepMixin(SpaceParts):
         self._index_jobs: dict[str, threading.Thread] = {}
         self._prune_at: dict[str, float] = {}    # kind -> when its last compaction's leftovers go
         self._idle_thread: threading.Thread | None = None
-        self._last_write: dict[str, float] = {}   # kind -> when it was last written
+        self._last_write = 0.0
         self._closed = False
         self._wake = threading.Event()           # set on close: the idle thread exits at once
 
@@ -68,7 +64,7 @@ class UpkeepMixin(SpaceParts):
             self._commits[kind] = (0, 0) if due else (commits, rows)
             if due:
                 self._optimizing.add(kind)
-            self._last_write[kind] = time.monotonic()
+            self._last_write = time.monotonic()
             idle = None
             if self._idle_thread is None and not self._closed:
                 idle = self._idle_thread = threading.Thread(target=self._idle_loop, daemon=True,
@@ -110,21 +106,20 @@ class UpkeepMixin(SpaceParts):
         return n >= 2 * built
 
     def _idle_loop(self) -> None:
-        """Compact what is left uncompacted of a table once its writes pause for
-        ``optimize_idle_s``; delete the last compaction's leftovers ``keep_versions`` after it."""
+        """Compact what is left uncompacted once writes pause for ``optimize_idle_s``; delete
+        the last compaction's leftovers ``keep_versions`` after it."""
         delay = self.store.optimize_idle_s
         while True:
             with self._upkeep_lock:
                 now = time.monotonic()
-                quiet = {k: self._last_write.get(k, float("-inf")) + delay - now
-                         for k, (c, _) in self._commits.items() if c}
-                kinds = [] if self._closed else [
-                    k for k, w in quiet.items() if w <= 0 and not self._busy(k)]
+                wait = self._last_write + delay - now
+                kinds = [] if wait > 0 or self._closed else [
+                    k for k, (c, _) in self._commits.items() if c and not self._busy(k)]
                 prune = [] if self._closed else [
                     k for k, at in self._prune_at.items() if at <= now and not self._busy(k)]
                 pending = any(c for c, _ in self._commits.values())
                 running = bool(self._optimizing)   # a compaction that will set a prune time
-                if self._closed or not (pending or running or self._prune_at):
+                if self._closed or (wait <= 0 and not (pending or running or self._prune_at)):
                     self._idle_thread = None
                     return
                 for k in kinds:
@@ -132,8 +127,7 @@ class UpkeepMixin(SpaceParts):
                 for k in kinds + prune:
                     self._optimizing.add(k)
                     self._prune_at.pop(k, None)
-                soon = min((w for w in quiet.values() if w > 0), default=0.0)
-                sleep = soon if soon > 0 else 0.2 if pending else 0.5 if running else float("inf")
+                sleep = wait if wait > 0 else 0.2 if pending else 0.5 if running else float("inf")
                 sleep = max(0.2, min([sleep, *(at - now for at in self._prune_at.values())]))
             for k in kinds:
                 self._optimize_now(k)
@@ -180,14 +174,14 @@ class UpkeepMixin(SpaceParts):
         end = time.monotonic() + timeout
         if flush:   # the pending compaction and the pending version cleanup both run now
             with self._upkeep_lock:
-                self._last_write.clear()
+                self._last_write = float("-inf")
             self._wake.set()
         while True:
             with self._upkeep_lock:
                 if flush:   # a compaction the flush ran schedules its cleanup: run that now too
                     for k in self._prune_at:
                         self._prune_at[k] = float("-inf")
-                    self._last_write.clear()
+                    self._last_write = float("-inf")
                 busy = bool(self._optimizing) or any(j.is_alive() for j in self._index_jobs.values())
                 busy = busy or (flush and not self._closed
                                 and (any(c for c, _ in self._commits.values())

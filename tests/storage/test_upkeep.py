@@ -86,27 +86,6 @@ def test_trailing_writes_are_compacted_once_writes_pause(tmp_path):
     assert [h for h, _ in sp.fts_sources("topic3", 100)]   # still searchable after compaction
 
 
-def test_a_table_is_compacted_when_its_own_writes_pause_while_others_go_on(tmp_path):
-    """Every recall appends to the recall log: a pause counted over all tables never came while
-    recalls went on, and the last sessions' turns stayed unindexed (fails on the old code)."""
-    import pyarrow as pa
-
-    sp = space(tmp_path, optimize_every_commits=10_000, optimize_every_rows=10_000_000,
-               optimize_idle_s=0.5)
-    sp.add_sources(rows(0, 10))
-    for k in range(5):
-        sp.add_sources(rows(10 + 10 * k, 10))
-    assert unindexed(sp, "search_text") > 0
-    schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("v", pa.int64())])
-    deadline, k = time.monotonic() + 20, 0
-    while unindexed(sp, "search_text") and time.monotonic() < deadline:
-        sp.upsert("edges", schema, [{"id": f"e{k}", "v": k}])   # another table, every 0.1 s
-        k += 1
-        time.sleep(0.1)
-    assert unindexed(sp, "search_text") == 0
-    assert time.monotonic() < deadline
-
-
 def test_two_handles_racing_to_index_one_table_both_succeed(tmp_path):
     a, b = open_store(tmp_path), open_store(tmp_path)
     import pyarrow as pa
