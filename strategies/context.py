@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
+# auto's four voters, the BM25 search it reads after the vote, and wiki's page routing
+POOL_WORKERS = 6
 
 
 class NamespaceContext:
@@ -55,8 +57,9 @@ class NamespaceContext:
             if callable(hook):
                 hook()
 
-    def pool(self, workers: int) -> ThreadPoolExecutor:
-        """A thread pool for work done side by side within one call (auto's voters)."""
+    def pool(self, workers: int = POOL_WORKERS) -> ThreadPoolExecutor:
+        """A thread pool for work done side by side within one call (auto's voters, wiki's page
+        routing); ``workers`` counts when the pool is made, on the namespace's first ask."""
         with self._guard:
             if self._closed:
                 raise RuntimeError(f"namespace {self.namespace!r}: the runtime was closed")

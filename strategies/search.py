@@ -68,6 +68,18 @@ class Once:
         return fut.result()
 
 
+def ahead(pool, fn: Callable[..., T], *args) -> Callable[[], T]:
+    """Start ``fn(*args)`` in ``pool`` now; the returned callable gives its result. If no worker
+    has picked the call up by then, it is taken back and run in the asking thread: a task of the
+    pool that waits for it never waits on a queue it is itself holding up (several recalls share
+    one namespace pool)."""
+    fut = pool.submit(fn, *args)
+
+    def result() -> T:
+        return fn(*args) if fut.cancel() else fut.result()
+    return result
+
+
 def rrf(rankings: dict[str, list[str]], k: float = RRF_K,
         weights: dict[str, float] | None = None) -> dict[str, dict]:
     """Fuse ranked id lists: id -> {"score", "<list>_rank" for each list it is in}, best first

@@ -44,7 +44,6 @@ from .relevance import TOP, coverage, evidence, judge
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
 DEPTH = 200   # the deepest turn search among the voters (wiki's ``n_turns``), run once for all
-WORKERS = len(VOTERS) + 1   # the voters and the BM25 search that ``relevance.evidence`` reads
 PLAIN_FRESH = 1.0   # plain's least weight while sessions of the namespace await curation
 log = logging.getLogger(__name__)
 
@@ -200,7 +199,7 @@ def vote(env: Env, request: RecallRequest, voters: list[str], expand: float,
     shared = replace(env, turns=turns, embed_query=_memo(env.embed_query, request.query, qv))
     # the BM25 search of the query as asked, which relevance.evidence reads after the vote (the
     # voters search its name-free form): in native code, beside the voters' Python
-    env.ns.pool(WORKERS).submit(turns.lexical, TOP)
+    env.ns.pool().submit(turns.lexical, TOP)
     runs, failed, ms = _run_voters(shared, sub, voters)
     return runs, failed, ms, turns
 
@@ -220,7 +219,7 @@ def _run_voters(env: Env, sub: RecallRequest, voters: list[str]):
     from ..registry import get
 
     # side by side: most of their time is LanceDB searches and numpy, which release the GIL
-    pool = env.ns.pool(WORKERS)
+    pool = env.ns.pool()
     futures = {s: pool.submit(_timed, get(s).recall, env, sub) for s in voters}
     runs, failed, ms = {}, {}, {}
     for s, fut in futures.items():

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
-from ..search import RRF_K, search_turns, source_ref, turn_search
+from ..search import RRF_K, ahead, search_turns, source_ref, turn_search
 from . import evidence as ev
 from . import revisions, route, scoring, store, turnmap
 from .curate import curate_session, forget_sources, state_of
@@ -94,13 +94,18 @@ class WikiStrategy:
         n = int(opt.get("candidates", self.n_turns))
         turns = turn_search(env, request, n, qv)
         reads = _Reads(env.space, turns)
+        # the pages are routed from the query alone: in the namespace's pool, beside the turn
+        # search (both mostly LanceDB searches, which release the GIL)
+        f = route.query_features(request.query, self._ref_time(env.space))
+        routed = (lambda: []) if direct else ahead(env.ns.pool(), route.route_pages, env.space,
+                                                   qv, request.query, f, t)
         order, parts = search_turns(   # named speakers: see search.search_turns
             env, request, n, names=bool(int(opt.get("strip_names", 1))),
             content_w=float(opt.get("content_dense", 1.0)), k=int(opt.get("rrf_k", RRF_K)),
             turns=turns)
         fused = {i: p["score"] for i, p in parts.items()}
         first = self._attempt(env, reads, request, request.query, qv, fused, order, t, k, direct,
-                              parts)
+                              parts, routed=(f, routed()))
         final, retry = first, None
         if not first["suff"]["sufficient"] and int(opt.get("retry", 1)):
             hint = ev.hints(first["f"], first["chosen"], first["suff"])
@@ -115,14 +120,17 @@ class WikiStrategy:
         return self._finish(env, request, final, first, retry, t, k, direct, parts)
 
     def _attempt(self, env, reads, request, query, qv, fused, order, t, k, direct, parts: dict,
-                 judge=None) -> dict:
+                 judge=None, routed: tuple[dict, list[dict]] | None = None) -> dict:
         """One routing + evidence pass. ``judge``: the features sufficiency is judged against
         (the retry's are the original query's, so its hint words, which the evidence it finds
-        always contains, cannot vouch for it)."""
+        always contains, cannot vouch for it). ``routed``: the query's features and routed
+        pages, when already computed (the first pass routes beside the turn search)."""
         space = env.space
-        f = route.query_features(query, self._ref_time(space))
-        routed = [] if direct else route.route_pages(space, qv, query, f, t)
-        rows, support = route.candidates(space, routed, direct, reads.trajectories)
+        if routed is None:
+            f = route.query_features(query, self._ref_time(space))
+            routed = (f, [] if direct else route.route_pages(space, qv, query, f, t))
+        f, pages = routed
+        rows, support = route.candidates(space, pages, direct, reads.trajectories)
         scores = route.base_scores(rows, support, qv, f, fused)
         chosen = route.select(rows, scores, f, k)
         maps = turnmap.turn_maps(state_of(env.ns).maps, space)
@@ -141,7 +149,7 @@ class WikiStrategy:
         rows_src = [r for r in reads.turns.rows(ids) if request.in_window(r["timestamp"])]
         packed = pack_sources(rows_src, request.budget_tokens, marks=revisions.marks(changed))
         suff = ev.sufficiency(judge or f, chosen, packed.chosen)
-        return {"f": f, "routed": routed, "rows": rows, "scores": scores, "chosen": chosen,
+        return {"f": f, "routed": pages, "rows": rows, "scores": scores, "chosen": chosen,
                 "packed": packed, "owner": owner, "why": why, "rel": rel, "suff": suff,
                 "score": suff["support"], "s_of": maps.s_of, "changed": changed}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trimem.strategies.search import ranked_lists, rrf
+from trimem.strategies.search import ahead, ranked_lists, rrf
 
 STRATEGIES = Path(__file__).resolve().parents[2] / "strategies"
 
@@ -95,3 +95,24 @@ def test_once_keeps_no_failure():
     with pytest.raises(RuntimeError):
         once.get("k", flaky)
     assert once.get("k", flaky) == 42 and once.get("k", flaky) == 42 and len(n) == 2
+
+
+def test_ahead_runs_in_the_pool_and_never_waits_on_its_own_queue():
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    def where():
+        return threading.current_thread().name
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pool") as pool:
+        assert ahead(pool, where)().startswith("pool")        # a free worker runs it
+
+        def task():   # holds the only worker, then waits for work queued behind itself
+            return ahead(pool, where)()
+        # without taking the call back this would never end (the queue's one worker is busy)
+        assert pool.submit(task).result(timeout=10).startswith("pool")   # ran in the task
+        done = threading.Event()
+        pool.submit(done.wait, 10)                            # the worker is busy elsewhere
+        late = ahead(pool, where)
+        assert late() == threading.current_thread().name      # taken back: run by the asker
+        done.set()
