@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 MIN_UMAP = 16
+SMALL = 4096   # umap's own cut: below it, umap computes every pairwise distance (exact neighbours)
 
 
 def _active(space: Space, kind: str) -> tuple[list[dict], np.ndarray]:
@@ -67,13 +69,35 @@ def cluster(vecs: np.ndarray, min_cluster_size: int) -> np.ndarray:
     if n >= MIN_UMAP:
         import umap
 
-        reducer = umap.UMAP(n_neighbors=min(10, n - 1), n_components=5, metric="cosine",
-                            min_dist=0.0, random_state=42, n_jobs=1)
-        emb = reducer.fit_transform(vecs)
+        k = min(10, n - 1)
+        reducer = umap.UMAP(n_neighbors=k, n_components=5, metric="cosine", min_dist=0.0,
+                            random_state=42, n_jobs=1, **_exact_neighbours(vecs, k))
+        with warnings.catch_warnings():   # handed neighbours: no index for transform(), unused
+            warnings.filterwarnings("ignore", message=r"precomputed_knn\[2\]")
+            emb = reducer.fit_transform(vecs)
     else:
         emb = vecs
     return hdbscan.HDBSCAN(min_cluster_size=min_cluster_size, min_samples=1, metric="euclidean",
                            cluster_selection_method="eom").fit_predict(emb)
+
+
+def _exact_neighbours(vecs: np.ndarray, k: int) -> dict:
+    """The neighbours umap would find itself, handed to it: below ``SMALL`` rows umap takes
+    every pairwise distance with its own cosine and the ``k`` nearest of each row, in a numba
+    function (``parallel=True``) that numba does not cache, so the first fit of every process
+    spent ~8 s compiling it. The same distances (umap's cosine) and the same cut, made here,
+    give the same graph and the same embedding (``tests/strategies/hybrid/test_consolidate.py``
+    compares the two; rows at exactly equal distance at the k-th place may be taken in another
+    order). At ``SMALL`` rows and more umap searches approximately (NN-descent), as before."""
+    if len(vecs) >= SMALL:
+        return {}
+    import umap.distances
+    from sklearn.metrics import pairwise_distances
+
+    d = pairwise_distances(vecs, metric=umap.distances.cosine)  # pyright: ignore[reportArgumentType]  (sklearn takes callables)
+    idx = np.argsort(d, axis=1)[:, :k]
+    return {"precomputed_knn": (idx, np.take_along_axis(d, idx, axis=1), None),
+            "force_approximation_algorithm": True}   # the path that reads precomputed_knn
 
 
 def consolidate(env: Env, dry_run: bool = False, min_cluster_size: int = 10, progress=None) -> dict:

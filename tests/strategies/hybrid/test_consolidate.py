@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 from helpers import payload
@@ -107,3 +108,21 @@ async def test_consolidation_is_non_destructive_and_restorable(client, server, h
     assert len(space.memories_of_kind("fact")) == n_active
     detail = HybridStrategy().explain(env, retired[0][0])
     assert detail["history"][-1]["op"] == "restored" and detail["sources"]
+
+
+def test_handing_umap_its_neighbours_gives_the_embedding_umap_makes_itself():
+    import umap
+
+    from trimem.strategies.hybrid.consolidate import _exact_neighbours
+
+    rng = np.random.default_rng(3)
+    vecs = rng.standard_normal((40, 384)).astype(np.float32)
+    vecs[7] = vecs[3]                                   # a duplicate: a tie at distance 0
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    args = dict(n_neighbors=10, n_components=5, metric="cosine", min_dist=0.0, random_state=42,
+                n_jobs=1)
+    own = umap.UMAP(**args).fit(vecs)
+    handed = umap.UMAP(**args, **_exact_neighbours(vecs, 10)).fit(vecs)
+    assert own._small_data and not handed._small_data   # two code paths, one answer
+    assert (own.graph_ != handed.graph_).nnz == 0
+    assert np.array_equal(own.embedding_, handed.embedding_)
