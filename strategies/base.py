@@ -68,6 +68,9 @@ class RecallRequest:
     since: datetime | None = None
     until: datetime | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    # asked by ``auto`` for a voter's ranking: the items, route_reason and abstain are used, the
+    # trace is not, so a strategy may leave out the parts of it that cost time to build
+    ranking_only: bool = False
 
     def in_window(self, ts: datetime | None) -> bool:
         """Whether a source's time falls within ``since``..``until`` (undated: only when no

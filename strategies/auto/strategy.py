@@ -193,7 +193,8 @@ def vote(env: Env, request: RecallRequest, voters: list[str], expand: float,
     # current_first 0: auto orders changed facts once, on the fused ranking (``recall``)
     sub = RecallRequest(query=request.query,
                         budget_tokens=max(1, int(request.budget_tokens * expand)),
-                        since=request.since, until=request.until, options={"current_first": 0})
+                        since=request.since, until=request.until, options={"current_first": 0},
+                        ranking_only=True)
     qv = env.embed_query(request.query)   # once, not once per voter
     turns = TurnSearch(env, sub, depth, qv)
     shared = replace(env, turns=turns, embed_query=_memo(env.embed_query, request.query, qv))

@@ -193,6 +193,12 @@ def workspace_recall(env: Env, request: RecallRequest, s: dict, snap, scheme: st
                   source_ids=[unit_ids[i]]) for i, g, _, _ in chosen]
     sources = [source_ref(r) for r in picked if r["id"] in verbatim]
     used_threads = list(dict.fromkeys(thread_of[i] for i, *_ in chosen))
+    reason = (f"workspace: {len(seeds)} seed threads, {len(th_ids)} in the neighbourhood "
+              f"(H={s['hops']}), {n} candidates, {len(chosen)} units from {len(used_threads)} "
+              "threads")
+    if request.ranking_only:   # auto's vote: the per-unit trace below is not kept (7 ms)
+        return Recollection(context=context, items=items, sources=sources, abstain=not picked,
+                            trace={"timing": timing}, route_reason=reason)
     trace = {
         "method": "TrawMem workspace: seed threads -> eq.4 propagation -> roles (eq.5) -> "
                   "cost/priority (eq.6-7) -> greedy J_q (eq.8-9)",
@@ -214,8 +220,5 @@ def workspace_recall(env: Env, request: RecallRequest, s: dict, snap, scheme: st
         "timing": timing,
     }
     return Recollection(context=context, items=items, sources=sources, abstain=not picked,
-                        trace=trace,
-                        route_reason=f"workspace: {len(seeds)} seed threads, {len(th_ids)} in the "
-                                     f"neighbourhood (H={s['hops']}), {n} candidates, "
-                                     f"{len(chosen)} units from {len(used_threads)} threads")
+                        trace=trace, route_reason=reason)
 
