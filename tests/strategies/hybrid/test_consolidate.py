@@ -110,6 +110,7 @@ async def test_consolidation_is_non_destructive_and_restorable(client, server, h
     assert detail["history"][-1]["op"] == "restored" and detail["sources"]
 
 
+@pytest.mark.filterwarnings("ignore:precomputed_knn")
 def test_handing_umap_its_neighbours_gives_the_embedding_umap_makes_itself():
     import umap
 
