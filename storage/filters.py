@@ -13,19 +13,23 @@ from datetime import datetime
 @dataclass(frozen=True)
 class SourceFilter:
     """Sources of ``session_id`` (if given) stamped within [``since``, ``until``] (each end
-    optional, inclusive). The empty filter lets every source through."""
+    optional, inclusive) and, with ``speakers``, said by one of them (a source without a speaker
+    is then left out). The empty filter lets every source through."""
 
     session_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    speakers: frozenset[str] | None = None
 
     def sql(self) -> str | None:
         """The LanceDB ``where`` for this filter, or None when it filters nothing."""
-        from .db import sql_str, sql_time   # lazily: importing storage must not load lancedb
+        from .db import sql_in, sql_str, sql_time   # lazily: importing storage must not load lancedb
 
         parts = []
         if self.session_id is not None:
             parts.append(f"session_id = {sql_str(self.session_id)}")
+        if self.speakers is not None:
+            parts.append(sql_in("speaker", sorted(self.speakers)))
         if self.since is not None:
             parts.append(sql_time("timestamp", ">=", self.since))
         if self.until is not None:

@@ -238,12 +238,16 @@ def search(state: State, vector: np.ndarray, limit: int,
 def source_mask(state: State, flt: SourceFilter | None) -> np.ndarray | None:
     """The sources ``flt`` lets through, as LanceDB's filter would: a missing timestamp compares
     false, so a time window leaves it out."""
-    if flt is None or (flt.session_id is None and flt.since is None and flt.until is None):
+    if flt is None or (flt.session_id is None and flt.since is None and flt.until is None
+                       and flt.speakers is None):
         return None
     assert state.session is not None and state.ts is not None
     mask = np.ones(len(state.rows), dtype=bool)
     if flt.session_id is not None:
         mask &= state.session == flt.session_id
+    if flt.speakers is not None:
+        said = column(state, "speaker")
+        mask &= np.fromiter((s in flt.speakers for s in said), dtype=bool, count=len(said))
     ok = ~np.isnat(state.ts)
     if flt.since is not None:
         mask &= ok & (state.ts >= _dt64(flt.since))

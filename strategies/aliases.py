@@ -172,6 +172,7 @@ class Learned:
     checked: float = 0.0
     sessions: dict[str, SessionStats] = field(default_factory=dict)
     aliases: dict[str, set[str]] = field(default_factory=dict)
+    speakers: frozenset[str] = frozenset()   # every speaker label of the namespace
 
 
 def _counts(space: Space) -> tuple:
@@ -181,10 +182,19 @@ def _counts(space: Space) -> tuple:
 def speaker_aliases(ns, space) -> dict[str, set[str]]:
     """The learned aliases of ``space``'s speakers, cached in the namespace's context ``ns``
     (``Env.ns``; see the module docstring)."""
+    return _learned(ns, space).aliases
+
+
+def namespace_speakers(ns, space) -> frozenset[str]:
+    """Every speaker label of ``space``'s messages (from the same cache as the aliases)."""
+    return _learned(ns, space).speakers
+
+
+def _learned(ns, space) -> Learned:
     cache = ns.state("aliases.learned", lambda: NamespaceCache(_counts))
     item, gen, counts = cache.get(space, RECHECK_S)
     if item is not None:
-        return item.aliases
+        return item
     with ns.state("aliases.lock", threading.Lock):
         old = cache.current()
         sessions = dict(old.sessions) if old is not None else {}
@@ -205,6 +215,7 @@ def speaker_aliases(ns, space) -> dict[str, set[str]]:
             sessions[sid] = session_stats(got)
             sessions[sid].n = listed[sid]
         item = Learned(gen=gen, counts=counts, checked=time.monotonic(), sessions=sessions,
-                       aliases=learn(list(sessions.values())))
+                       aliases=learn(list(sessions.values())),
+                       speakers=frozenset().union(*(st.speakers for st in sessions.values())))
         cache.put(item)
-    return item.aliases
+    return item

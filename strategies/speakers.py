@@ -12,6 +12,7 @@ stripped ("Ana's" names Ana). ``aliases`` is optional everywhere: without it onl
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 import numpy as np
 
@@ -35,13 +36,21 @@ def name_tokens(speaker: str | None, aliases: dict[str, set[str]] | None = None)
     return {t for t in _WORD.findall(speaker) if len(t) >= 3} | set((aliases or {}).get(speaker, ()))
 
 
-def speaker_match(query: str, speakers: list[str | None],
-                  aliases: dict[str, set[str]] | None = None) -> np.ndarray:
-    """1.0 for the units whose speaker the query names, see the module docstring."""
+def named_speakers(query: str, speakers: Iterable[str | None],
+                   aliases: dict[str, set[str]] | None = None) -> set[str]:
+    """Those of ``speakers`` the query names; empty when it names none or every one of them
+    (then naming separates nothing)."""
     names = {n.casefold() for n in query_names(query)}
     distinct = {s for s in speakers if s}
     named = {s for s in distinct if {t.casefold() for t in name_tokens(s, aliases)} & names}
-    if not named or named == distinct:
+    return set() if named == distinct else named
+
+
+def speaker_match(query: str, speakers: list[str | None],
+                  aliases: dict[str, set[str]] | None = None) -> np.ndarray:
+    """1.0 for the units whose speaker the query names, see the module docstring."""
+    named = named_speakers(query, speakers, aliases)
+    if not named:
         return np.zeros(len(speakers))
     return np.array([1.0 if s in named else 0.0 for s in speakers])
 

@@ -5,7 +5,9 @@ and dense cosine search each return their top ``n`` turns, fused by reciprocal r
 score(d) = sum_r 1 / (k + rank_r(d)) with k = 60 (Cormack et al., 2009). A query that names
 speakers found among its dense hits is searched as ``workspace`` and ``wiki`` search it: BM25
 gets the query without those names and a third list ranks by the name-free query's embedding
-(option ``strip_names=0`` turns it off, ``content_dense`` weighs that list). The fused list fills
+(option ``strip_names=0`` turns it off, ``content_dense`` weighs that list); when it names some
+but not all of the namespace's speakers, a fourth list ranks those speakers' own turns by the
+name-free query (``speaker_dense``, 1.0). The fused list fills
 the budget greedily. It is the fast path a user can pick for raw evidence, and the fair baseline
 every other strategy must beat.
 """
@@ -36,7 +38,8 @@ class PlainStrategy:
         turns = turn_search(env, request, n)
         order, parts = search_turns(env, request, n, names=named, k=k,
                                     content_w=float(opts.get("content_dense", 1.0)),
-                                    dense_w=float(opts.get("dense_weight", 1.0)), turns=turns)
+                                    dense_w=float(opts.get("dense_weight", 1.0)),
+                                    speaker_w=float(opts.get("speaker_dense", 1.0)), turns=turns)
         for p in parts.values():   # the trace shows raw scores at 4 places
             for key in ("bm25", "cosine"):
                 if key in p:
@@ -57,5 +60,7 @@ class PlainStrategy:
         reason = "plain: turn-level BM25 + dense search fused by RRF"
         if any("content_rank" in p for p in parts.values()):
             reason += "; the speakers it names searched as who said it, not as words"
+        if any("speaker_rank" in p for p in parts.values()):
+            reason += "; their own turns searched apart"
         return Recollection(context=packed.context, items=items, sources=sources,
                             abstain=not packed.chosen, trace=trace, route_reason=reason)

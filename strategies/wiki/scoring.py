@@ -5,12 +5,12 @@ trajectory and supported by the wiki. Exact choice (tuned coarsely on the LoCoMo
               + 0.3 * route(T(i))
     base(i) = fused(i) / max fused + 0.1 * cos(q, i) + 0.2 * inv(i)
 
-fused = BM25 + dense (+ the name-free query's dense list) reciprocal rank fusion
-(``search.rrf``) with k = 20 (sharper than plain's 60, so a strong hit keeps its lead over
-smoothed neighbours), normalised by its maximum; inv(i) = 1 when a claim of turn i is on an
-inventory page of a subject the query names with a facet the query has; route(T) = summed S_p
-of routed pages linking T / max. For list/count queries a turn's score drops by 0.02 per turn
-of its trajectory already ranked (complementary evidence first).
+fused = BM25 + dense (+ the name-free query's dense list, + the named speakers' list)
+reciprocal rank fusion (``search.rrf``) with k = 20 (sharper than plain's 60, so a strong hit
+keeps its lead over smoothed neighbours), normalised by its maximum; inv(i) = 1 when a claim of
+turn i is on an inventory page of a subject the query names with a facet the query has;
+route(T) = summed S_p of routed pages linking T / max. For list/count queries a turn's score
+drops by 0.02 per turn of its trajectory already ranked (complementary evidence first).
 """
 
 from __future__ import annotations
@@ -26,13 +26,15 @@ if TYPE_CHECKING:
 
 RRF_K = 20
 POOL_HITS, POOL_ROUTED = 100, 40
-W = {"content": 1.0, "traj": 0.4, "snap": 0.3, "route": 0.3, "cos": 0.1, "inv": 0.2, "list_red": 0.02}
+W = {"content": 1.0, "speaker": 1.0, "traj": 0.4, "snap": 0.3, "route": 0.3, "cos": 0.1, "inv": 0.2,
+     "list_red": 0.02}
 
 
 def fused_scores(parts: dict[str, dict], k: int = RRF_K) -> dict[str, float]:
     """The turn search's lists fused again with wiki's k, each score over the best one."""
-    lists = ranked_lists(parts, ("bm25", "dense", "content"))
-    s = {i: p["score"] for i, p in rrf(lists, k=k, weights={"content": W["content"]}).items()}
+    lists = ranked_lists(parts, ("bm25", "dense", "content", "speaker"))
+    s = {i: p["score"] for i, p in rrf(lists, k=k, weights={"content": W["content"],
+                                                           "speaker": W["speaker"]}).items()}
     top = max(s.values(), default=0.0) or 1.0
     return {i: v / top for i, v in s.items()}
 

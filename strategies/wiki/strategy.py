@@ -11,6 +11,7 @@ insufficient the recollection says ``abstain`` (its context is still returned).
 Options (``request.options``): ``t`` (15), ``k`` (15), ``routing`` ("wiki" | "direct"),
 ``candidates`` (turn search depth, 200), ``retry`` (1/0), ``strip_names`` (1/0: search a query
 that names speakers without their names, ``search.search_turns``), ``content_dense`` (1.0),
+``speaker_dense`` (1.0: the named speakers' own turns, ranked by the name-free query),
 ``current_first`` (1: a turn stating a changed fact's latest value goes just before the turns
 it supersedes, which are marked ``[changed later: DATE]``; ``revisions.py``), ``sel_w`` (0.0:
 the paper draws evidence from the k selected trajectories; ``sel_w`` adds that much to the score
@@ -102,6 +103,7 @@ class WikiStrategy:
         order, parts = search_turns(   # named speakers: see search.search_turns
             env, request, n, names=bool(int(opt.get("strip_names", 1))),
             content_w=float(opt.get("content_dense", 1.0)), k=int(opt.get("rrf_k", RRF_K)),
+            speaker_w=float(opt.get("speaker_dense", 1.0)),
             turns=turns)
         fused = {i: p["score"] for i, p in parts.items()}
         first = self._attempt(env, reads, request, request.query, qv, fused, order, t, k, direct,

@@ -85,6 +85,7 @@ def _search(env: Env, request, qv, n, snap, s):
     towards all of that speaker's turns; the name-free list ranks by what is asked about."""
     return search_turns(
         env, request, n, names=bool(s["strip_names"]), content_w=s["content_dense"],
+        speaker_w=s["speaker_dense"],
         speaker_rows=lambda ids: list(snap.unit_rows(env.space, ids)[0].values()),
         turns=turn_search(env, request, n, qv))
 

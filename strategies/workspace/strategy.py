@@ -35,7 +35,9 @@ the LoCoMo figures that motivated them are in the closing report of issue 4):
   unit said by a speaker the query names gets ``speaker_w`` (0.05) more affinity. LoCoMo, 2,000
   tokens: R 0.841 -> 0.857 from the BM25 stripping, 0.860 with the speaker term, 0.879 with the
   name-free dense list (multi-hop H 0.415 -> 0.465 -> 0.535); speaker_w 0.1 / 0.15 gave 0.857 /
-  0.853 without the third list, 0.879 (H 0.825) with it; speaker_w 0 with it: 0.877.
+  0.853 without the third list, 0.879 (H 0.825) with it; speaker_w 0 with it: 0.877. A
+  fourth list ranks the named speakers' own turns by the name-free query (``speaker_dense``,
+  1.0; ``search.search_turns``).
 - **Fill** ``fill=1`` (default): after the paper's B_q units (or its coverage stop) the same greedy
   continues by marginal gain of the same J_q until the token budget binds. ``fill=0`` is the
   paper's strict B = 16 workspace (it leaves most of a 2,000-token budget unused).
@@ -64,7 +66,7 @@ OPTIONS = {"hops": 3, "units": 16, "fill": 1, "seeds": 4, "lex_seeds": 60, "max_
            "fixed_seg": 0, "no_cross": 0, "seed_only": 0, "no_roles": 0, "identity_k": 0,
            "no_multi": 0, "heads": 0, "affinity": "rrf", "beta": 0.8, "search_n": 100,
            "ctx_eta": 1.0, "ctx_next_only": 0, "ctx_margin": 0.3, "speaker_w": 0.05,
-           "strip_names": 1, "content_dense": 1.0}
+           "strip_names": 1, "content_dense": 1.0, "speaker_dense": 1.0}
 ABLATIONS = ("fixed_seg", "no_cross", "seed_only", "no_roles", "identity_k", "no_multi")
 
 

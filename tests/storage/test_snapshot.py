@@ -40,7 +40,10 @@ def space(home, max_rows: int):
 FILTERS = [None, SourceFilter(session_id="s1"), SourceFilter(since=T0 + timedelta(hours=50)),
            SourceFilter(since=T0 + timedelta(hours=20), until=T0 + timedelta(hours=90)),
            SourceFilter(session_id="s2", until=T0 + timedelta(hours=100)),
-           SourceFilter(session_id="no such session")]
+           SourceFilter(session_id="no such session"), SourceFilter(speakers=frozenset({"user"})),
+           SourceFilter(session_id="s1", speakers=frozenset({"assistant", "nobody"})),
+           SourceFilter(speakers=frozenset({"user' OR speaker = 'assistant"})),
+           SourceFilter(speakers=frozenset())]
 
 
 def test_the_copy_answers_dense_searches_and_look_ups_as_lancedb_does(tmp_path):
