@@ -16,10 +16,11 @@
   among its dense hits, BM25 gets the query without those names and a third list ranks by the
   embedding of the name-free query (weight ``content_w``). When it names some but not all of
   the namespace's speakers (by label or by a name the conversation calls them,
-  ``aliases.py``), a fourth list ranks the named speakers' own turns by that embedding (weight
-  ``speaker_w``): what is asked about a person is mostly in what that person said (on the
-  LoCoMo dev conversations 94-97 % of the evidence turns of a question naming one speaker are
-  that speaker's), and in a long chat those turns sit deep in the lists over everyone's turns.
+  ``aliases.py``), a fourth list ranks the named speakers' own turns by that embedding (by the
+  query's own when no name was stripped; weight ``speaker_w``): what is asked about a person
+  is mostly in what that person said (on the LoCoMo dev conversations 94-97 % of the evidence
+  turns of a question naming one speaker are that speaker's), and in a long chat those turns
+  sit deep in the lists over everyone's turns.
   A query naming nobody, or every speaker, gets no such list.
 """
 

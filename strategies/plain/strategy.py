@@ -47,7 +47,8 @@ class PlainStrategy:
         rows = turns.rows(order)
         packed = pack_sources(rows, request.budget_tokens)
         items, sources = finish(packed, parts)
-        lists = "BM25 (name-free query when it names speakers) + dense" if named else "BM25 + dense"
+        lists = ("BM25 (name-free query when it names speakers) + dense (+ the named speakers' "
+                 "own turns)") if named else "BM25 + dense"
         trace = {
             "method": f"{lists} top-{n}, reciprocal rank fusion (k={k}), greedy fill",
             "considered": len(order),
@@ -61,6 +62,6 @@ class PlainStrategy:
         if any("content_rank" in p for p in parts.values()):
             reason += "; the speakers it names searched as who said it, not as words"
         if any("speaker_rank" in p for p in parts.values()):
-            reason += "; their own turns searched apart"
+            reason += "; the named speakers' own turns searched apart"
         return Recollection(context=packed.context, items=items, sources=sources,
                             abstain=not packed.chosen, trace=trace, route_reason=reason)

@@ -76,7 +76,7 @@ def test_naming_nobody_or_everyone_adds_no_list(rt, query):
 def test_plain_recalls_her_turn_at_a_small_budget(rt):
     out = recall(rt, "What sport does Ana play?", "plain", budget_tokens=80)
     assert any(s.ref == "squash" for s in out.sources)
-    assert "their own turns searched apart" in out.route_reason
+    assert "the named speakers' own turns searched apart" in out.route_reason
     off = recall(rt, "What sport does Ana play?", "plain", budget_tokens=80,
                  options={"speaker_dense": 0})
     assert not any(s.ref == "squash" for s in off.sources)
