@@ -111,12 +111,18 @@ class SourcesMixin(SpaceParts):
         state = self._snapshot()
         by_id = (snapshot.source_rows(state, ids) if state is not None else
                  {r["id"]: r for r in self._select(sql_in("id", set(ids)))})
-        out = [by_id[i] for i in ids if i in by_id]
-        for r in out:
+        return self.with_spans([by_id[i] for i in ids if i in by_id])
+
+    def with_spans(self, rows: list[dict]) -> list[dict]:
+        """``rows`` (the caller's own copies, changed in place) with each long message's best
+        passage of the latest searches as ``span``. A search run after a row was read may have
+        found a better passage of it: a row kept across searches gets its span again here
+        before it is quoted (``search.TurnSearch.rows``)."""
+        for r in rows:
             span = self.span_of(r["id"])
             if span is not None and span[1] <= len(r["text"]):
                 r["span"] = span
-        return out
+        return rows
 
     def sources_by_refs(self, refs: list[str]) -> list[dict]:
         return self._select(sql_in("ref", set(refs))) if refs else []

@@ -124,7 +124,8 @@ class TurnSearch:
     dense search is a flat scan below the vector index threshold (exact too) and an ANN search
     above it, where a deeper search only probes more. An ask deeper than ``depth`` searches on
     its own. ``rows(ids)`` reads each source row once per recall (every caller gets its own
-    copies). ``depth=0`` shares nothing. Safe to use from several threads (``auto``'s voters)."""
+    copies, each long message with the best passage found so far). ``depth=0`` shares nothing.
+    Safe to use from several threads (``auto``'s voters)."""
 
     def __init__(self, env: Env, request: RecallRequest, depth: int, qv=None):
         self.space = env.space
@@ -170,7 +171,10 @@ class TurnSearch:
             for r in fetched:
                 self._rows[r["id"]] = r
             self.hits["rows"] += len(ids) - len(missing)
-            return [dict(self._rows[i]) for i in ids if i in self._rows]
+            out = [dict(self._rows[i]) for i in ids if i in self._rows]
+        # a long message's quoted passage is the best one of the searches run so far, which
+        # may be later than this row's first read (dense, then BM25: ``search_turns``)
+        return self.space.with_spans(out)
 
 
 def turn_search(env: Env, request: RecallRequest, depth: int, qv=None) -> TurnSearch:

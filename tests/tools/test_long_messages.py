@@ -75,6 +75,28 @@ async def test_recall_quotes_an_excerpt_with_its_offsets(client, strategy):
     assert short and all(s["start"] is None and s["end"] is None for s in short)
 
 
+async def test_a_row_read_before_a_later_search_is_quoted_at_that_searchs_passage(client, server):
+    """A recall's shared search reads the dense hits' rows (for their speakers) before BM25
+    runs; the row it then hands out must carry the best passage of every search so far, as a
+    fresh read would, not the one of its first read (that kept 13 of 60 long-message facts out
+    of plain's context at 2,000 tokens, ``bench/longmsg.py``)."""
+    from trimem.strategies.base import RecallRequest
+    from trimem.strategies.search import TurnSearch
+
+    ids = (await stored(client))["source_ids"]
+    env = server.runtime.env("default")
+    turns = TurnSearch(env, RecallRequest(query=ASK, budget_tokens=1000), 10)
+    assert turns.dense(3)[0][0] == ids[1]
+    first = turns.rows([ids[1]])[0]["span"]
+    assert DETAIL in ANSWER[first[0]:first[1]]
+    # words of the answer's opening only: BM25 ranks the answer first by another passage
+    lex = "superuser_reserved_connections Gunicorn analytics nightly export psql"
+    assert turns.lexical(3, lex)[0][0] == ids[1]
+    later = env.space.get_sources([ids[1]])[0]["span"]
+    assert later != first and DETAIL not in ANSWER[later[0]:later[1]]
+    assert turns.rows([ids[1]])[0]["span"] == later
+
+
 async def test_explain_shows_the_excerpts_offsets(client):
     ids = (await stored(client))["source_ids"]
     rec = payload(await client.call_tool("recall", {"query": ASK, "strategy": "plain",
