@@ -10,6 +10,7 @@ from . import snapshot
 from .db import ensure_index, retrying, sql_in, sql_str
 from .filters import SourceFilter, where_of
 from .parts import SpaceParts
+from .passages import PASSAGE_CHARS
 
 SOURCE_COLUMNS = ["id", "namespace", "session_id", "seq", "ref", "speaker", "timestamp", "text",
                   "metadata", "embed_model", "created_at"]
@@ -114,15 +115,18 @@ class SourcesMixin(SpaceParts):
         return self.with_spans([by_id[i] for i in ids if i in by_id])
 
     def with_spans(self, rows: list[dict]) -> list[dict]:
-        """``rows`` (the caller's own copies, changed in place) with each long message's best
-        passage of the latest searches as ``span``. A search run after a row was read may have
-        found a better passage of it: a row kept across searches gets its span again here
-        before it is quoted (``search.TurnSearch.rows``)."""
+        """``rows`` with each long message's best passage of the latest searches as ``span``;
+        a row whose span changes is copied, so rows a cache holds are never changed. A search
+        run after a row was read may have found a better passage of it: a row kept across
+        searches (``search.TurnSearch.rows``, the workspace's unit cache) gets its span again
+        here before it is quoted."""
+        out = []
         for r in rows:
-            span = self.span_of(r["id"])
-            if span is not None and span[1] <= len(r["text"]):
-                r["span"] = span
-        return rows
+            span = self.span_of(r["id"]) if len(r["text"]) > PASSAGE_CHARS else None
+            if span is not None and span[1] <= len(r["text"]) and r.get("span") != span:
+                r = {**r, "span": span}
+            out.append(r)
+        return out
 
     def sources_by_refs(self, refs: list[str]) -> list[dict]:
         return self._select(sql_in("ref", set(refs))) if refs else []

@@ -166,7 +166,8 @@ def workspace_recall(env: Env, request: RecallRequest, s: dict, snap, scheme: st
     K = kernel(E, tidx, "identity" if s["identity_k"] else "structured", multi)
 
     # greedy (eq. 8-9) under B_q units, then (fill) the token budget
-    cand_rows = [rows[u] for u in unit_ids]
+    # the unit cache keeps a long message's first-read passage: quote the best one so far
+    cand_rows = env.space.with_spans([rows[u] for u in unit_ids])
     costs, first = line_costs(cand_rows)
     limit = request.budget_tokens * 4 - len(OPEN) - len(CLOSE)
     chosen, left = greedy(K, pi, rho, delta, alpha, tidx, mass, costs, first,

@@ -19,6 +19,7 @@ from trimem.strategies.frame import INDENT
 
 pytestmark = pytest.mark.anyio
 ASK = "What staging cluster did we pick for the first PgBouncer cutover?"
+LEX = "superuser_reserved_connections Gunicorn analytics nightly export psql"   # its opening only
 
 
 def bytes_on_disk(home: Path, needle: bytes) -> list[str]:
@@ -89,12 +90,23 @@ async def test_a_row_read_before_a_later_search_is_quoted_at_that_searchs_passag
     assert turns.dense(3)[0][0] == ids[1]
     first = turns.rows([ids[1]])[0]["span"]
     assert DETAIL in ANSWER[first[0]:first[1]]
-    # words of the answer's opening only: BM25 ranks the answer first by another passage
-    lex = "superuser_reserved_connections Gunicorn analytics nightly export psql"
-    assert turns.lexical(3, lex)[0][0] == ids[1]
+    # BM25 ranks the answer first by another passage
+    assert turns.lexical(3, LEX)[0][0] == ids[1]
     later = env.space.get_sources([ids[1]])[0]["span"]
     assert later != first and DETAIL not in ANSWER[later[0]:later[1]]
     assert turns.rows([ids[1]])[0]["span"] == later
+
+
+async def test_workspace_quotes_the_passage_of_this_recall_not_of_its_units_first_read(client, server):
+    """The workspace keeps unit rows across recalls; a long message first read for another
+    question must still be quoted at the passage that matches this one."""
+    await stored(client)
+    assert server.runtime.curation.wait_idle(120)
+    ask = {"strategy": "workspace", "budget_tokens": 1000}
+    first = payload(await client.call_tool("recall", ask | {"query": LEX}))
+    assert DETAIL not in first["context"] and "superuser_reserved_connections" in first["context"]
+    rec = payload(await client.call_tool("recall", ask | {"query": ASK}))
+    assert quoted(DETAIL) in rec["context"]
 
 
 async def test_explain_shows_the_excerpts_offsets(client):
