@@ -38,6 +38,11 @@ class Embedder(Protocol):
         """Embed one search query: shape (dim,), float32, L2-normalised."""
         ...
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed several search queries in one call (a recall's query and its variants):
+        shape (len(texts), dim), each row what ``embed_query`` gives for that text."""
+        ...
+
 
 @runtime_checkable
 class LLM(Protocol):

@@ -165,6 +165,12 @@ class LocalEmbedder:
         """Embed one query: (384,) float32, L2-normalised."""
         return self.embed([text])[0]
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Queries are embedded as documents are (no instruction prefix): one batch, each row
+        bit-identical to ``embed_query`` of its text (padding is masked out of attention and
+        pooling; checked on 146 development questions and their name-free forms)."""
+        return self.embed(texts)
+
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Transformer, then sentence-transformers' mean pooling and L2 normalisation."""
         hidden = self._session.run(["last_hidden_state"], {

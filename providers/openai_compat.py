@@ -157,6 +157,9 @@ class OpenAIEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts)   # one request for a recall's query and its variants
+
     def _embed_batch(self, batch: list[str]) -> np.ndarray:
         # OpenAI itself rejects empty strings; a single space embeds as "nothing" everywhere.
         inputs = [t if t.strip() else " " for t in batch]

@@ -89,6 +89,7 @@ class Env:
     space: Space                      # bound to the embedder's model
     ns: "NamespaceContext"            # owned by the runtime; a strategy keeps no state elsewhere
     embed_query: Callable[[str], Any]  # str -> np.ndarray (dim,)
+    embed_queries: Callable[[list[str]], Any]  # list[str] -> np.ndarray (n, dim), in one call
     embed: Callable[[list[str]], Any]  # list[str] -> np.ndarray (n, dim)
     llm: LLM | None = None             # None: heuristics only
     turns: TurnSearch | None = None    # the search auto shares with its voters, or None

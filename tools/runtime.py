@@ -181,6 +181,14 @@ class Runtime:
         except ProviderError as exc:
             raise ToolFailure(f"embedding failed: {exc}") from exc
 
+    def embed_queries(self, texts: list[str]):
+        from ..providers.base import ProviderError
+
+        try:
+            return self.embedder.embed_queries(texts)
+        except ProviderError as exc:
+            raise ToolFailure(f"embedding failed: {exc}") from exc
+
     def context(self, namespace: str):
         """What this process keeps for ``namespace`` (``strategies.context``): made on first
         use, closed by :meth:`close`."""
@@ -235,4 +243,5 @@ class Runtime:
         # sampling / auto: no model in the background (the host's is asked inside consolidate)
         llm = self.llm if self.config.llm == "openai" else None
         return Env(space=self.space(namespace), ns=self.context(namespace),
-                   embed_query=self.embed_query, embed=self.embed, llm=llm)
+                   embed_query=self.embed_query, embed_queries=self.embed_queries,
+                   embed=self.embed, llm=llm)

@@ -104,6 +104,16 @@ def test_order_preserved_across_length_sorting(emb):
     np.testing.assert_allclose(emb.embed(texts), one_by_one, atol=1e-5)
 
 
+def test_queries_in_one_batch_are_each_querys_own_vector_to_the_bit(emb):
+    # auto embeds a question and its name-free form together (strategies/auto/strategy.py):
+    # the vectors must be exactly the ones embed_query gives, so rankings do not move
+    texts = ["When did Ana move to Lisbon?", "When did move to Lisbon?", "ok"]
+    together = emb.embed_queries(texts)
+    assert together.shape == (3, 384)
+    for row, text in zip(together, texts):
+        assert np.array_equal(row, emb.embed_query(text))
+
+
 def test_padding_does_not_change_a_vector(emb):
     # mean pooling must ignore pad positions: a short text batched with a long one
     alone = emb.embed_query("ok")

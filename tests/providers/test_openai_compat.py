@@ -193,6 +193,9 @@ def test_embed_batches(server):
     np.testing.assert_allclose(out[9], unit(raw_vector("text 9", 8)), rtol=1e-5, atol=1e-6)
     assert emb.embed([]).shape == (0, 8)
     assert len(server.state.of("/v1/embeddings")) == 3  # empty input sends nothing when dim is known
+    both = emb.embed_queries(["text 1", "text 2"])        # a query and its variant: one request
+    assert [len(b["input"]) for b in server.state.of("/v1/embeddings")][3:] == [2]
+    np.testing.assert_allclose(both[1], emb.embed_query("text 2"), rtol=1e-6)
 
 
 def test_dim_discovered_from_first_response(server):
