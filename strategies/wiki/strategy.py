@@ -141,10 +141,6 @@ class WikiStrategy:
                                          float(request.options.get("sel_w", 0.0)))
         rel = {i: round(sc["parts"][i]["score"], 4) for i in order2}
         owner = {i: sc["t_of"].get(i) for i in order2}
-        sel = {c["row"]["id"] for c in chosen}
-        why = {i: ("selected trajectory " if owner.get(i) in sel else "trajectory ") +
-               f"{owner.get(i)}: " + ", ".join(f"{k2}={v:.3f}" for k2, v in sc["parts"][i].items())
-               for i in order2[:120]}
         changed = revisions.changes(space, order2[:200]) if int(request.options.get(
             "current_first", 1)) else {}
         ids = revisions.current_first(order2[:200], changed, request.query)
@@ -152,7 +148,8 @@ class WikiStrategy:
         packed = pack_sources(rows_src, request.budget_tokens, marks=revisions.marks(changed))
         suff = ev.sufficiency(judge or f, chosen, packed.chosen)
         return {"f": f, "routed": pages, "rows": rows, "scores": scores, "chosen": chosen,
-                "packed": packed, "owner": owner, "why": why, "rel": rel, "suff": suff,
+                "packed": packed, "owner": owner, "turn_parts": sc["parts"], "order": order2,
+                "rel": rel, "suff": suff,
                 "score": suff["support"], "s_of": maps.s_of, "changed": changed}
 
     @staticmethod
@@ -170,8 +167,28 @@ class WikiStrategy:
                        else "direct evidence", timestamp=r.get("timestamp"), source_ids=[r["id"]])
                   for r in packed.chosen]
         sources = [source_ref(r) for r in packed.chosen if r["id"] in packed.verbatim_ids]
+        abstain = not packed.chosen or not a["suff"]["sufficient"]
+        reason = (f"wiki: {len(a['routed'])} pages routed, {len(a['rows'])} candidate "
+                  f"trajectories, {len(a['chosen'])} selected, {len(packed.chosen)} source turns")
+        if abstain:
+            reason += "; evidence judged insufficient" + (" after a retry" if retry else "")
+        # auto's vote reads the items, reason and abstain only: no trace (its provenance reads
+        # the snapshots and parses their claims, ~3 ms, and the rest formats ~1,500 numbers)
+        trace = {} if request.ranking_only else self._trace(env, request, a, first, retry, t, k,
+                                                            direct)
+        return Recollection(context=packed.context, items=items, sources=sources,
+                            abstain=abstain, route_reason=reason, trace=trace)
+
+    @staticmethod
+    def _trace(env, request, a, first, retry, t, k, direct) -> dict:
+        packed = a["packed"]
         cand = sorted(a["scores"].items(), key=lambda kv: -kv[1]["b"])
-        trace = {
+        sel = {c["row"]["id"] for c in a["chosen"]}
+        owner, parts = a["owner"], a["turn_parts"]
+        why = {i: ("selected trajectory " if owner.get(i) in sel else "trajectory ") +
+               f"{owner.get(i)}: " + ", ".join(f"{k2}={v:.3f}" for k2, v in parts[i].items())
+               for i in a["order"][:120]}
+        return {
             "method": ("direct trajectory ranking (no wiki)" if direct else
                        f"wiki routing to top-{t} pages") + f", top-{k} trajectories by "
                       "relevance + coverage gain - redundancy, round-robin evidence expansion",
@@ -187,7 +204,7 @@ class WikiStrategy:
             "selected": [{"id": c["row"]["id"], "title": c["row"]["title"], "gain": c["gain"],
                           **c["parts"], "sources": len(c["row"]["source_ids"])}
                          for c in a["chosen"]],
-            "evidence": [dict(p, why=a["why"].get(p["source_id"]))
+            "evidence": [dict(p, why=why.get(p["source_id"]))
                          for p in ev.provenance(env.space, packed.chosen, a["owner"], a["s_of"])],
             "left_out": [{"id": r["id"], "why": why} for r, why in packed.left_out[:50]],
             "changed_later": revisions.listed(a["changed"], packed.chosen),
@@ -196,13 +213,6 @@ class WikiStrategy:
             "budget": {"tokens": request.budget_tokens, "chars_allowed": packed.chars_budget,
                        "chars_used": packed.chars_used},
         }
-        abstain = not packed.chosen or not a["suff"]["sufficient"]
-        reason = (f"wiki: {len(a['routed'])} pages routed, {len(a['rows'])} candidate "
-                  f"trajectories, {len(a['chosen'])} selected, {len(packed.chosen)} source turns")
-        if abstain:
-            reason += "; evidence judged insufficient" + (" after a retry" if retry else "")
-        return Recollection(context=packed.context, items=items, sources=sources,
-                            abstain=abstain, route_reason=reason, trace=trace)
 
 
 class _Reads:

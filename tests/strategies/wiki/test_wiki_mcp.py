@@ -67,6 +67,25 @@ async def test_routing_and_recall_explained(client, server):
     assert exp["candidates"] and "answerability" in exp and exp["evidence"][0]["trajectory"]
 
 
+async def test_a_ranking_only_ask_returns_the_same_recollection_without_the_trace(client, server):
+    """auto's vote asks with ``ranking_only``: the same items, context, sources and reason,
+    and none of the trace (provenance, candidates) it would not keep."""
+    from trimem.strategies.base import RecallRequest
+    from trimem.strategies.registry import get
+
+    await remember_all(client, server)
+    env = server.runtime.env("default")
+    full, lean = (get("wiki").recall(env, RecallRequest(
+        query="Which city did Ana move to?", budget_tokens=500, ranking_only=flag))
+        for flag in (False, True))
+    assert lean.context == full.context and "Toronto" in lean.context
+    assert [(i.id, i.score, i.role) for i in lean.items] == [(i.id, i.score, i.role)
+                                                             for i in full.items]
+    assert lean.sources == full.sources and lean.route_reason == full.route_reason
+    assert lean.abstain == full.abstain
+    assert full.trace["evidence"] and full.trace["evidence"][0]["why"] and lean.trace == {}
+
+
 async def test_forget_removes_claims_and_snapshots_of_deleted_sources(client, server):
     space = await remember_all(client, server)
     gone = [r["id"] for r in space.sources_by_refs(["s2-0"])]
