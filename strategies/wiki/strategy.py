@@ -185,9 +185,9 @@ class WikiStrategy:
         cand = sorted(a["scores"].items(), key=lambda kv: -kv[1]["b"])
         sel = {c["row"]["id"] for c in a["chosen"]}
         owner, parts = a["owner"], a["turn_parts"]
-        why = {i: ("selected trajectory " if owner.get(i) in sel else "trajectory ") +
-               f"{owner.get(i)}: " + ", ".join(f"{k2}={v:.3f}" for k2, v in parts[i].items())
-               for i in a["order"][:120]}
+        why_of = {i: ("selected trajectory " if owner.get(i) in sel else "trajectory ") +
+                  f"{owner.get(i)}: " + ", ".join(f"{k2}={v:.3f}" for k2, v in parts[i].items())
+                  for i in a["order"][:120]}
         return {
             "method": ("direct trajectory ranking (no wiki)" if direct else
                        f"wiki routing to top-{t} pages") + f", top-{k} trajectories by "
@@ -204,7 +204,7 @@ class WikiStrategy:
             "selected": [{"id": c["row"]["id"], "title": c["row"]["title"], "gain": c["gain"],
                           **c["parts"], "sources": len(c["row"]["source_ids"])}
                          for c in a["chosen"]],
-            "evidence": [dict(p, why=why.get(p["source_id"]))
+            "evidence": [dict(p, why=why_of.get(p["source_id"]))
                          for p in ev.provenance(env.space, packed.chosen, a["owner"], a["s_of"])],
             "left_out": [{"id": r["id"], "why": why} for r, why in packed.left_out[:50]],
             "changed_later": revisions.listed(a["changed"], packed.chosen),
