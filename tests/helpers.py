@@ -28,3 +28,21 @@ WIKI_SESSIONS = [
     ("s3", "2023-03-12T10:00:00Z", [("Cara", "I started a pottery class at the Kiln Studio."),
                                     ("Dev", "Pottery at Kiln Studio? Show me your first bowl!")]),
 ]
+
+
+def full_and_ranking_only(strategy: str, env, query: str, budget: int = 500):
+    """``strategy``'s recollection of ``query`` asked in full and as auto's vote asks it
+    (``ranking_only``), after checking that the two agree in everything but the trace: the
+    context, the items (ids, scores, roles), the sources, the reason and the abstention."""
+    from trimem.strategies.base import RecallRequest
+    from trimem.strategies.registry import get
+
+    full, lean = (get(strategy).recall(env, RecallRequest(query=query, budget_tokens=budget,
+                                                          ranking_only=flag))
+                  for flag in (False, True))
+    assert lean.context == full.context
+    assert [(i.id, i.score, i.role) for i in lean.items] == [(i.id, i.score, i.role)
+                                                             for i in full.items]
+    assert lean.sources == full.sources and lean.route_reason == full.route_reason
+    assert lean.abstain == full.abstain
+    return full, lean

@@ -70,19 +70,12 @@ async def test_routing_and_recall_explained(client, server):
 async def test_a_ranking_only_ask_returns_the_same_recollection_without_the_trace(client, server):
     """auto's vote asks with ``ranking_only``: the same items, context, sources and reason,
     and none of the trace (provenance, candidates) it would not keep."""
-    from trimem.strategies.base import RecallRequest
-    from trimem.strategies.registry import get
+    from helpers import full_and_ranking_only
 
     await remember_all(client, server)
-    env = server.runtime.env("default")
-    full, lean = (get("wiki").recall(env, RecallRequest(
-        query="Which city did Ana move to?", budget_tokens=500, ranking_only=flag))
-        for flag in (False, True))
-    assert lean.context == full.context and "Toronto" in lean.context
-    assert [(i.id, i.score, i.role) for i in lean.items] == [(i.id, i.score, i.role)
-                                                             for i in full.items]
-    assert lean.sources == full.sources and lean.route_reason == full.route_reason
-    assert lean.abstain == full.abstain
+    full, lean = full_and_ranking_only("wiki", server.runtime.env("default"),
+                                       "Which city did Ana move to?")
+    assert "Toronto" in lean.context
     assert full.trace["evidence"] and full.trace["evidence"][0]["why"] and lean.trace == {}
 
 

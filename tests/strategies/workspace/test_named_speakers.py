@@ -93,14 +93,8 @@ def test_plain_is_the_fair_baseline_and_searches_named_speakers(rt):
 def test_a_ranking_only_ask_returns_the_same_recollection_without_the_unit_trace(rt):
     """auto's vote asks with ``ranking_only``: the same items, context and sources, and none
     of the per-unit trace it would not keep."""
-    from trimem.strategies.registry import get
+    from helpers import full_and_ranking_only
 
-    env = rt.env("default")
-    full, lean = (get("workspace").recall(env, RecallRequest(
-        query="What sport does Ana do?", budget_tokens=500, ranking_only=flag))
-        for flag in (False, True))
-    assert lean.context == full.context and "tennis" in lean.context
-    assert [(i.id, i.score, i.role) for i in lean.items] == [(i.id, i.score, i.role)
-                                                             for i in full.items]
-    assert lean.sources == full.sources and lean.route_reason == full.route_reason
+    full, lean = full_and_ranking_only("workspace", rt.env("default"), "What sport does Ana do?")
+    assert "tennis" in lean.context
     assert "chosen" in full.trace and set(lean.trace) == {"timing"}
