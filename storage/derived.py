@@ -229,8 +229,7 @@ class DerivedMixin(SpaceParts):
     def text_search(self, kind: str, query: str, k: int, column: str = "text",
                     eq: dict[str, Any] | None = None, columns: Iterable[str] = ("id",)) -> list[dict]:
         """BM25 over ``column`` (an FTS index is built on first use); each row gets ``bm25``."""
-        from lancedb.query import MatchQuery
-
+        from .fts import match_rows
         from .sources import TIE_EXTRA, _fts
 
         tbl = self.derived_table(kind)
@@ -250,16 +249,9 @@ class DerivedMixin(SpaceParts):
                                 "without it", tbl.name, exc)
                     return []
             self._fts_seen[(kind, column)] = tbl
-        # lancedb declares MatchQuery's defaults as positional pydantic.Field(...) arguments,
-        # which pyright does not read as defaults
-        q = tbl.search(MatchQuery(query, column),  # pyright: ignore[reportCallIssue]
-                       query_type="fts").select(
-            sorted(set(columns) | {"namespace"}))
-        w = _where(eq)
-        if w:
-            q = q.where(w, prefilter=True)
         out = []
-        for r in q.limit(k + TIE_EXTRA).to_list():
+        for r in match_rows(tbl, query, column, sorted(set(columns) | {"namespace"}), _where(eq),
+                            k + TIE_EXTRA):
             if r.get("namespace") == self.namespace:
                 r["bm25"] = float(r.pop("_score"))
                 out.append(r)

@@ -9,6 +9,7 @@ import numpy as np
 from . import snapshot
 from .db import ensure_index, retrying, sql_in, sql_str
 from .filters import SourceFilter, where_of
+from .fts import match_rows
 from .parts import SpaceParts
 from .passages import PASSAGE_CHARS
 
@@ -142,31 +143,19 @@ class SourcesMixin(SpaceParts):
                     flt: SourceFilter | None = None) -> list[tuple[str, float]]:
         """(id, BM25 score) best first. The query is matched as plain words, never parsed as
         query syntax, so quotes, colons or operators in it cannot break or steer the search."""
-        from lancedb.query import MatchQuery
-
         where = where_of(flt)
         tbl = self._sources()
         if tbl is None or not query.strip():
             return []
-        # lancedb declares MatchQuery's defaults as positional pydantic.Field(...) arguments,
-        # which pyright does not read as defaults
-        q = tbl.search(MatchQuery(query, "search_text"),  # pyright: ignore[reportCallIssue]
-                       query_type="fts").select(["id", "namespace"])
-        if where:
-            q = q.where(where, prefilter=True)
-        rows = q.limit(limit + TIE_EXTRA).to_list()
+        rows = match_rows(tbl, query, "search_text", ["id", "namespace"], where,
+                          limit + TIE_EXTRA)
         base = ranked([(r["id"], float(r["_score"])) for r in rows
                        if r["namespace"] == self.namespace], limit)
 
         def passages(ptbl, extra: str | None, k: int) -> list[dict]:
-            # MatchQuery: as in fts_sources (lancedb's positional pydantic.Field defaults)
-            q = (ptbl.search(MatchQuery(query, "search_text"),  # pyright: ignore[reportCallIssue]
-                             query_type="fts")
-                 .select(["source_id", "namespace", "start", "end"]))
-            cond = _and(where, extra)
-            if cond:
-                q = q.where(cond, prefilter=True)
-            return [dict(r, score=float(r["_score"])) for r in q.limit(k).to_list()]
+            got = match_rows(ptbl, query, "search_text", ["source_id", "namespace", "start", "end"],
+                             _and(where, extra), k)
+            return [dict(r, score=float(r["_score"])) for r in got]
 
         return self.merge_hits(base, limit, passages)
 
