@@ -128,15 +128,25 @@ class TurnSearch:
     Safe to use from several threads (``auto``'s voters)."""
 
     def __init__(self, env: Env, request: RecallRequest, depth: int, qv=None):
+        """``qv``: the query's vector (default: embedded now), or a :class:`Future` of it, so
+        that searches that need no vector (BM25) can start while the query is embedded."""
         self.space = env.space
         self.query = request.query
         self.where = SourceFilter(since=request.since, until=request.until)
-        self.qv = np.asarray(env.embed_query(request.query) if qv is None else qv)
+        self._qv = qv if isinstance(qv, Future) else np.asarray(
+            env.embed_query(request.query) if qv is None else qv)
         self.depth = depth
         self._searches = Once()   # ("fts", text) / ("vector", bytes) -> the depth-cut hits
         self._rows: dict[str, dict] = {}
         self._lock = threading.Lock()
         self.hits = {"fts": 0, "vector": 0, "rows": 0}   # asks answered by the shared searches / rows read
+
+    @property
+    def qv(self) -> np.ndarray:
+        """The query's vector (waits for it when it is still being embedded)."""
+        if isinstance(self._qv, Future):
+            self._qv = np.asarray(self._qv.result())
+        return self._qv
 
     def lexical(self, n: int, query: str | None = None) -> list[tuple[str, float]]:
         text = self.query if query is None else query

@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from concurrent.futures import Future
 from dataclasses import replace
 
 from ..base import Env, Item, RecallRequest, Recollection
@@ -197,17 +198,28 @@ def vote(env: Env, request: RecallRequest, voters: list[str], expand: float,
                         budget_tokens=max(1, int(request.budget_tokens * expand)),
                         since=request.since, until=request.until, options={"current_first": 0},
                         ranking_only=True)
-    qv, embed = _embedded(env, request.query)   # once, not once per voter
+    guess = _name_free_guess(env, request.query)
+    qv: Future = Future()
     turns = TurnSearch(env, sub, depth, qv)
+    # the BM25 searches need no vector: they start now, in native code, while the query is
+    # embedded; the query as asked (relevance.evidence reads it after the vote) and its likely
+    # name-free form (what the voters' search_turns search), at the depth the voters cut from
+    pool = env.ns.pool()
+    pool.submit(turns.lexical, TOP)
+    if guess is not None:
+        pool.submit(turns.lexical, depth, guess)
+    try:
+        vec, embed = _embedded(env, request.query, guess)   # once, not once per voter
+    except BaseException as exc:
+        qv.set_exception(exc)
+        raise
+    qv.set_result(vec)
     shared = replace(env, turns=turns, embed_query=embed)
-    # the BM25 search of the query as asked, which relevance.evidence reads after the vote (the
-    # voters search its name-free form): in native code, beside the voters' Python
-    env.ns.pool().submit(turns.lexical, TOP)
     runs, failed, ms = _run_voters(shared, sub, voters)
     return runs, failed, ms, turns
 
 
-def _embedded(env: Env, query: str):
+def _embedded(env: Env, query: str, guess: str | None):
     """The query's vector, and ``embed`` remembered for this recall: the voters embed the same
     variants of the query (its name-free form, ``search.search_turns``) and each would run the
     model again; side by side, the second asker waits for the first's result (``search.Once``).
@@ -215,7 +227,6 @@ def _embedded(env: Env, query: str):
     against 18.2 ms for the two one after the other, p50 over 146 development questions, same
     vectors to the bit), instead of after the dense search that tells which names to strip; a
     wrong guess costs that one batch row and the right form is embedded when asked for."""
-    guess = _name_free_guess(env, query)
     texts = [query] if guess is None else [query, guess]
     vecs = env.embed_queries(texts)
     once = Once()

@@ -167,3 +167,44 @@ def test_every_fit_covers_every_kind_and_the_nearest_budget_is_used():
         assert fitted_for(budget) is fit
     lo, hi = min(fitted.FITS), max(fitted.FITS)
     assert fitted_for(1) is fitted.FITS[lo] and fitted_for(10**6) is fitted.FITS[hi]
+
+
+async def test_the_bm25_searches_start_while_the_query_is_embedded(client, server):
+    """auto's BM25 searches need no vector: the one of the name-free form (what the voters
+    search) is already asked for when the query's embedding starts, and the recall answers as
+    before. An embedder that waits for it would wait out its 10 s without that."""
+    import threading
+
+    from trimem.storage.space import Space
+
+    await remember_all(client)
+    assert server.runtime.curation.wait_idle(120)
+    rt = server.runtime
+    asked, started = [], threading.Event()
+    fts, embed = Space.fts_sources, rt.embed_queries
+
+    def fts_seen(self, query, *a, **kw):
+        asked.append(query)
+        if "Ben" not in query:
+            started.set()
+        return fts(self, query, *a, **kw)
+
+    def embed_after(texts):
+        early = started.wait(10)
+        out = embed(texts)
+        waited.append(early)
+        return out
+
+    waited: list[bool] = []
+    q = {"query": "Where does Ben do pottery?", "budget_tokens": 300}
+    before = payload(await client.call_tool("recall", q))
+    Space.fts_sources = fts_seen   # type: ignore[method-assign]
+    rt.embed_queries = embed_after   # type: ignore[method-assign]
+    try:
+        out = payload(await client.call_tool("recall", q))
+    finally:
+        Space.fts_sources = fts   # type: ignore[method-assign]
+        del rt.embed_queries
+    assert waited == [True]          # the name-free BM25 search was running before the embedding
+    assert any("Ben" not in a for a in asked)
+    assert out["context"] == before["context"]
