@@ -135,42 +135,49 @@ def greedy(K, pi, rho, delta, alpha, thread_idx, mass, costs, first_cost, sessio
     {i: reason}).
     """
     n = len(pi)
-    cov, rmax = np.zeros(n), np.zeros(rho.shape[1])
     costs, first_cost = np.asarray(costs), np.asarray(first_cost)
     sess_ids = {x: i for i, x in enumerate(dict.fromkeys(sessions))}
     sess = np.array([sess_ids[x] for x in sessions])
-    sess_open = np.zeros(len(sess_ids), dtype=bool)
     thread_covered = np.zeros(int(thread_idx.max()) + 1 if n else 0, dtype=bool)
     used, chosen, left = 0, [], {}
     active = np.ones(n, dtype=bool)
+    n_active = n
     phase = "B"
+    # a unit's cost: its line, plus its session's header while that session has no unit yet
+    # (kept up to date as sessions open, instead of recomputed on every pick)
+    extra = costs + first_cost
+    gains = _Gains(K, pi, rho, delta, alpha, thread_idx, mass, thread_covered, multi_thread)
     # lazy greedy (Minoux, 1978): every term of J_q is submodular, so a gain computed earlier is
     # an upper bound of the current one; the first candidate whose fresh gain still tops the
     # next bound is the exact argmax (ties broken by index, as np.argmax would)
     first = (K @ pi) + (rho @ delta) + alpha + (mass[thread_idx] if multi_thread else 0.0)
     heap = [(-float(first[i]), i) for i in range(n)]
     heapq.heapify(heap)
-    while active.any():
-        if phase == "B" and (len(chosen) >= b_q or float(pi @ cov) >= cover_stop):
+    open_sess: set[int] = set()
+    while n_active:
+        if phase == "B" and (len(chosen) >= b_q or float(pi @ gains.cov) >= cover_stop):
             if not fill:
                 break
             phase = "fill"
-        extra = costs + np.where(sess_open[sess], 0, first_cost)
-        too_big = active & (used + extra > limit_chars)
-        for i in np.flatnonzero(too_big):
-            left[int(i)] = "over budget"
-        active &= ~too_big
-        if not active.any():
-            break
-        u, g, parts = _lazy_pick(heap, active, K, cov, pi, rho, rmax, delta, alpha, thread_idx,
-                                 mass, thread_covered, multi_thread)
+        too_big = np.flatnonzero(active & (used + extra > limit_chars))
+        if len(too_big):
+            for i in too_big:
+                left[int(i)] = "over budget"
+            active[too_big] = False
+            n_active -= len(too_big)
+            if not n_active:
+                break
+        u, g, parts = _lazy_pick(heap, active, gains)
         chosen.append((u, g, parts, phase))
         used += int(extra[u])
-        sess_open[sess[u]] = True
-        thread_covered[thread_idx[u]] = True
-        cov = np.maximum(cov, K[u])
-        rmax = np.maximum(rmax, rho[u])
+        s_u = int(sess[u])
+        if s_u not in open_sess:
+            open_sess.add(s_u)
+            same = sess == s_u
+            extra[same] = costs[same]
+        gains.take(u)
         active[u] = False
+        n_active -= 1
     why = ("unit budget B reached" if len(chosen) >= b_q else "coverage threshold reached") \
         if phase == "B" else "not reached"
     for i in np.flatnonzero(active):
@@ -178,28 +185,54 @@ def greedy(K, pi, rho, delta, alpha, thread_idx, mass, costs, first_cost, sessio
     return chosen, left
 
 
-def _gain(u, K, cov, pi, rho, rmax, delta, alpha, thread_idx, mass, thread_covered, multi,
-          parts: bool = False):
-    """Unit u's marginal gain; with ``parts``, also its terms (for the trace: only the picked
-    unit's are kept, so the lazy greedy's many re-evaluations skip building them)."""
-    g_cov = float(np.maximum(K[u] - cov, 0.0) @ pi)
-    g_role = float(np.maximum(rho[u] - rmax, 0.0) @ delta)
-    g_d = float(mass[thread_idx[u]]) if multi and not thread_covered[thread_idx[u]] else 0.0
-    g = g_cov + g_role + float(alpha[u]) + g_d
-    if not parts:
-        return g, None
-    return g, {"coverage": round(g_cov, 4), "roles": round(g_role, 4),
-               "affinity": round(float(alpha[u]), 4), "threads": round(g_d, 4)}
+class _Gains:
+    """Marginal gains of units against the chosen set (coverage and role maxima so far, threads
+    covered), computed into reused buffers: the same operations in the same order as a fresh
+    ``np.maximum(K[u] - cov, 0) @ pi`` (so the same floating-point results), without allocating
+    three arrays per evaluation (the lazy greedy evaluates several hundred per recall)."""
+
+    def __init__(self, K, pi, rho, delta, alpha, thread_idx, mass, thread_covered, multi):
+        self.K, self.pi, self.rho, self.delta, self.alpha = K, pi, rho, delta, alpha
+        self.thread_idx, self.mass, self.covered, self.multi = thread_idx, mass, thread_covered, multi
+        self.cov, self.rmax = np.zeros(len(pi)), np.zeros(rho.shape[1])
+        self._b, self._r = np.empty(len(pi)), np.empty(rho.shape[1])
+
+    def terms(self, u) -> tuple[float, float, float]:
+        b, r = self._b, self._r
+        np.subtract(self.K[u], self.cov, out=b)
+        np.maximum(b, 0.0, out=b)
+        g_cov = float(b @ self.pi)
+        np.subtract(self.rho[u], self.rmax, out=r)
+        np.maximum(r, 0.0, out=r)
+        g_role = float(r @ self.delta)
+        t = self.thread_idx[u]
+        g_d = float(self.mass[t]) if self.multi and not self.covered[t] else 0.0
+        return g_cov, g_role, g_d
+
+    def gain(self, terms: tuple[float, float, float], u) -> float:
+        g_cov, g_role, g_d = terms
+        return g_cov + g_role + float(self.alpha[u]) + g_d
+
+    def parts(self, terms: tuple[float, float, float], u) -> dict:
+        g_cov, g_role, g_d = terms
+        return {"coverage": round(g_cov, 4), "roles": round(g_role, 4),
+                "affinity": round(float(self.alpha[u]), 4), "threads": round(g_d, 4)}
+
+    def take(self, u) -> None:
+        np.maximum(self.cov, self.K[u], out=self.cov)
+        np.maximum(self.rmax, self.rho[u], out=self.rmax)
+        self.covered[self.thread_idx[u]] = True
 
 
-def _lazy_pick(heap, active, *args):
+def _lazy_pick(heap, active, gains: _Gains):
     while True:
         _, u = heapq.heappop(heap)
         if not active[u]:
             continue
-        g, _ = _gain(u, *args)
+        terms = gains.terms(u)
+        g = gains.gain(terms, u)
         while heap and not active[heap[0][1]]:
             heapq.heappop(heap)
         if not heap or -heap[0][0] <= g + 1e-12:
-            return u, g, _gain(u, *args, parts=True)[1]
+            return u, g, gains.parts(terms, u)
         heapq.heappush(heap, (-g, u))
