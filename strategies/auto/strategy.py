@@ -11,7 +11,8 @@
    facts, workspace's threads, wiki's trajectories; ``plain`` always) and whose weight for this
    kind is above zero ranks source turns for ``EXPAND`` x the budget.
 3. The rankings are fused by weighted reciprocal rank fusion (``fusion.py``), deduplicated by
-   source, and packed greedily into the caller's budget; session groups are ordered by their best
+   source (a question naming some of the speakers weighs their own turns more: ``named.py``),
+   and packed greedily into the caller's budget; session groups are ordered by their best
    turn, so the most useful evidence comes first. Where the wiki has claims, quoted turns whose
    fact changed later are marked, and for a query about that kind of state the turn with the
    latest value goes just before them (``wiki/revisions.py``; option ``current_first``, 1).
@@ -38,11 +39,12 @@ from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
 from ..aliases import namespace_speakers, speaker_aliases
 from ..search import Once, TurnSearch, source_ref
-from ..speakers import without_speakers
+from ..speakers import named_speakers, without_speakers
 from ..wiki import revisions
 from . import fitted
 from .features import features
 from .fusion import fuse
+from .named import UNNAMED_W, demote_unnamed
 from .relevance import TOP, coverage, evidence, judge
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
@@ -96,6 +98,12 @@ class AutoStrategy:
         if waiting and "plain" in rankings:
             fused = _lift_fresh(fused, rankings["plain"], turns, waiting,
                                 {s: weights[s] for s in voters}, k)
+        named = named_speakers(request.query, namespace_speakers(env.ns, env.space),
+                               speaker_aliases(env.ns, env.space))
+        unnamed_w = float(opt.get("unnamed_w", UNNAMED_W))
+        if named and unnamed_w != 1.0:
+            said = {r["id"]: r.get("speaker") for r in turns.rows([i for i, _, _ in fused])}
+            fused = demote_unnamed(fused, said, named, unnamed_w)
         info = {sid: (score, ranks) for sid, score, ranks in fused}
         ids = [sid for sid, _, _ in fused]
         changed = (revisions.changes(env.space, ids[:DEPTH]) if "wiki" in ready and
@@ -117,7 +125,8 @@ class AutoStrategy:
             "method": f"weighted reciprocal rank fusion (k={k:g}) of {', '.join(voters)}, each "
                       f"ranking for {expand:g}x the budget; greedy fill; sessions by best turn",
             "route": {"kind": kind, "features": _show(f), "weights": {s: weights[s] for s in voters},
-                      "ready": ready, "uncurated_sessions": fresh, "fit": fit["summary"]},
+                      "ready": ready, "uncurated_sessions": fresh, "fit": fit["summary"],
+                      "named_speakers": sorted(named), "unnamed_w": unnamed_w if named else 1.0},
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
                                "abstain": out.abstain, "ms": ms[s]} for s, out in runs.items()},
             "shared": dict(turns.hits),
@@ -133,6 +142,9 @@ class AutoStrategy:
         why = (f"because the question reads as {kind}" if kind in fit["weights"] else
                f"the same for every kind of question; this one reads as {kind}")
         reason = f"auto → fusion of {', '.join(voters)} (weights {w_txt}) {why}" + _cues(f)
+        if named and unnamed_w != 1.0:
+            reason += (f"; the question names {', '.join(sorted(named))}: turns of other speakers "
+                       f"keep {unnamed_w:g} of their score")
         if fresh:
             reason += (f"; {fresh} session(s) await curation, so plain votes with weight "
                        f"{weights['plain']:g} to reach their raw turns")
