@@ -19,14 +19,31 @@ the one number of this rule.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
+
+from ..aliases import namespace_speakers, speaker_aliases
+from ..base import Env
+from ..speakers import named_speakers
 
 UNNAMED_W = 0.7
+Fused = list[tuple[str, float, dict]]
 
 
-def demote_unnamed(fused: list[tuple[str, float, dict]], said: dict[str, str | None],
-                   named: Iterable[str], w: float = UNNAMED_W
-                   ) -> list[tuple[str, float, dict]]:
+def weigh_named(env: Env, query: str, fused: Fused, rows: Callable[[list[str]], list[dict]],
+                w: float = UNNAMED_W) -> tuple[Fused, set[str], float]:
+    """``fused`` with :func:`demote_unnamed` applied for the speakers ``query`` names (``rows``
+    reads the turns' rows: the recall's shared ``TurnSearch.rows``); also the named speakers
+    and the weight that applied (1.0 when none did)."""
+    named = named_speakers(query, namespace_speakers(env.ns, env.space),
+                           speaker_aliases(env.ns, env.space))
+    if not named or w == 1.0:
+        return fused, named, 1.0
+    said = {r["id"]: r.get("speaker") for r in rows([i for i, _, _ in fused])}
+    return demote_unnamed(fused, said, named, w), named, w
+
+
+def demote_unnamed(fused: Fused, said: dict[str, str | None], named: Iterable[str],
+                   w: float = UNNAMED_W) -> Fused:
     """``fused`` (id, score, ranks) with the score of each turn whose speaker (``said``) is not
     among ``named`` multiplied by ``w``, best first again (ties keep their order)."""
     keep = set(named)

@@ -39,12 +39,12 @@ from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
 from ..aliases import namespace_speakers, speaker_aliases
 from ..search import Once, TurnSearch, source_ref
-from ..speakers import named_speakers, without_speakers
+from ..speakers import without_speakers
 from ..wiki import revisions
 from . import fitted
 from .features import features
 from .fusion import fuse
-from .named import UNNAMED_W, demote_unnamed
+from .named import UNNAMED_W, weigh_named
 from .relevance import TOP, coverage, evidence, judge
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
@@ -98,12 +98,8 @@ class AutoStrategy:
         if waiting and "plain" in rankings:
             fused = _lift_fresh(fused, rankings["plain"], turns, waiting,
                                 {s: weights[s] for s in voters}, k)
-        named = named_speakers(request.query, namespace_speakers(env.ns, env.space),
-                               speaker_aliases(env.ns, env.space))
-        unnamed_w = float(opt.get("unnamed_w", UNNAMED_W))
-        if named and unnamed_w != 1.0:
-            said = {r["id"]: r.get("speaker") for r in turns.rows([i for i, _, _ in fused])}
-            fused = demote_unnamed(fused, said, named, unnamed_w)
+        fused, named, unnamed_w = weigh_named(env, request.query, fused, turns.rows,
+                                              float(opt.get("unnamed_w", UNNAMED_W)))
         info = {sid: (score, ranks) for sid, score, ranks in fused}
         ids = [sid for sid, _, _ in fused]
         changed = (revisions.changes(env.space, ids[:DEPTH]) if "wiki" in ready and
@@ -126,7 +122,7 @@ class AutoStrategy:
                       f"ranking for {expand:g}x the budget; greedy fill; sessions by best turn",
             "route": {"kind": kind, "features": _show(f), "weights": {s: weights[s] for s in voters},
                       "ready": ready, "uncurated_sessions": fresh, "fit": fit["summary"],
-                      "named_speakers": sorted(named), "unnamed_w": unnamed_w if named else 1.0},
+                      "named_speakers": sorted(named), "unnamed_w": unnamed_w},
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
                                "abstain": out.abstain, "ms": ms[s]} for s, out in runs.items()},
             "shared": dict(turns.hits),
