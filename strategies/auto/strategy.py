@@ -29,6 +29,7 @@ with what weights; the trace keeps every chosen turn's rank in each of them (``e
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -139,8 +140,10 @@ class AutoStrategy:
                f"the same for every kind of question; this one reads as {kind}")
         reason = f"auto → fusion of {', '.join(voters)} (weights {w_txt}) {why}" + _cues(f)
         if named and unnamed_w != 1.0:
-            reason += (f"; the question names {', '.join(sorted(named))}: turns of other speakers "
-                       f"keep {unnamed_w:g} of their score")
+            # JSON-quoted: a speaker label is stored text, and explain's summary shows this line
+            who = ", ".join(json.dumps(n, ensure_ascii=False) for n in sorted(named))
+            reason += f"; the question names {who}: turns of other speakers keep {unnamed_w:g} " \
+                      "of their score"
         if fresh:
             reason += (f"; {fresh} session(s) await curation, so plain votes with weight "
                        f"{weights['plain']:g} to reach their raw turns")
