@@ -44,6 +44,7 @@ from ..speakers import without_speakers
 from ..wiki import revisions
 from . import fitted
 from .features import features
+from .dated import W_DATED, period_rankings, periods_named
 from .fusion import fuse
 from .named import UNNAMED_W, weigh_named
 from .relevance import TOP, coverage, evidence, judge
@@ -95,7 +96,11 @@ class AutoStrategy:
             return get("plain").recall(env, request)
         voters = list(runs)
         rankings = {s: ranked_sources(out) for s, out in runs.items()}
-        fused = fuse(rankings, {s: weights[s] for s in voters}, k)
+        w_dated = float(opt.get("w_dated", W_DATED))
+        periods = periods_named(request.query, env.space.latest_session_time()) if w_dated else []
+        dated = period_rankings(env, request, periods, turns.qv) if periods else {}
+        fused = fuse(rankings | dated, {s: weights[s] for s in voters} |
+                     {p: w_dated for p in dated}, k)
         if waiting and "plain" in rankings:
             fused = _lift_fresh(fused, rankings["plain"], turns, waiting,
                                 {s: weights[s] for s in voters}, k)
@@ -123,7 +128,8 @@ class AutoStrategy:
                       f"ranking for {expand:g}x the budget; greedy fill; sessions by best turn",
             "route": {"kind": kind, "features": _show(f), "weights": {s: weights[s] for s in voters},
                       "ready": ready, "uncurated_sessions": fresh, "fit": fit["summary"],
-                      "named_speakers": sorted(named), "unnamed_w": unnamed_w},
+                      "named_speakers": sorted(named), "unnamed_w": unnamed_w,
+                      "periods": {p: w_dated for p in dated}},
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
                                "abstain": out.abstain, "ms": ms[s]} for s, out in runs.items()},
             "shared": dict(turns.hits),
@@ -144,6 +150,9 @@ class AutoStrategy:
             who = ", ".join(json.dumps(n, ensure_ascii=False) for n in sorted(named))
             reason += f"; the question names {who}: turns of other speakers keep {unnamed_w:g} " \
                       "of their score"
+        if dated:
+            reason += (f"; the question names {', '.join(p.replace(':', ' ') for p in dated)}: "
+                       f"the turns of that time vote too (weight {w_dated:g})")
         if fresh:
             reason += (f"; {fresh} session(s) await curation, so plain votes with weight "
                        f"{weights['plain']:g} to reach their raw turns")
