@@ -56,7 +56,8 @@ def harvest(home: Path, datas: list[str], convs: str, budget: int,
     and every namespace's source rows (id -> row), which the scorer packs."""
     from ..server.settings import Settings
     from ..strategies.auto.features import features
-    from ..strategies.auto.strategy import ranked_sources, vote
+    from ..strategies.auto.strategy import ranked_sources
+    from ..strategies.auto.vote import vote
     from ..strategies.base import RecallRequest
     from ..tools.runtime import Runtime
 

@@ -30,29 +30,23 @@ with what weights; the trace keeps every chosen turn's rank in each of them (``e
 from __future__ import annotations
 
 import json
-import logging
 import math
-import time
-from concurrent.futures import Future
-from dataclasses import replace
 
 from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
-from ..aliases import namespace_speakers, speaker_aliases
-from ..search import Once, TurnSearch, source_ref
-from ..speakers import without_speakers
+from ..search import TurnSearch, source_ref
 from ..wiki import revisions
 from . import fitted
 from .features import features
 from .dated import W_DATED, period_rankings, periods_named
 from .fusion import fuse
 from .named import UNNAMED_W, weigh_named
+from .stretch import LIFT, WINDOW, lift_stretches
 from .relevance import TOP, coverage, evidence, judge
+from .vote import DEPTH, vote
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
-DEPTH = 200   # the deepest turn search among the voters (wiki's ``n_turns``), run once for all
 PLAIN_FRESH = 1.0   # plain's least weight while sessions of the namespace await curation
-log = logging.getLogger(__name__)
 
 
 class AutoStrategy:
@@ -106,6 +100,7 @@ class AutoStrategy:
                                 {s: weights[s] for s in voters}, k)
         fused, named, unnamed_w = weigh_named(env, request.query, fused, turns.rows,
                                               float(opt.get("unnamed_w", UNNAMED_W)))
+        fused, raised = lift_stretches(fused, turns.rows, float(opt.get("stretch_lift", LIFT)))
         info = {sid: (score, ranks) for sid, score, ranks in fused}
         ids = [sid for sid, _, _ in fused]
         changed = (revisions.changes(env.space, ids[:DEPTH]) if "wiki" in ready and
@@ -129,12 +124,14 @@ class AutoStrategy:
             "route": {"kind": kind, "features": _show(f), "weights": {s: weights[s] for s in voters},
                       "ready": ready, "uncurated_sessions": fresh, "fit": fit["summary"],
                       "named_speakers": sorted(named), "unnamed_w": unnamed_w,
-                      "periods": {p: w_dated for p in dated}},
+                      "periods": {p: w_dated for p in dated},
+                      "stretch": {"lift": float(opt.get("stretch_lift", LIFT)), "window": WINDOW}},
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
                                "abstain": out.abstain, "ms": ms[s]} for s, out in runs.items()},
             "shared": dict(turns.hits),
             "failed": failed,
             "chosen": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "ranks": info[r["id"]][1],
+                        "stretch": round(raised.get(r["id"], 0.0), 6),
                         "why": "highest fused score that fit"} for r in packed.chosen],
             "left_out": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "why": why}
                          for r, why in packed.left_out[:50]],
@@ -204,89 +201,6 @@ def ranked_sources(out: Recollection) -> list[str]:
     (``source`` items of plain / hybrid / wiki, ``unit`` items of workspace; notes, pages and
     episodes are not source turns)."""
     return [i.id for i in out.items if i.kind in ("source", "unit")]
-
-
-def vote(env: Env, request: RecallRequest, voters: list[str], expand: float,
-         depth: int = DEPTH) -> tuple[dict[str, Recollection], dict[str, str], dict[str, float],
-                                      TurnSearch]:
-    """Every voter's recall for ``expand`` x the budget, sharing one query embedding and one
-    turn search (run once at ``depth``, the deepest any voter asks for; ``0`` = each its own).
-    Returns (recollections, failures, milliseconds per voter, the shared search). ``auto`` fuses
-    what this returns; ``bench/fit_auto.py`` harvests the same rankings through it."""
-    # current_first 0: auto orders changed facts once, on the fused ranking (``recall``)
-    sub = RecallRequest(query=request.query,
-                        budget_tokens=max(1, int(request.budget_tokens * expand)),
-                        since=request.since, until=request.until, options={"current_first": 0},
-                        ranking_only=True)
-    guess = _name_free_guess(env, request.query)
-    qv: Future = Future()
-    turns = TurnSearch(env, sub, depth, qv)
-    # the BM25 searches need no vector: they start now, in native code, while the query is
-    # embedded; the query as asked (relevance.evidence reads it after the vote) and its likely
-    # name-free form (what the voters' search_turns search), at the depth the voters cut from
-    pool = env.ns.pool()
-    pool.submit(turns.lexical, TOP)
-    if guess is not None:
-        pool.submit(turns.lexical, depth, guess)
-    try:
-        vec, embed = _embedded(env, request.query, guess)   # once, not once per voter
-    except BaseException as exc:
-        qv.set_exception(exc)
-        raise
-    qv.set_result(vec)
-    shared = replace(env, turns=turns, embed_query=embed)
-    runs, failed, ms = _run_voters(shared, sub, voters)
-    return runs, failed, ms, turns
-
-
-def _embedded(env: Env, query: str, guess: str | None):
-    """The query's vector, and ``embed`` remembered for this recall: the voters embed the same
-    variants of the query (its name-free form, ``search.search_turns``) and each would run the
-    model again; side by side, the second asker waits for the first's result (``search.Once``).
-    The likely name-free form is embedded with the query in one batch (the local model: 13.7
-    against 18.2 ms for the two one after the other, p50 over 146 development questions, same
-    vectors to the bit), instead of after the dense search that tells which names to strip; a
-    wrong guess costs that one batch row and the right form is embedded when asked for."""
-    texts = [query] if guess is None else [query, guess]
-    vecs = env.embed_queries(texts)
-    once = Once()
-    for text, v in zip(texts, vecs):
-        once.put(text, v)
-    return vecs[0], lambda text: once.get(text, lambda: env.embed_query(text))
-
-
-def _name_free_guess(env: Env, query: str) -> str | None:
-    """The query without the namespace's speakers' names (labels and learned aliases), as
-    ``search_turns`` strips them, or None when that leaves it as it is. It strips the names of
-    the speakers among the query's 50 best dense hits, so the guess is exact whenever all the
-    named speakers are among them (in a two-person chat, nearly always)."""
-    aliases = speaker_aliases(env.ns, env.space)
-    out = without_speakers(query, set(namespace_speakers(env.ns, env.space)), aliases)
-    return out if out != query else None
-
-
-def _run_voters(env: Env, sub: RecallRequest, voters: list[str]):
-    """Each voter's recall, side by side; a voter that fails is logged and left out (the others
-    still answer), with its error kept for the trace."""
-    from ..registry import get
-
-    # side by side: most of their time is LanceDB searches and numpy, which release the GIL
-    pool = env.ns.pool()
-    futures = {s: pool.submit(_timed, get(s).recall, env, sub) for s in voters}
-    runs, failed, ms = {}, {}, {}
-    for s, fut in futures.items():
-        try:
-            runs[s], ms[s] = fut.result()
-        except Exception as exc:  # noqa: BLE001 - one strategy must not sink the recall
-            log.warning("auto: %s failed and was left out: %s", s, exc)
-            failed[s] = f"{type(exc).__name__}: {exc}"[:300]
-    return runs, failed, ms
-
-
-def _timed(fn, *args):
-    t0 = time.perf_counter()
-    out = fn(*args)
-    return out, round(1000 * (time.perf_counter() - t0), 1)
 
 
 def _ready(env: Env, available: list[str]) -> list[str]:
