@@ -18,6 +18,12 @@ Which periods (``periods_named``), choices the rule needs:
   ``<Month> <year>``. A year-less month name must be capitalised ("in may" is a verb).
 - a day or month without a year is the latest one on or before the namespace's latest session
   (memory is asked about the past); with no session time, relative to today.
+- relative days and periods ("yesterday", "today", "3 days ago", "last week", "last weekend",
+  "on Friday", "last month") count back from the present, by ``wiki/dates.py``'s rules: a
+  person asking "what did we say yesterday?" means the day before today, whatever was stored
+  last. Not when the question also has a calendar date ("on Friday before 10.01.2024" counts
+  from that date, which this rule does not resolve), nor relative years and seasons (too wide
+  to point anywhere).
 - a date right after ``before``, ``after``, ``since``, ``until``, ``till``, ``by`` or
   ``prior to`` bounds a period rather than naming one, so it is not searched.
 - at most ``MAX_PERIODS`` periods (the first named).
@@ -36,9 +42,11 @@ from datetime import date, datetime, time, timedelta, timezone
 
 from ..base import Env, RecallRequest
 from ..search import TurnSearch, search_turns
+from ..wiki import dates as wiki_dates
 
 W_DATED = 1.0
 MAX_PERIODS = 3
+RELATIVE_GRAINS = ("day", "week", "weekend", "month")
 DEPTH = 50   # the period's turns ranked: the voters rank 2x the budget, ~50-90 turns
 
 Period = tuple[str, datetime, datetime]   # ("day:2024-01-24" | "month:2023-10", since, until)
@@ -102,10 +110,28 @@ def _periods(kind: str, g: tuple, text: str, ref: date) -> list[Period]:
     return [_day(d) for d in days if d is not None]
 
 
-def periods_named(query: str, latest: datetime | None = None) -> list[Period]:
+def _relative(query: str, today: date) -> list[tuple[int, Period]]:
+    """"yesterday", "last week", "3 days ago", "on Friday"...: resolved against ``today``
+    (``wiki/dates.py``'s rules), periods of a month at most."""
+    out = []
+    low = query.lower()
+    for sp in wiki_dates.resolve(query, today, kinds=wiki_dates.RELATIVE):
+        at = low.find(sp["text"])
+        if sp["grain"] not in RELATIVE_GRAINS or _BOUND.search(query[:max(at, 0)]):
+            continue
+        a, b = date.fromisoformat(sp["start"]), date.fromisoformat(sp["end"])
+        key = f"day:{a.isoformat()}" if a == b else f"days:{a.isoformat()}..{b.isoformat()}"
+        since = datetime.combine(a, time(0), timezone.utc)
+        out.append((at, (key, since, _day(b)[2])))
+    return out
+
+
+def periods_named(query: str, latest: datetime | None = None,
+                  now: datetime | None = None) -> list[Period]:
     """The days and months ``query`` names (see the module docstring), in the order named, at
-    most ``MAX_PERIODS``."""
-    ref = (latest or datetime.now(timezone.utc)).date()
+    most ``MAX_PERIODS``; relative ones ("yesterday") are counted back from ``now``."""
+    now = now or datetime.now(timezone.utc)
+    ref = (latest or now).date()
     found: list[tuple[int, Period]] = []
     taken: list[tuple[int, int]] = []
     for kind, rx in _FORMS:   # days before months: a month inside a day is that day's
@@ -115,6 +141,8 @@ def periods_named(query: str, latest: datetime | None = None) -> list[Period]:
             taken.append(m.span())
             if not _BOUND.search(query[:m.start()]):
                 found += [(m.start(), p) for p in _periods(kind, m.groups(), m.group(0), ref)]
+    if not taken:   # "on Friday before 10.01.2024" counts from that date, not from today
+        found = _relative(query, now.date())
     out: list[Period] = []
     for _, p in sorted(found, key=lambda x: x[0]):
         if p[0] not in (q[0] for q in out):

@@ -90,14 +90,21 @@ def _season(y: int, name: str) -> tuple[date, date]:
     return date(y, lo, 1), _month_span(y, hi)[1]
 
 
-def resolve(text: str, when: datetime | date | None) -> list[dict]:
-    """Every date expression in ``text`` with its resolved span (empty without ``when``)."""
+RELATIVE = ("before_yesterday", "yesterday", "today", "tomorrow", "ago", "rel_period", "rel_day")
+
+
+def resolve(text: str, when: datetime | date | None,
+            kinds: tuple[str, ...] | None = None) -> list[dict]:
+    """Every date expression in ``text`` with its resolved span (empty without ``when``);
+    ``kinds``: only these patterns (``RELATIVE``: the ones relative to ``when``)."""
     if when is None:
         return []
     d = when.date() if isinstance(when, datetime) else when
     low = text.lower()
     out, taken = [], []
     for kind, rx in _PATTERNS:
+        if kinds is not None and kind not in kinds:
+            continue
         for m in rx.finditer(low):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue

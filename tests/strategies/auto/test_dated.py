@@ -94,3 +94,42 @@ async def test_the_named_days_turns_vote(client, server):
     none = payload(await client.call_tool("recall", {
         "query": "What did we eat for dinner on 9 March 2024?", "namespace": "meals"}))
     assert "the question names" not in none["route_reason"]
+
+
+NOW = datetime(2026, 12, 3, 15, 0, tzinfo=timezone.utc)   # a Thursday
+
+
+@pytest.mark.parametrize("query, keys", [
+    ("What did we eat yesterday?", [D(2026, 12, 2)]),
+    ("what did I say 3 days ago", [D(2026, 11, 30)]),
+    ("What did we discuss this morning?", [D(2026, 12, 3)]),
+    ("What did we plan on Friday?", [D(2026, 11, 27)]),
+    ("What happened last week, and last month?",
+     ["days:2026-11-23..2026-11-29", "days:2026-11-01..2026-11-30"]),
+    ("What changed since last week?", []),                      # bounds a period
+    ("What did we do last year, or in the summer?", []),        # too wide to point anywhere
+])
+def test_relative_days_count_back_from_the_present(query, keys):
+    # the namespace's latest session (2024) does not move them: they mean the caller's present
+    assert [k for k, _, _ in periods_named(query, LATEST, NOW)] == keys
+
+
+async def test_yesterday_means_the_day_before_today(client, server):
+    today = datetime.now(timezone.utc).date()
+    for back, text in ((1, "Dinner yesterday was ramen at the corner shop."),
+                       (2, "We ate ramen for dinner at home, with eggs."),
+                       (3, "For dinner we ate ramen again, spicy this time."),
+                       (4, "Ramen for dinner, the instant kind.")):
+        day = (today - timedelta(days=back)).isoformat()
+        payload(await client.call_tool("remember", {
+            "messages": [{"content": text, "speaker": "user", "ref": day}], "session_id": day,
+            "session_time": f"{day}T12:00:00", "namespace": "ramen"}))
+    assert server.runtime.curation.wait_idle(120)
+    yesterday = (today - timedelta(days=1)).isoformat()
+    out = payload(await client.call_tool("recall", {"query": "What did we eat yesterday?",
+                                                    "namespace": "ramen", "budget_tokens": 60}))
+    assert f"day {yesterday}" in out["route_reason"]
+    rec = payload(await client.call_tool("explain", {"id": out["recall_id"],
+                                                     "namespace": "ramen"}))["record"]
+    said = {s["id"]: s["ref"] for s in out["sources"]}
+    assert said[rec["chosen"][0]["id"]] == yesterday
