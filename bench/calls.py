@@ -106,15 +106,6 @@ class RoundTrips:
         self.cls.run = self.orig
 
 
-def restart_auto_pool():
-    """New voter threads, started after ``threading.setprofile`` (a pool that already exists
-    keeps unprofiled threads)."""
-    from ..strategies.auto import strategy as auto
-
-    if getattr(auto, "_POOL", None) is not None:
-        auto.__dict__["_POOL"] = None
-
-
 def run(args) -> dict:
     from ..server.settings import Settings
     from ..storage.space import Space
@@ -129,8 +120,7 @@ def run(args) -> dict:
     qs = [qa["question"] for qa in raw["qa"]][: args.n + 1]
     warm, qs = qs[0], qs[1:]
     mods = Modules()
-    mods.install()
-    restart_auto_pool()
+    mods.install()   # before the runtime's first recall starts the voter threads
     out = {"conversation": name, "questions": len(qs), "budget": args.budget}
     for s in args.strategies.split(","):
         recall(rt, warm, s, name, args.budget)
