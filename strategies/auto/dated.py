@@ -71,7 +71,7 @@ def _date(y: int | None, m: int, d: int, ref: date) -> date | None:
     """The date; a year-less one is the latest on or before ``ref``."""
     try:
         if y is not None:
-            return date(y if y >= 100 else 2000 + y, m, d)
+            return date(y, m, d)
         day = date(ref.year, m, d)
         return day if day <= ref else date(ref.year - 1, m, d)
     except ValueError:   # 31 February, month 13, 29 February of a year without it
@@ -101,7 +101,7 @@ def _periods(kind: str, g: tuple, text: str, ref: date) -> list[Period]:
     if kind == "iso":
         days = [_date(int(g[0]), int(g[1]), int(g[2]), ref)]
     elif kind == "num":
-        a, b, y = int(g[0]), int(g[2]), int(g[3])
+        a, b, y = int(g[0]), int(g[2]), int(g[3]) + (2000 if len(g[3]) == 2 else 0)
         days = [_date(y, b, a, ref)] + ([_date(y, a, b, ref)] if g[1] == "/" and a != b else [])
     elif kind == "dmy":
         days = [_date(int(g[2]) if g[2] else None, _MONTHS[g[1].lower()], int(g[0]), ref)]
@@ -139,8 +139,12 @@ def periods_named(query: str, latest: datetime | None = None,
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
             taken.append(m.span())
-            if not _BOUND.search(query[:m.start()]):
+            if _BOUND.search(query[:m.start()]):
+                continue
+            try:
                 found += [(m.start(), p) for p in _periods(kind, m.groups(), m.group(0), ref)]
+            except (OverflowError, ValueError):   # December 9999: its end is past datetime's
+                continue
     if not taken:   # "on Friday before 10.01.2024" counts from that date, not from today
         found = _relative(query, now.date())
     out: list[Period] = []

@@ -33,6 +33,8 @@ def D(y, m, d):
     ("the cake on Friday before 10.01.2024", []),
     ("since 2024-01-02, until 5 Jan", []),
     ("on 31 February 2024 or 13.13.2024", []),                 # no such days
+    ("on 9999-12-31, 0000-01-01 or in December 9999", [D(9999, 12, 31)]),   # no year 0 or
+    # 10000 (where December 9999 would end): those are ignored
     ("in May 2023, or in 2024", ["month:2023-05"]),             # a month; a year is not
     ("What setback did she face in late October?", ["month:2023-10"]),   # the latest October
     ("during January and in early Feb", ["month:2024-01", "month:2024-02"]),
