@@ -38,6 +38,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import replace
+from typing import Callable
 from datetime import date, datetime, time, timedelta, timezone
 
 from ..base import Env, RecallRequest
@@ -126,25 +127,30 @@ def _relative(query: str, today: date) -> list[tuple[int, Period]]:
     return out
 
 
-def periods_named(query: str, latest: datetime | None = None,
+def periods_named(query: str, latest: datetime | Callable[[], datetime | None] | None = None,
                   now: datetime | None = None) -> list[Period]:
     """The days and months ``query`` names (see the module docstring), in the order named, at
-    most ``MAX_PERIODS``; relative ones ("yesterday") are counted back from ``now``."""
+    most ``MAX_PERIODS``; relative ones ("yesterday") are counted back from ``now``. ``latest``
+    (the namespace's latest session time, or a function reading it) is read only when the
+    query has a date."""
     now = now or datetime.now(timezone.utc)
-    ref = (latest or now).date()
-    found: list[tuple[int, Period]] = []
+    hits: list[tuple[str, re.Match]] = []
     taken: list[tuple[int, int]] = []
     for kind, rx in _FORMS:   # days before months: a month inside a day is that day's
         for m in rx.finditer(query):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
             taken.append(m.span())
-            if _BOUND.search(query[:m.start()]):
-                continue
-            try:
-                found += [(m.start(), p) for p in _periods(kind, m.groups(), m.group(0), ref)]
-            except (OverflowError, ValueError):   # December 9999: its end is past datetime's
-                continue
+            if not _BOUND.search(query[:m.start()]):
+                hits.append((kind, m))
+    last = latest() if callable(latest) and hits else latest
+    ref = (last if isinstance(last, datetime) else now).date()
+    found: list[tuple[int, Period]] = []
+    for kind, m in hits:
+        try:
+            found += [(m.start(), p) for p in _periods(kind, m.groups(), m.group(0), ref)]
+        except (OverflowError, ValueError):   # December 9999: its end is past datetime's
+            continue
     if not taken:   # "on Friday before 10.01.2024" counts from that date, not from today
         found = _relative(query, now.date())
     out: list[Period] = []

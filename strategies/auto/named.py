@@ -19,7 +19,7 @@ the one number of this rule.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Iterable
 
 from ..aliases import namespace_speakers, speaker_aliases
 from ..base import Env
@@ -29,16 +29,16 @@ UNNAMED_W = 0.7
 Fused = list[tuple[str, float, dict]]
 
 
-def weigh_named(env: Env, query: str, fused: Fused, rows: Callable[[list[str]], list[dict]],
+def weigh_named(env: Env, query: str, fused: Fused, rows: dict[str, dict],
                 w: float = UNNAMED_W) -> tuple[Fused, set[str], float]:
-    """``fused`` with :func:`demote_unnamed` applied for the speakers ``query`` names (``rows``
-    reads the turns' rows: the recall's shared ``TurnSearch.rows``); also the named speakers
-    and the weight that applied (1.0 when none did)."""
+    """``fused`` with :func:`demote_unnamed` applied for the speakers ``query`` names (``rows``:
+    the fused turns' rows by id, read once per recall by ``auto``); also the named speakers and
+    the weight that applied (1.0 when none did)."""
     named = named_speakers(query, namespace_speakers(env.ns, env.space),
                            speaker_aliases(env.ns, env.space))
     if not named or w == 1.0:
         return fused, named, 1.0
-    said = {r["id"]: r.get("speaker") for r in rows([i for i, _, _ in fused])}
+    said = {i: r.get("speaker") for i, r in rows.items()}
     return demote_unnamed(fused, said, named, w), named, w
 
 

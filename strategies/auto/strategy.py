@@ -91,16 +91,17 @@ class AutoStrategy:
         voters = list(runs)
         rankings = {s: ranked_sources(out) for s, out in runs.items()}
         w_dated = float(opt.get("w_dated", W_DATED))
-        periods = periods_named(request.query, env.space.latest_session_time()) if w_dated else []
+        periods = periods_named(request.query, env.space.latest_session_time) if w_dated else []
         dated = period_rankings(env, request, periods, turns.qv) if periods else {}
         fused = fuse(rankings | dated, {s: weights[s] for s in voters} |
                      {p: w_dated for p in dated}, k)
         if waiting and "plain" in rankings:
             fused = _lift_fresh(fused, rankings["plain"], turns, waiting,
                                 {s: weights[s] for s in voters}, k)
-        fused, named, unnamed_w = weigh_named(env, request.query, fused, turns.rows,
+        by_id = {r["id"]: r for r in turns.rows([i for i, _, _ in fused])}   # read once
+        fused, named, unnamed_w = weigh_named(env, request.query, fused, by_id,
                                               float(opt.get("unnamed_w", UNNAMED_W)))
-        fused, raised = lift_stretches(fused, turns.rows, float(opt.get("stretch_lift", LIFT)))
+        fused, raised = lift_stretches(fused, by_id, float(opt.get("stretch_lift", LIFT)))
         info = {sid: (score, ranks) for sid, score, ranks in fused}
         ids = [sid for sid, _, _ in fused]
         changed = (revisions.changes(env.space, ids[:DEPTH]) if "wiki" in ready and

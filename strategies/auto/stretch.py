@@ -20,7 +20,6 @@ REALTALK, whose sessions are whole days of mixed topics, it changes almost nothi
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable
 
 WINDOW = 20
 LIFT = 0.1
@@ -28,14 +27,14 @@ TOP = 3
 Fused = list[tuple[str, float, dict]]
 
 
-def lift_stretches(fused: Fused, rows: Callable[[list[str]], list[dict]],
+def lift_stretches(fused: Fused, rows: dict[str, dict],
                    lift: float = LIFT, window: int = WINDOW) -> tuple[Fused, dict[str, float]]:
     """``fused`` (id, score, ranks) with each score raised by its stretch (see the module),
-    best first again (ties keep their order), and each turn's raise. ``rows`` reads the turns'
-    rows (``session_id``, ``seq``): the recall's shared ``TurnSearch.rows``."""
+    best first again (ties keep their order), and each turn's raise. ``rows``: the fused turns'
+    rows by id (``session_id``, ``seq``), read once per recall by ``auto``."""
     if lift <= 0 or not fused:
         return fused, {}
-    where = {r["id"]: (r["session_id"], int(r["seq"])) for r in rows([i for i, _, _ in fused])}
+    where = {i: (r["session_id"], int(r["seq"])) for i, r in rows.items()}
     by_session: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for i, s, _ in fused:
         if i in where:

@@ -11,8 +11,7 @@ ROWS = {"a": ("s1", 0), "b": ("s1", 2), "c": ("s1", 5), "d": ("s2", 0), "e": ("s
         "f": ("s1", 3)}
 
 
-def rows(ids):
-    return [{"id": i, "session_id": ROWS[i][0], "seq": ROWS[i][1]} for i in ids if i in ROWS]
+rows = {i: {"id": i, "session_id": sid, "seq": seq} for i, (sid, seq) in ROWS.items()}
 
 
 def test_a_turn_gains_the_best_scores_of_its_stretch():
