@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_api_key: str | None = None
     vector_index_min_rows: int = 10_000
+    source_copy_max_rows: int = Field(
+        default=200_000, ge=0, description="a namespace's source turns are kept in memory for "
+        "dense search and look-ups up to this many (about 2.8 KB each); past it LanceDB answers")
     curation_delay_s: float = Field(default=0.0, description="curate a session once idle this long")
     curation: bool = Field(default=True, description="false: keep raw sources only (plain recall); "
                            "the paper strategies then have nothing curated to use")
@@ -80,6 +83,7 @@ class Settings(BaseSettings):
                       llm_api_key=self.llm_api_key,
                       sampling_timeout_s=self.sampling_timeout_s,
                       vector_index_min_rows=self.vector_index_min_rows,
+                      source_copy_max_rows=self.source_copy_max_rows,
                       curation_delay_s=self.curation_delay_s, curation=self.curation,
                       consolidate_every_sessions=self.consolidate_every_sessions,
                       recall_log_days=self.recall_log_days, recall_log_max=self.recall_log_max,

@@ -146,6 +146,7 @@ class Store:
     """Opens (creating if needed) the database at ``home`` and hands out namespace handles."""
 
     def __init__(self, home: str | Path, *, vector_index_min_rows: int = 10_000,
+                 source_copy_max_rows: int = 200_000,
                  optimize_every_rows: int = 2_000, optimize_every_commits: int = 64,
                  optimize_idle_s: float = 3.0):
         self.uri = str(home)
@@ -155,6 +156,7 @@ class Store:
             except OSError as exc:
                 raise StorageError(f"cannot create the data folder {self.uri}: {exc}") from exc
         self.vector_index_min_rows = vector_index_min_rows
+        self.source_copy_max_rows = source_copy_max_rows   # storage/snapshot.py, SourceSnapshot
         self.optimize_every_rows = optimize_every_rows
         self.optimize_every_commits = optimize_every_commits
         self.optimize_idle_s = optimize_idle_s

@@ -53,7 +53,7 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
         self._vector_kinds: dict[str, object] = {}   # derived tables with vectors (kind -> schema)
         self._plain_kinds: set[str] = set()          # derived tables known to have no vectors
         self.forgotten: set[str] = set()             # source ids forgotten (by any process)
-        self._source_snap = SourceSnapshot(namespace, store.vector_index_min_rows)
+        self._source_snap = SourceSnapshot(namespace, store.source_copy_max_rows)
         self._copies: dict[str, TableCopy] = {}      # derived tables' copies, by kind
         self._fts_seen: dict[tuple[str, str], object] = {}   # (kind, column) -> a handle that had it
 

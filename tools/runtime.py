@@ -53,6 +53,7 @@ class Config:
     llm_api_key: str | None = None
     sampling_timeout_s: float = 120.0
     vector_index_min_rows: int = 10_000
+    source_copy_max_rows: int = 200_000
     curation_delay_s: float = 0.0
     curation: bool = True
     consolidate_every_sessions: int = 0
@@ -106,7 +107,8 @@ class Runtime:
 
                 try:
                     self._store = open_store(self.config.home,
-                                             vector_index_min_rows=self.config.vector_index_min_rows)
+                                             vector_index_min_rows=self.config.vector_index_min_rows,
+                                             source_copy_max_rows=self.config.source_copy_max_rows)
                 except (StorageError, OSError) as exc:
                     raise ToolFailure(f"cannot open the memory store at {self.config.home}: {exc}. "
                                     "Set TRIMEM_HOME to a writable folder.") from exc

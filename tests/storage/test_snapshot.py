@@ -32,7 +32,7 @@ def turn_rows(n: int, start: int = 0, seed: int = 0) -> list[dict]:
 
 
 def space(home, max_rows: int):
-    sp = open_store(home, vector_index_min_rows=max_rows).space("n")
+    sp = open_store(home, vector_index_min_rows=max_rows, source_copy_max_rows=max_rows).space("n")
     sp.bind_model("m", DIM, lambda texts: np.ones((len(texts), DIM), np.float32))
     return sp
 
@@ -62,6 +62,33 @@ def test_the_copy_answers_dense_searches_and_look_ups_as_lancedb_does(tmp_path):
     assert copy.get_sources(ids) == lance.get_sources(ids)
     va, vb = copy.source_vectors(ids), lance.source_vectors(ids)
     assert va.keys() == vb.keys() and all(np.array_equal(va[i], vb[i]) for i in va)
+
+
+def test_after_appends_and_deletes_the_copy_still_answers_as_lancedb_does(tmp_path):
+    """The copy follows writes incrementally (the rows added since are fetched, the removed
+    dropped, the kept arrays reused): its filters and order still agree with LanceDB's, and a
+    source without a speaker matches no speaker filter, not even one named "None"."""
+    copy = space(tmp_path, max_rows=10_000)
+    lance = space(tmp_path, max_rows=0)
+    q = np.random.default_rng(3).standard_normal(DIM)
+    flts = FILTERS + [SourceFilter(speakers=frozenset({"None"}))]
+    batches = [turn_rows(50), turn_rows(40, start=50), turn_rows(30, start=90)]
+    for r in batches[1]:
+        if r["seq"] % 3 == 0:
+            r["speaker"] = None
+    for n, rows in enumerate(batches):
+        copy.add_sources(rows)
+        assert copy._snapshot() is not None
+        if n == 1:
+            copy.delete_sources(["src_0004", "src_0051", "src_0077"])
+        time.sleep(1.1)   # the other store's handle sees these writes within its 1 s interval
+        for flt in flts:
+            a, b = copy.vector_sources(q, 500, flt), lance.vector_sources(q, 500, flt)
+            assert [i for i, _ in a] == [i for i, _ in b], (n, flt)
+    assert not copy.vector_sources(q, 500, SourceFilter(speakers=frozenset({"None"})))
+    ids = ["src_0004", "src_0051", "src_0052", "src_0119"]
+    assert copy.get_sources(ids) == lance.get_sources(ids)
+    assert [r["id"] for r in copy.get_sources(ids)] == ["src_0052", "src_0119"]
 
 
 def test_own_writes_and_deletes_show_at_once(tmp_path):
