@@ -293,6 +293,9 @@ def run(args) -> dict:
             t_ingest += time.perf_counter() - t0
             if args.consolidate:
                 consolidation[ns] = consolidate_ns(rt, ns, args.min_cluster_size)
+            # the store as a host finds it after a pause: compacted and indexed (storage/upkeep.py;
+            # the questions' own recall-log writes never leave the idle moment that would do it)
+            rt.space(ns).wait_upkeep(timeout=600, flush=True)
             for qa, gold in qas:
                 kind = features(qa["question"])["kind"]
                 for s in strategies:

@@ -86,6 +86,34 @@ def test_trailing_writes_are_compacted_once_writes_pause(tmp_path):
     assert [h for h, _ in sp.fts_sources("topic3", 100)]   # still searchable after compaction
 
 
+def fragments(sp) -> int:
+    return sp._sources().stats()["fragment_stats"]["num_fragments"]
+
+
+@pytest.mark.parametrize("how", ["a write to another table, then a pause", "a flush"])
+def test_tables_an_earlier_process_left_uncompacted_are_compacted_by_the_next(tmp_path, how):
+    """A process that stops before its idle compaction leaves small fragments and unindexed
+    rows; the next one's write counters start at zero, so it looks for such tables itself, once,
+    at its first idle moment (or when asked to flush)."""
+    first = space(tmp_path, optimize_every_commits=10_000, optimize_every_rows=10_000_000,
+                  optimize_idle_s=3600)
+    for k in range(6):
+        first.add_sources(rows(10 * k, 10))
+    first.store.close()
+    assert fragments(first) == 6 and unindexed(first, "search_text") > 0
+    sp = space(tmp_path, optimize_idle_s=0.2)
+    if how == "a flush":
+        assert sp.wait_upkeep(60, flush=True)
+    else:
+        sp.audit("test", ["x"], {})
+        deadline = time.monotonic() + 30
+        while (unindexed(sp, "search_text") or sp._optimizing) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert unindexed(sp, "search_text") == 0 and fragments(sp) == 1
+    assert len(sp.fts_sources("topic3", 100)) == 9   # ids 3, 10, 17, ..., 59
+    assert sp.wait_upkeep(60, flush=True) and not sp._settle_existing
+
+
 def test_two_handles_racing_to_index_one_table_both_succeed(tmp_path):
     a, b = open_store(tmp_path), open_store(tmp_path)
     import pyarrow as pa
