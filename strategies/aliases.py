@@ -23,11 +23,13 @@ less often than it is used for S, and when it is no token of another speaker's l
 
 Learned per namespace and cached in this process (``strategies/nscache.py``): a recall reads
 nothing while the source count is unchanged; when it moved, only the sessions whose message count
-changed are read again (a cold cache reads the namespace's sources in one scan).
+changed are read again. A cold cache takes the votes curation stored (``aliasstats.py``) and
+counts only the sessions without a current stored row, reading their sources in one scan.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -41,6 +43,7 @@ from .wiki.text import NOT_NAMES, STOP
 if TYPE_CHECKING:
     from ..storage.space import Space
 
+log = logging.getLogger(__name__)
 MIN_VOTES, SHARE, INTRO_VOTES = 2.0, 0.75, 2.0
 RECHECK_S = 2.0
 NAME = r"([A-Z][a-z]+(?:-[A-Z][a-z]+)?)"
@@ -190,6 +193,17 @@ def namespace_speakers(ns, space) -> frozenset[str]:
     return _learned(ns, space).speakers
 
 
+def _store(stats: dict[str, SessionStats], space) -> None:
+    """Keep what a cold cache counted for the next process (``aliasstats.py``); a store that
+    cannot be written (full or read-only) only costs the next process the count again."""
+    from .aliasstats import save
+
+    try:
+        save(space, stats)
+    except Exception:
+        log.exception("storing the name votes of %d sessions failed", len(stats))
+
+
 def _learned(ns, space) -> Learned:
     cache = ns.state("aliases.learned", lambda: NamespaceCache(_counts))
     item, gen, counts = cache.get(space, RECHECK_S)
@@ -204,7 +218,13 @@ def _learned(ns, space) -> Learned:
             if sid not in listed:
                 del sessions[sid]
         stale = [sid for sid, n in listed.items() if sid not in sessions or sessions[sid].n != n]
-        if len(stale) > 3:   # one scan instead of a query per session (a cold cache)
+        if len(stale) > 3:   # a cold cache: the votes curation stored (aliasstats.py)
+            from .aliasstats import stored
+
+            kept = stored(space, {sid: listed[sid] for sid in stale})
+            sessions.update(kept)
+            stale = [sid for sid in stale if sid not in kept]
+        if len(stale) > 3:   # one scan instead of a query per session
             by: dict[str, list[dict]] = {}
             for r in space.all_sources():
                 by.setdefault(r["session_id"], []).append(r)
@@ -214,6 +234,8 @@ def _learned(ns, space) -> Learned:
         for sid, got in read.items():
             sessions[sid] = session_stats(got)
             sessions[sid].n = listed[sid]
+        if len(read) > 3:
+            _store({sid: sessions[sid] for sid in read}, space)
         item = Learned(gen=gen, counts=counts, checked=time.monotonic(), sessions=sessions,
                        aliases=learn(list(sessions.values())),
                        speakers=frozenset().union(*(st.speakers for st in sessions.values())))

@@ -177,7 +177,7 @@ class CurationWorker:
     def _curate(self, namespace: str, session_id: str) -> str | None:
         """Run every curating strategy on one session: "done", "failed", or None (forgotten)."""
         from ..storage.snapshot import bulk
-        from ..strategies import registry
+        from ..strategies import aliasstats, registry
 
         env = self.rt.env(namespace)
         sess = env.space.get_session(session_id)
@@ -193,6 +193,11 @@ class CurationWorker:
                 log.exception("curation of %s/%s by %s failed", namespace, session_id, strat.name)
                 self.failures.append((namespace, session_id, f"{strat.name}: {exc}"))
                 state = "failed"
+        try:   # the session's name votes, so a new process need not read every message again
+            aliasstats.curate(env.space, session_id)
+        except Exception as exc:  # recall counts them itself when they are missing
+            log.exception("name votes of %s/%s failed", namespace, session_id)
+            self.failures.append((namespace, session_id, f"name votes: {exc}"))
         sess = env.space.get_session(session_id)
         if sess is not None:
             env.space.put_session(dict(sess, curation=state))

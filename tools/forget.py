@@ -100,10 +100,11 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | No
     for m in space.memories_citing(src_ids):
         memories[m["id"]] = m
     recall_ids = space.recalls_citing(src_ids | set(memories))
-    from ..strategies import registry
+    from ..strategies import aliasstats, registry
 
     env = rt.env(ns)
     derived = {st.name: st.forget(env, src_ids) for st in registry.with_hook("forget")}
+    aliasstats.drop(space, {r["session_id"] for r in sources.values()})   # counts may not move
     space.delete_memories(sorted(memories))
     space.delete_recalls(recall_ids)
     space.delete_sources(sorted(src_ids))

@@ -116,3 +116,77 @@ def test_named_search_strips_an_alias_through_the_store(runtime):
     order, parts = search_turns(env, req, 20)
     assert any("content_rank" in p for p in parts.values())   # the name-free list ran
     assert np.isfinite([p["score"] for p in parts.values()]).all()
+
+
+def test_a_new_process_takes_the_votes_curation_stored_and_a_forget_drops_them(tmp_path,
+                                                                              monkeypatch):
+    """Curation stores each session's name votes; a process started later learns the names from
+    them without reading the messages, and a forget (which leaves the sessions' message counts
+    as they were) drops the votes of the sessions it touched, so the forgotten turns no longer
+    name anyone."""
+    from trimem.storage.space import Space
+    from trimem.strategies import aliasstats
+    from trimem.tools.forget import forget
+    from trimem.tools.runtime import Runtime
+
+    home = str(tmp_path / "home")
+    sessions = {f"s{k}": [(r["speaker"], r["text"]) for r in ROLES] for k in range(1, 5)}
+    sessions["s5"] = [("user", "Hello again Sage!"), ("assistant", "Hi Pri!"),
+                      ("user", "Any news on the tomatoes?"), ("assistant", "They need sun, Pri."),
+                      ("user", "Thanks Sage.")]
+    rt = Runtime(Settings(home=home, curation=True).to_config())
+    try:
+        for sid, pairs in sessions.items():
+            remember(rt, sid, pairs)
+        assert rt.curation.wait_idle(timeout=300)
+        assert not rt.curation.failures
+        assert rt.space("ns").count_rows(aliasstats.KIND) == 5
+    finally:
+        rt.close()
+    scans = []
+    real = Space.all_sources
+    monkeypatch.setattr(Space, "all_sources", lambda self: scans.append(1) or real(self))
+    want = {"user": {"Priya", "Pri"}, "assistant": {"Sage"}}
+    rt = Runtime(Settings(home=home, curation=False).to_config())
+    try:
+        assert speaker_aliases(rt.context("ns"), rt.space("ns")) == want
+        assert scans == []                      # the stored votes, no read of every message
+        pri = [f"s5:{i}" for i in (1, 3)]       # the two turns that call the user "Pri"
+        assert forget(rt, refs=pri, namespace="ns").removed_sources == 2
+        assert rt.space("ns").get_session("s5")["n_messages"] == 5   # the count did not move
+        assert rt.space("ns").count_rows(aliasstats.KIND) == 4
+    finally:
+        rt.close()
+    rt = Runtime(Settings(home=home, curation=False).to_config())
+    try:
+        assert speaker_aliases(rt.context("ns"), rt.space("ns")) == {
+            "user": {"Priya"}, "assistant": {"Sage"}}
+    finally:
+        rt.close()
+
+
+def test_votes_counted_by_a_cold_process_are_kept_for_the_next(tmp_path, monkeypatch):
+    """A store whose sessions were never curated (curation off, or curated before the votes were
+    stored): the first process counts them from the messages and keeps them; the next does not
+    read the messages again."""
+    from trimem.storage.space import Space
+    from trimem.strategies import aliasstats
+    from trimem.tools.runtime import Runtime
+
+    home = str(tmp_path / "home")
+    scans = []
+    real = Space.all_sources
+    monkeypatch.setattr(Space, "all_sources", lambda self: scans.append(1) or real(self))
+    want = {"user": {"Priya"}, "assistant": {"Sage"}}
+    for k in range(3):
+        rt = Runtime(Settings(home=home, curation=False).to_config())
+        try:
+            if k == 0:
+                for i in range(5):
+                    remember(rt, f"s{i}", [(r["speaker"], r["text"]) for r in ROLES])
+            else:
+                assert speaker_aliases(rt.context("ns"), rt.space("ns")) == want
+                assert rt.space("ns").count_rows(aliasstats.KIND) == 5
+        finally:
+            rt.close()
+    assert scans == [1]   # the first process to learn read the messages, the second did not
