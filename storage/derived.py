@@ -175,6 +175,30 @@ class DerivedMixin(SpaceParts):
         tbl = self.derived_table(kind)
         return 0 if tbl is None else tbl.count_rows(_where(eq))
 
+    def columns(self, kind: str, columns: list[str]) -> tuple[dict[str, list], np.ndarray | None]:
+        """Every row of ``kind`` in this namespace, column-wise, in the order ``rows`` returns
+        them: ``columns`` (``vector`` aside) as lists, and the vectors as one float32 matrix when
+        ``vector`` is asked for (else None). For reading a whole table that may be large (a
+        graph snapshot): one Arrow scan, no dict and no list of floats per row (at 239k edges and
+        24k threads, ``rows`` spent seconds building them)."""
+        tbl = self.derived_table(kind)
+        want = [c for c in columns if c != "vector"]
+        if tbl is None:
+            return {c: [] for c in want}, (np.zeros((0, self.dim or 0), np.float32)
+                                           if "vector" in columns else None)
+        cols = sorted(set(columns) | {"namespace"})
+        data = tbl.search().select(cols).limit(None).to_arrow()
+        mine = data["namespace"].to_numpy(zero_copy_only=False) == self.namespace
+        if not mine.all():
+            data = data.filter(pa.array(mine))
+        vecs = None
+        if "vector" in columns:
+            col = data.column("vector").combine_chunks()
+            vecs = (col.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+                    .reshape(data.num_rows, -1)) if data.num_rows else np.zeros((0, self.dim or 0),
+                                                                                np.float32)
+        return {c: data.column(c).to_pylist() for c in want}, vecs
+
     def nearest(self, kind: str, vector: np.ndarray, k: int, eq: dict[str, Any] | None = None,
                 columns: Iterable[str] = ("id",)) -> list[dict]:
         """Rows nearest to ``vector`` by cosine; each gets ``similarity``."""

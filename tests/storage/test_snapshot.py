@@ -173,6 +173,34 @@ def test_derived_tables_copies_filter_and_search_as_lancedb_does(tmp_path):
     assert copy.rows("pages", eq={"key": "k1"}) == []
 
 
+def test_a_whole_table_read_column_wise_is_what_rows_returns(tmp_path):
+    """``Space.columns`` (a graph snapshot's read of a large table) holds the rows ``rows``
+    returns, in the same order, after upserts that replace rows and deletes, from the copy's
+    side of the bound and from LanceDB's."""
+    import pyarrow as pa
+
+    schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("key", pa.string()),
+                        ("tags", pa.list_(pa.string())), ("w", pa.float32()),
+                        ("vector", pa.list_(pa.float32(), DIM))])
+    names = ["id", "namespace", "key", "tags", "w"]
+    for bound in (10_000, 0):
+        sp = space(tmp_path / str(bound), bound)
+        assert sp.columns("edges", names + ["vector"])[0] == {c: [] for c in names}
+        for k in range(3):   # three commits, the later ones replacing some rows of the first
+            sp.upsert("edges", schema, [
+                {"id": f"e{i}", "key": None if i % 9 == 0 else f"k{(i + k) % 4}", "w": i / 7 + k,
+                 "tags": [f"t{i % 5}"] if i % 6 else [], "vector": turn_rows(1, start=i + k)[0]["vector"]}
+                for i in range(20 * k, 20 * k + 30)])
+        sp.delete_rows("edges", {"key": "k1"})
+        rows = sp.rows("edges")
+        cols, vecs = sp.columns("edges", names + ["vector"])
+        assert len(rows) > 40 and vecs is not None and vecs.dtype == np.float32
+        assert [dict(zip(names, v)) for v in zip(*(cols[c] for c in names))] == \
+            [{c: r[c] for c in names} for r in rows]
+        assert np.array_equal(vecs, np.array([r["vector"] for r in rows], np.float32))
+        assert sp.columns("edges", ["id"]) == ({"id": [r["id"] for r in rows]}, None)
+
+
 def test_a_bulk_writer_reads_lancedb_and_the_next_reader_refreshes(tmp_path, monkeypatch):
     """Curation (``snapshot.bulk``) rewrites the tables it reads: its reads of a stale copy go to
     LanceDB, without reloading the whole table; a recall after it still sees every write."""
