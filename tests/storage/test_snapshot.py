@@ -311,3 +311,22 @@ def test_a_read_during_another_threads_reload_waits_for_the_new_rows(tmp_path, m
         go.set()
         reader.join(10)
     assert got and got[0][0][0] == "src_0025"
+
+
+@pytest.mark.parametrize("tz", ["UTC", None, "+02:00", "Europe/Berlin"])
+def test_timestamp_columns_convert_as_pyarrow_does(tz):
+    """The copy's fast conversion of timestamp columns gives pyarrow's own values (tzinfo
+    included), nulls, the edge years, times before 1970 and daylight-saving changes among them
+    (other zones than UTC go through pyarrow itself)."""
+    import pyarrow as pa
+
+    from trimem.storage.snapshot import _pylist
+
+    when = [datetime(1, 1, 2), datetime(9999, 12, 30, 23, 59, 59, 999999), None,
+            datetime(1969, 12, 31, 23, 59, 59, 1), datetime(2024, 2, 29, 12, 0, 0, 5),
+            datetime(2024, 3, 31, 1, 30), datetime(2024, 10, 27, 1, 30)]   # Berlin's clock changes
+    col = pa.chunked_array([pa.array(when[:2], pa.timestamp("us", tz=tz)),
+                            pa.array(when[2:], pa.timestamp("us", tz=tz))])
+    got, want = _pylist(col), col.to_pylist()
+    assert got == want and [repr(x) for x in got] == [repr(x) for x in want]
+    assert _pylist(pa.chunked_array([pa.array([None], pa.timestamp("us", tz=tz))])) == [None]
