@@ -149,9 +149,11 @@ def test_derived_tables_copies_filter_and_search_as_lancedb_does(tmp_path):
 
     schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("key", pa.string()),
                         ("tags", pa.list_(pa.string())), ("n", pa.int64()), ("flag", pa.bool_()),
+                        ("at", pa.timestamp("us", tz="UTC")),
                         ("vector", pa.list_(pa.float32(), DIM))])
     rows = [{"id": f"p{i}", "key": None if i % 9 == 0 else f"k{i % 4}", "n": i % 3,
              "tags": [f"t{i % 5}", "all"] if i % 6 else [], "flag": i % 2 == 0,
+             "at": None if i % 8 == 0 else T0 + timedelta(days=400 * i - 9000, microseconds=i),
              "vector": turn_rows(1, start=i)[0]["vector"]} for i in range(60)]
     copy, lance = space(tmp_path, 10_000), space(tmp_path, 0)
     copy.upsert("pages", schema, rows)
@@ -160,9 +162,10 @@ def test_derived_tables_copies_filter_and_search_as_lancedb_does(tmp_path):
     asks = [dict(eq={"key": "k1"}), dict(eq={"key": ["k1", "k2", "nope"]}), dict(eq={"n": 2}),
             dict(eq={"flag": True, "key": "k0"}), dict(contains={"tags": "t3"}),
             dict(eq={"id": ["p3", "p50", "p1"]}, columns=["id", "key"]), dict(eq={"key": "k'1"}),
-            dict(eq={"n": 1}, limit=4), dict(columns=["id", "vector"])]
+            dict(eq={"n": 1}, limit=4), dict(columns=["id", "vector"]), dict(columns=["id", "at"])]
     for ask in asks:
-        assert copy.rows("pages", **ask) == lance.rows("pages", **ask), ask
+        a, b = copy.rows("pages", **ask), lance.rows("pages", **ask)
+        assert a == b and repr(a) == repr(b), ask   # repr: the same tzinfo too
     q = np.random.default_rng(3).standard_normal(DIM)
     for eq in (None, {"key": "k2"}, {"n": 0}):
         a = copy.nearest("pages", q, 7, eq, columns=["id", "key"])
