@@ -193,11 +193,9 @@ class DerivedMixin(SpaceParts):
             data = data.filter(pa.array(mine))
         vecs = None
         if "vector" in columns:
-            col = data.column("vector").combine_chunks()
-            vecs = (col.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-                    .reshape(data.num_rows, -1)) if data.num_rows else np.zeros((0, self.dim or 0),
-                                                                                np.float32)
-        return {c: data.column(c).to_pylist() for c in want}, vecs
+            vecs = snapshot.matrix(data) if data.num_rows else np.zeros((0, self.dim or 0),
+                                                                        np.float32)
+        return {c: snapshot.pylist(data.column(c)) for c in want}, vecs
 
     def nearest(self, kind: str, vector: np.ndarray, k: int, eq: dict[str, Any] | None = None,
                 columns: Iterable[str] = ("id",)) -> list[dict]:

@@ -195,9 +195,7 @@ class SourceSnapshot(_Copy):
             mine = got["namespace"].to_numpy(zero_copy_only=False) == self.namespace
             got = got if mine.all() else got.filter(pa.array(mine))
             if got.num_rows:
-                col = got.column("vector").combine_chunks()
-                vecs.append(col.flatten().to_numpy(zero_copy_only=False)
-                            .reshape(got.num_rows, -1).astype(np.float32, copy=False))
+                vecs.append(matrix(got))
                 fetched.extend(_rows_of(got))
                 # UTC, nulls as NaT: what ``_dt64`` makes of each row's value, in one step
                 new_ts.append(got.column("timestamp").to_numpy(zero_copy_only=False)
@@ -233,8 +231,7 @@ class TableCopy(_Copy):
         data = tbl.to_arrow()
         vecs = None
         if "vector" in data.column_names:
-            col = data.column("vector").combine_chunks()
-            vecs = col.flatten().to_numpy(zero_copy_only=False) if len(col) else None
+            vecs = matrix(data) if data.num_rows else None
             data = data.drop_columns(["vector"])
         rows = _dicts(data, data.column_names)   # e.g. the sessions' five timestamp columns
         keep = [n for n, r in enumerate(rows) if r.get("namespace") == self.namespace]
@@ -390,12 +387,20 @@ def _rows_of(got: pa.Table) -> list[dict]:
 
 def _dicts(got: pa.Table, names: list[str]) -> list[dict]:
     """``got.select(names).to_pylist()``, the same dicts, built column by column with
-    ``_pylist``: the sources' 100k rows in 1.0 s against 2.7 s."""
-    cols = [_pylist(got.column(c)) for c in names]
+    ``pylist``: the sources' 100k rows in 1.0 s against 2.7 s."""
+    cols = [pylist(got.column(c)) for c in names]
     return [dict(zip(names, v)) for v in zip(*cols)]
 
 
-def _pylist(col: pa.ChunkedArray) -> list:
+def matrix(got: pa.Table) -> np.ndarray:
+    """``got``'s ``vector`` column as one float32 matrix (one row per row), never as Python
+    lists of floats."""
+    col = got.column("vector").combine_chunks()
+    return (col.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+            .reshape(got.num_rows, -1))
+
+
+def pylist(col: pa.ChunkedArray) -> list:
     """``col.to_pylist()``, the same values; a microsecond timestamp column in UTC (or naive) is
     converted by adding each value's offset to the epoch, in the tzinfo pyarrow gives its first
     value (the same object), 4x faster than pyarrow's per-value conversion (0.17 against 0.64 s

@@ -323,13 +323,13 @@ def test_timestamp_columns_convert_as_pyarrow_does(tz):
     (other zones than UTC go through pyarrow itself)."""
     import pyarrow as pa
 
-    from trimem.storage.snapshot import _pylist
+    from trimem.storage.snapshot import pylist
 
     when = [datetime(1, 1, 2), datetime(9999, 12, 30, 23, 59, 59, 999999), None,
             datetime(1969, 12, 31, 23, 59, 59, 1), datetime(2024, 2, 29, 12, 0, 0, 5),
             datetime(2024, 3, 31, 1, 30), datetime(2024, 10, 27, 1, 30)]   # Berlin's clock changes
     col = pa.chunked_array([pa.array(when[:2], pa.timestamp("us", tz=tz)),
                             pa.array(when[2:], pa.timestamp("us", tz=tz))])
-    got, want = _pylist(col), col.to_pylist()
+    got, want = pylist(col), col.to_pylist()
     assert got == want and [repr(x) for x in got] == [repr(x) for x in want]
-    assert _pylist(pa.chunked_array([pa.array([None], pa.timestamp("us", tz=tz))])) == [None]
+    assert pylist(pa.chunked_array([pa.array([None], pa.timestamp("us", tz=tz))])) == [None]
