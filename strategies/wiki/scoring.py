@@ -19,6 +19,8 @@ import heapq
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..search import ranked_lists, rrf
 
 if TYPE_CHECKING:
@@ -62,27 +64,43 @@ def score_turns(space: Space, qv, f: dict, parts: dict, support: dict[str, float
     pool = set(parts) | set(inv) | {i for t in trajs for i in m.members.get(t, ())}
     vecs = (vectors or space.source_vectors)(sorted(pool))
     fused = fused_scores(parts)
-    base = {i: fused.get(i, 0.0) + W["cos"] * float(qv @ vecs[i]) + W["inv"] * inv.get(i, 0.0)
-            for i in pool if i in vecs}
-    tmax, smax = defaultdict(float), defaultdict(float)
-    for i, b in base.items():
-        tmax[t_of.get(i, i)] = max(tmax[t_of.get(i, i)], b)
-        smax[s_of.get(i, i)] = max(smax[s_of.get(i, i)], b)
+    # side by side over the pool (up to ~4,000 turns at scale; one dict per turn and one dot
+    # per turn cost ~40 ms a recall at 30k turns): the same sums, in the same order, as floats
+    ids = sorted(i for i in pool if i in vecs)
+    if not ids:
+        return [], {"t_of": t_of, "parts": {}}
+    cos = (np.stack([vecs[i] for i in ids]) @ qv).astype(np.float64)
+    base = (np.fromiter((fused.get(i, 0.0) for i in ids), np.float64, len(ids)) + W["cos"] * cos
+            + W["inv"] * np.fromiter((inv.get(i, 0.0) for i in ids), np.float64, len(ids)))
+    t_ids = [t_of.get(i, i) for i in ids]
+    s_ids = [s_of.get(i, i) for i in ids]
+    tmax, smax = _group_max(base, t_ids), _group_max(base, s_ids)
     top_sup = max(support.values(), default=0.0) or 1.0
-    out = {}
-    for i, b in base.items():
-        t = t_of.get(i, i)
-        p = {"base": b, "traj": tmax[t], "snap": smax[s_of.get(i, i)],
-             "route": support.get(t, 0.0) / top_sup}
-        p["score"] = b + W["traj"] * p["traj"] + W["snap"] * p["snap"] + W["route"] * p["route"]
-        if sel_w and selected and t in selected:
-            p["sel"] = 1.0
-            p["score"] += sel_w
-        out[i] = p
-    order = sorted(out, key=lambda i: (-out[i]["score"], i))
+    route = np.fromiter((support.get(t, 0.0) for t in t_ids), np.float64, len(ids)) / top_sup
+    score = base + W["traj"] * tmax + W["snap"] * smax + W["route"] * route
+    sel = np.zeros(len(ids), dtype=bool)
+    if sel_w and selected:
+        sel = np.fromiter((t in selected for t in t_ids), bool, len(ids))
+        score = np.where(sel, score + sel_w, score)
+    cols = zip(ids, base.tolist(), tmax.tolist(), smax.tolist(), route.tolist(), score.tolist(),
+               sel.tolist())
+    out = {i: ({"base": b, "traj": t, "snap": sn, "route": r, "score": sc, "sel": 1.0} if se else
+               {"base": b, "traj": t, "snap": sn, "route": r, "score": sc})
+           for i, b, t, sn, r, sc, se in cols}
+    order = [i for _, i in sorted(zip((-score).tolist(), ids))]
     if f.get("list"):
         order = _diversify(order, out, t_of)
     return order, {"t_of": t_of, "parts": out}
+
+
+def _group_max(values: np.ndarray, keys: list[str]) -> np.ndarray:
+    """For each position, the greatest of ``values`` over the positions sharing its key, and
+    never below 0 (a group's running maximum starts at 0)."""
+    codes: dict[str, int] = {}
+    idx = np.fromiter((codes.setdefault(k, len(codes)) for k in keys), np.int64, len(keys))
+    best = np.zeros(len(codes))
+    np.maximum.at(best, idx, values)
+    return best[idx]
 
 
 def _diversify(order: list[str], parts: dict, t_of: dict) -> list[str]:
