@@ -36,6 +36,7 @@ from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
 from ..search import TurnSearch, source_ref
 from ..wiki import revisions
+from ..wiki.curate import slotted_claims
 from . import fitted
 from .features import features
 from .dated import W_DATED, period_rankings, periods_named
@@ -104,7 +105,8 @@ class AutoStrategy:
         fused, raised = lift_stretches(fused, by_id, float(opt.get("stretch_lift", LIFT)))
         info = {sid: (score, ranks) for sid, score, ranks in fused}
         ids = [sid for sid, _, _ in fused]
-        changed = (revisions.changes(env.space, ids[:DEPTH]) if "wiki" in ready and
+        changed = (revisions.changes(env.space, ids[:DEPTH], slotted_claims(env.ns, env.space))
+                   if "wiki" in ready and
                    int(opt.get("current_first", 1)) else {})
         ranked = revisions.current_first(ids, changed, request.query)
         added = set(ranked) - info.keys()

@@ -97,6 +97,12 @@ def state_of(ns) -> WikiState:
     return ns.state("wiki", WikiState)
 
 
+def slotted_claims(ns, space: Space) -> turnmap.SlottedClaims:
+    """The namespace's claims with a slot, from its turn maps (what ``revisions.changes`` reads;
+    ``auto`` asks after its vote, when wiki's recall has usually read the maps already)."""
+    return turnmap.SlottedClaims(turnmap.turn_maps(state_of(ns).maps, space))
+
+
 def new_snapshots(space: Space, session_id: str, llm=None) -> list[dict]:
     """Snapshots for the session's messages no snapshot covers yet (stored here), plus any of
     its snapshots that no trajectory holds (a crash between the two writes)."""

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from . import text as tx
 from .claims import END, stated
@@ -78,16 +78,20 @@ def _time(ts: str | None) -> datetime | None:
         return None
 
 
-def changes(space: Space, ids: list[str]) -> dict[str, Change]:
-    """``{turn id: Change}`` for the turns of ``ids`` that state a value a later turn changed."""
+def changes(space: Space, ids: list[str], claims: Claims | None = None) -> dict[str, Change]:
+    """``{turn id: Change}`` for the turns of ``ids`` that state a value a later turn changed.
+    ``claims``: where the claims with a slot are looked up (default: ``wiki_claims``; wiki and
+    auto pass the wiki's turn maps, ``turnmap.SlottedClaims``). Both are read in claim id order,
+    so ties fall alike whichever answers."""
     if not ids:
         return {}
-    mine = _valued(space.rows(CLAIM, eq={"source_id": sorted(set(ids))}, columns=COLS))
+    claims = claims or _Table(space)
+    mine = _valued(sorted(claims.by_source(sorted(set(ids))), key=lambda c: c["id"]))
     slots = sorted({c["slot"] for c in mine})
     if not slots:
         return {}
     latest: dict[str, tuple[datetime, str, dict]] = {}
-    for c in _valued(space.rows(CLAIM, eq={"slot": slots}, columns=COLS)):
+    for c in _valued(sorted(claims.by_slot(slots), key=lambda c: c["id"])):
         t = _time(c["timestamp"])
         if t is None or c["past"]:
             continue
@@ -106,6 +110,24 @@ def changes(space: Space, ids: list[str]) -> dict[str, Change]:
     # a turn that also states a slot's latest value is current for that slot: not superseded
     current = {v[1] for v in latest.values()}
     return {i: ch for i, ch in out.items() if i not in current}
+
+
+class Claims(Protocol):
+    def by_source(self, ids: list[str]) -> list[dict]: ...
+    def by_slot(self, slots: list[str]) -> list[dict]: ...
+
+
+class _Table:
+    """The claims with a slot as ``wiki_claims`` holds them."""
+
+    def __init__(self, space: Space):
+        self.space = space
+
+    def by_source(self, ids: list[str]) -> list[dict]:
+        return [c for c in self.space.rows(CLAIM, eq={"source_id": ids}, columns=COLS) if c["slot"]]
+
+    def by_slot(self, slots: list[str]) -> list[dict]:
+        return self.space.rows(CLAIM, eq={"slot": slots}, columns=COLS)
 
 
 def _valued(rows: list[dict]) -> list[dict]:

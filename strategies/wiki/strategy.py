@@ -141,8 +141,8 @@ class WikiStrategy:
                                          float(request.options.get("sel_w", 0.0)))
         rel = {i: round(sc["parts"][i]["score"], 4) for i in order2}
         owner = {i: sc["t_of"].get(i) for i in order2}
-        changed = revisions.changes(space, order2[:200]) if int(request.options.get(
-            "current_first", 1)) else {}
+        changed = revisions.changes(space, order2[:200], turnmap.SlottedClaims(maps)) if int(
+            request.options.get("current_first", 1)) else {}
         ids = revisions.current_first(order2[:200], changed, request.query)
         rows_src = [r for r in reads.turns.rows(ids) if request.in_window(r["timestamp"])]
         packed = pack_sources(rows_src, request.budget_tokens, marks=revisions.marks(changed))

@@ -133,3 +133,42 @@ async def test_switched_off_nothing_is_marked(client, server):
                      options={"current_first": 0})
         assert "\n[changed later" in on.context and "\n[changed later" not in off.context
 
+
+
+def _both(rt, ids):
+    """``changes`` and the claims with a slot, from the wiki's turn maps and from wiki_claims."""
+    from trimem.strategies.wiki.curate import slotted_claims
+    from trimem.strategies.wiki.revisions import _Table, changes
+
+    env = rt.env("default")
+    maps, table = slotted_claims(env.ns, env.space), _Table(env.space)
+    rows = {"maps": maps.by_source(ids), "table": table.by_source(ids)}
+    keys = ("id", "source_id", "slot", "text", "timestamp")
+    got = {k: sorted(tuple(c[f] for f in keys) for c in v) for k, v in rows.items()}
+    return got, changes(env.space, ids, maps), changes(env.space, ids, table)
+
+
+async def test_the_turn_maps_answer_changes_as_the_claims_table_does(client, server):
+    await _remember(client, server)
+    rt = server.runtime
+    recall(rt, "Where does the user live now?", strategy="wiki")      # the maps are read
+    ids = [r["id"] for r in rt.space("default").all_sources()]
+    got, from_maps, from_table = _both(rt, ids)
+    assert got["maps"] == got["table"] and len(got["table"]) >= 3, got
+    assert from_maps == from_table and len(from_maps) == 1, from_maps
+    # an append to a session, curated: the maps are patched (not re-read) and still agree
+    payload(await client.call_tool("remember", {"messages": [
+        {"content": "I work at the city library now.", "speaker": "user", "ref": "s3-9",
+         "timestamp": "2023-06-21T10:00:00Z"}], "session_id": "s3"}))
+    assert rt.curation.wait_idle(60)
+    ids = [r["id"] for r in rt.space("default").all_sources()]
+    got, from_maps, from_table = _both(rt, ids)
+    assert got["maps"] == got["table"], got
+    assert from_maps == from_table and len(from_maps) == 2, from_maps
+    # a forget: both lose the turn's claims
+    ghent = next(r["id"] for r in rt.space("default").all_sources() if "Ghent" in r["text"])
+    payload(await client.call_tool("forget", {"ids": [ghent]}))
+    ids = [r["id"] for r in rt.space("default").all_sources()]
+    got, from_maps, from_table = _both(rt, ids)
+    assert got["maps"] == got["table"] and ghent not in {c[1] for c in got["maps"]}, got
+    assert from_maps == from_table and ghent not in from_maps, from_maps
