@@ -48,6 +48,16 @@ class Snapshot:
     unit_thread: dict[str, dict[str, str]] = field(default_factory=dict)  # scheme -> source -> thread
     units: "OrderedDict[str, tuple]" = field(default_factory=OrderedDict)  # source -> (row, vec)
     units_lock: threading.Lock = field(default_factory=threading.Lock)    # guards ``units``
+    _pos: dict[str, dict[str, int]] = field(default_factory=dict)   # scheme -> id -> row of mats
+
+    def position(self, scheme: str) -> dict[str, int]:
+        """Each thread id's row in ``ids[scheme]`` / ``mats[scheme]``, made once per snapshot
+        (a snapshot is replaced, never changed, so it cannot go stale; two recalls making it at
+        once make the same map)."""
+        pos = self._pos.get(scheme)
+        if pos is None:
+            pos = self._pos[scheme] = {t: n for n, t in enumerate(self.ids.get(scheme, ()))}
+        return pos
 
     def unit_rows(self, space, ids: list[str]) -> tuple[dict[str, dict], dict[str, np.ndarray]]:
         """Source rows and vectors of ``ids``, read through a bounded LRU (sources never change;

@@ -104,3 +104,17 @@ def test_greedy_respects_both_budgets_and_records_true_marginal_gains():
     assert "over budget" in left.values()
     more, _ = greedy(K, pi, rho, delta, alpha, tidx, mass, costs, first, sess, 10_000, 3, fill=True)
     assert len(more) == n and [c[3] for c in more] == ["B"] * 3 + ["fill"] * (n - 3)
+
+
+def test_the_best_seeds_are_exactly_the_sorted_order_ties_by_id():
+    import random
+
+    from trimem.strategies.workspace.recall import _best
+
+    rng = random.Random(3)
+    for n in (0, 1, 5, 40, 300):
+        ids = [f"t{rng.randrange(10**6):06d}-{i}" for i in range(n)]
+        score = np.array([rng.choice([0.1, 0.5, 0.5, 0.9, rng.random()]) for _ in ids])
+        for k in (0, 1, 4, 12, n, n + 3):
+            want = sorted(range(n), key=lambda i: (-score[i], ids[i]))[:k]
+            assert _best(score, ids, k) == want, (n, k)
