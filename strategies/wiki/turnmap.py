@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..nscache import NamespaceCache
+from .revisions import COLS
 from .store import SNAP, TRAJ
 
 if TYPE_CHECKING:
     from ...storage.space import Space
 
 RECHECK_S = 2.0
-SLOT_COLS = ("id", "source_id", "slot", "text", "timestamp")   # revisions.COLS
 
 
 @dataclass
@@ -110,7 +110,7 @@ def _add_snapshot(m: TurnMaps, s: dict) -> None:
     for c in claims:
         m.inv.setdefault(c["subject"].lower(), []).append((c["source_id"], frozenset(c["facets"])))
         if c.get("slot"):   # what ``revisions.changes`` reads: a snapshot's claims are the
-            row = {k: c.get(k) for k in SLOT_COLS}   # rows curation writes to wiki_claims
+            row = {k: c.get(k) for k in COLS}   # rows curation writes to wiki_claims
             m.slotted.setdefault(c["source_id"], []).append(row)
             m.by_slot.setdefault(c["slot"], []).append(row)
 

@@ -50,7 +50,7 @@ def _seeds(env: Env, request, s, snap, scheme, qv):
     turns. r0 is computed for every thread as arrays (a dict and a sort over every thread of
     the namespace cost milliseconds per recall at 30k turns, ~10k threads) and returned for
     the seeds only, the threads the propagation and the trace read it for."""
-    ids, mat = snap.ids[scheme], snap.mats[scheme]
+    ids, mat, at = snap.ids[scheme], snap.mats[scheme], snap.position(scheme)
     sim = mat @ qv
     why = {}
     lexical = []
@@ -58,7 +58,7 @@ def _seeds(env: Env, request, s, snap, scheme, qv):
     if s["seeding"] == "hybrid" or s["affinity"] != "dense":
         order, parts = _search(env, request, qv, s["search_n"], snap, s)
     if s["seeding"] == "hybrid":
-        owner, at = snap.unit_thread[scheme], snap.position(scheme)
+        owner = snap.unit_thread[scheme]
         for sid in order:               # d_idx: the head or the thread's best dense-hit unit
             t = owner.get(sid)
             if t is not None and parts[sid].get("cosine") is not None:
@@ -77,7 +77,6 @@ def _seeds(env: Env, request, s, snap, scheme, qv):
             why[t] = "holds a top BM25+dense turn"
         else:
             why[t] += " and holds a top BM25+dense turn"
-    at = snap.position(scheme)
     return seeds, {t: float(r0[at[t]]) for t in seeds}, why, parts
 
 

@@ -134,7 +134,6 @@ async def test_switched_off_nothing_is_marked(client, server):
         assert "\n[changed later" in on.context and "\n[changed later" not in off.context
 
 
-
 def _both(rt, ids):
     """``changes`` and the claims with a slot, from the wiki's turn maps and from wiki_claims."""
     from trimem.strategies.wiki.curate import slotted_claims
