@@ -10,13 +10,15 @@ top-100, one vector top-100); record RSS. Last, spawn ``trimem serve`` over stdi
 and time spawn -> first tools/list answer (populated and empty store) and spawn -> first recall.
 Embedding time is measured by wrapping ``Runtime.embed`` (the real call, timed); nothing is mocked.
 If strategies curate sessions in the background (``rt.curation``), each size waits for that queue
-to drain and reports the wait; recall is timed only once curation is idle.
+to drain and reports the wait; recall is timed only once curation is idle. A ``remember`` call
+that takes longer than ``STALL_S`` has every thread's stack written to stderr (what it waits on).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import json
 import os
 import shutil
@@ -33,6 +35,7 @@ NS = "scale"
 ROOT = Path(__file__).resolve().parent.parent
 
 
+STALL_S = 20           # a remember call this slow has every thread's stack written to stderr
 NO_CURATION = [False]   # set by --no-curation
 STRATEGY = ["plain"]    # set by --strategy
 
@@ -50,7 +53,9 @@ def ingest(rt, space, stream, carry: list, target: int, embed: Timed) -> dict:
         if len(take) < len(msgs):  # the rest opens the next size (appending to the session)
             carry.append((sid, when, msgs[len(take):]))
         t1 = time.perf_counter()
+        faulthandler.dump_traceback_later(STALL_S, file=sys.stderr)   # what a stall waits on
         remember(rt, [Message(**m) for m in take], session_id=sid, session_time=when, namespace=NS)
+        faulthandler.cancel_dump_traceback_later()
         calls.append(time.perf_counter() - t1)
         have += len(take)
         if have - last_n >= step or have >= target:

@@ -333,3 +333,39 @@ def test_timestamp_columns_convert_as_pyarrow_does(tz):
     got, want = pylist(col), col.to_pylist()
     assert got == want and [repr(x) for x in got] == [repr(x) for x in want]
     assert pylist(pa.chunked_array([pa.array([None], pa.timestamp("us", tz=tz))])) == [None]
+
+
+def test_a_copy_grown_by_appends_is_the_copy_a_whole_read_makes(tmp_path):
+    """Appends take the cheap path (the new rows after the old ones in the vectors' spare
+    room, norms, positions, columns and speaker codes extended); after each one, and after a
+    delete in between (the slower path, which re-establishes the table's order), the copy
+    equals one read whole from the same table version."""
+    from trimem.storage.snapshot import SourceSnapshot, column, source_mask
+
+    sp = space(tmp_path, max_rows=10_000)
+    start, grown = 0, 0
+    for n, size in enumerate([40, 3, 25, 1, 60, 7]):
+        rows = turn_rows(size, start=start, seed=n)
+        if n == 2:
+            rows[0]["speaker"] = "a third speaker"
+        sp.add_sources(rows)
+        start += size
+        if n == 3:
+            sp.delete_sources(["src_0005", "src_0041"])
+        state = sp._snapshot()
+        assert state is not None
+        source_mask(state, SourceFilter(speakers=frozenset({"user"})))   # speaker codes made
+        column(state, "ref")
+        grown += state.made.get("buf") is not None and state.mat.base is state.made["buf"]
+        whole = SourceSnapshot("n", 10_000).current(sp._sources())
+        assert whole is not None and whole.version == state.version
+        assert [r["id"] for r in state.rows] == [r["id"] for r in whole.rows]
+        assert state.rows == whole.rows and state.pos == whole.pos
+        assert state.mat is not None and whole.mat is not None
+        assert np.array_equal(state.mat, whole.mat) and np.array_equal(state.inv_norm, whole.inv_norm)
+        assert list(state.session) == list(whole.session)
+        assert np.array_equal(state.ts, whole.ts, equal_nan=True)
+        names, codes = state.made["speakers"]
+        assert [None if c < 0 else list(names)[c] for c in codes] == [r["speaker"] for r in whole.rows]
+        assert list(column(state, "ref")) == [r["ref"] for r in whole.rows]
+    assert grown >= 3   # the appends after the first read and after the delete's re-read
