@@ -69,6 +69,14 @@ class DerivedMixin(SpaceParts):
                 self.namespace, self.store.vector_index_min_rows, follows_bulk_writes))
         return copy.current(tbl)
 
+    def memo(self, kind: str, name: str) -> dict | None:
+        """A dict kept with the in-process copy of ``kind``'s table at the version it holds
+        (empty at first, gone with that version), for what readers derive from its rows and
+        would derive again from the same rows on the next recall; None where LanceDB answers."""
+        tbl = self.derived_table(kind)
+        state = self.table_copy(kind, tbl) if tbl is not None else None
+        return None if state is None else state.made.setdefault(name, {})
+
     def touch_copy(self, kind: str) -> None:
         copy = self._copies.get(kind)
         if copy is not None:

@@ -137,13 +137,20 @@ def _read(space: Space):
     return lambda ids, columns: space.rows(TRAJ, eq={"id": ids}, columns=columns)
 
 
-def base_scores(rows, support, qv, f, turn_score: dict[str, float]) -> dict[str, dict]:
+def traj_keys(r: dict) -> frozenset:
+    """A trajectory's names, heads and speakers in lower case, and its facets."""
+    return frozenset({x.lower() for x in r["names"] + r["heads"] + r["speakers"]} | set(r["facets"]))
+
+
+def base_scores(rows, support, qv, f, turn_score: dict[str, float], keys=traj_keys) -> dict[str, dict]:
+    """Each candidate's b (W_TRAJ over its parts). ``keys``: ``traj_keys``, or a reader that
+    keeps what it made (wiki's recall: ``_Reads.keys``)."""
     top_turn = max(turn_score.values(), default=0.0) or 1.0
     top_sup = max(support.values(), default=0.0) or 1.0
     ents = set(f["names"]) | set(f["heads"])
     out = {}
     for r in rows:
-        have = {x.lower() for x in r["names"] + r["heads"] + r["speakers"]} | set(r["facets"])
+        have = keys(r)
         p = {"src": max((turn_score.get(s, 0.0) for s in r["source_ids"]), default=0.0) / top_turn,
              "sem": float(qv @ r["vector"]), "route": support.get(r["id"], 0.0) / top_sup,
              "ent": len(ents & have) / len(ents) if ents else 0.0}

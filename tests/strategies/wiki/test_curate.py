@@ -238,7 +238,7 @@ def test_one_recalls_reads_are_shared_by_its_attempts(rt):
     reads = _Reads(space, None)
     assert [r["id"] for r in reads.trajectories(ids[:1], TRAJ_COLS)] == ids[:1]
     both = reads.trajectories(ids, TRAJ_COLS)
-    assert {r["id"]: str(r) for r in both} == \
+    assert {r["id"]: str(dict(r, vector=r["vector"].tolist())) for r in both} == \
         {r["id"]: str(r) for r in space.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
     vec = reads.vectors(src[:2])
     assert set(vec) == set(src[:2]) and set(reads.vectors(src)) == set(src)
@@ -248,3 +248,34 @@ def test_one_recalls_reads_are_shared_by_its_attempts(rt):
                                    "source_vectors": lambda s, i: calls.append(i) or space_vecs(i)})()
     assert len(reads.trajectories(ids, TRAJ_COLS)) == len(ids)
     assert len(reads.vectors(src)) == len(src) and calls == []   # all from this recall's reads
+
+
+def test_the_next_recall_reuses_the_rows_until_the_table_changes(rt):
+    """Trajectory rows (and what each is about) are kept with the table's copy: a later
+    recall's reads of the same table version read none again; after curation rewrites the
+    table the rows are read afresh, and are the new ones."""
+    from trimem.strategies.wiki.route import TRAJ_COLS, traj_keys
+    from trimem.strategies.wiki.strategy import _Reads
+
+    wiki = WikiStrategy()
+    for sid, when, turns in SESSIONS[:-1]:
+        say(rt, wiki, sid, when, turns)
+    space = rt.space("default")
+    ids = sorted(r["id"] for r in space.rows(store.TRAJ, columns=["id"]))
+    first = _Reads(space, None)
+    rows = first.trajectories(ids, TRAJ_COLS)
+    assert all(first.keys(r) == traj_keys(r) for r in rows)
+    calls = []
+    space_rows = space.rows
+    space.rows = lambda *a, **k: calls.append(a) or space_rows(*a, **k)
+    try:
+        again = _Reads(space, None).trajectories(ids, TRAJ_COLS)
+        assert [r is s for r, s in zip(again, rows)] == [True] * len(ids) and calls == []
+    finally:
+        del space.rows
+    say(rt, wiki, *SESSIONS[-1])
+    ids = sorted(r["id"] for r in space.rows(store.TRAJ, columns=["id"]))
+    fresh = _Reads(space, None).trajectories(ids, TRAJ_COLS)
+    assert {r["id"]: str(dict(r, vector=r["vector"].tolist())) for r in fresh} == \
+        {r["id"]: str(r) for r in space.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
+    assert any(r is not s for r, s in zip(fresh, rows))
