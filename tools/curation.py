@@ -7,6 +7,10 @@ ever waits for curation or an LLM. A session is curated once it has been idle fo
 ``delay_s`` (appends within that window are folded into one run). Sessions still ``queued`` when
 the process stopped (or crashed) are picked up again when the store is next opened.
 
+The strategies curate a session two at a time on a machine with two cores or more (each writes
+only its own tables; the first strategy in one thread, the others in a second): on two cores,
+one strategy's embedding runs in native code beside another's Python work.
+
 Recalls come first: before each strategy's curation step the worker waits (at most
 ``YIELD_MAX_S``) until no recall is running in this process. Curation and recall share two cores
 and one interpreter lock, and at 100k units a recall that overlapped a curation step took ~3x
@@ -21,6 +25,7 @@ session of that namespace it had waiting (see ``periodic.py``).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 
@@ -56,6 +61,7 @@ class CurationWorker:
 
         self.rt = runtime
         self.delay_s = delay_s
+        self.threads = min(2, os.cpu_count() or 1)   # strategies curating one session at once
         self.periodic = PeriodicConsolidation(runtime, consolidate_every)
         self._due: dict[tuple[str, str], float] = {}
         self._busy = 0
@@ -183,16 +189,31 @@ class CurationWorker:
         sess = env.space.get_session(session_id)
         if sess is None:   # forgotten meanwhile
             return None
-        state = "done"
-        for strat in registry.with_hook("curate"):
-            self.rt.recalls.wait_clear(YIELD_MAX_S)   # recalls first (module docstring)
-            try:
-                with bulk():   # its reads do not reload the tables it rewrites (storage/snapshot)
-                    strat.curate(env, session_id)
-            except Exception as exc:  # one strategy's failure must not stop the others
-                log.exception("curation of %s/%s by %s failed", namespace, session_id, strat.name)
-                self.failures.append((namespace, session_id, f"{strat.name}: {exc}"))
-                state = "failed"
+        strats = registry.with_hook("curate")
+        failed: list[str] = []
+
+        def run(group) -> None:
+            for strat in group:
+                self.rt.recalls.wait_clear(YIELD_MAX_S)   # recalls first (module docstring)
+                try:
+                    with bulk():   # its reads do not reload the tables it rewrites (storage/snapshot)
+                        strat.curate(env, session_id)
+                except Exception as exc:  # one strategy's failure must not stop the others
+                    log.exception("curation of %s/%s by %s failed", namespace, session_id, strat.name)
+                    self.failures.append((namespace, session_id, f"{strat.name}: {exc}"))
+                    failed.append(strat.name)
+
+        # two at once where there are two cores: each strategy writes only its own tables, and
+        # one's embedding (native, off the interpreter lock) overlaps another's Python work
+        helper = None
+        if self.threads > 1 and len(strats) > 1:
+            helper = threading.Thread(target=run, args=(strats[1:],), name="trimem-curation-2",
+                                      daemon=True)
+            helper.start()
+        run(strats if helper is None else strats[:1])
+        if helper is not None:
+            helper.join()
+        state = "failed" if failed else "done"
         try:   # the session's name votes, so a new process need not read every message again
             aliasstats.curate(env.space, session_id)
         except Exception as exc:  # recall counts them itself when they are missing

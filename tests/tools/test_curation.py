@@ -118,3 +118,45 @@ async def test_curation_lets_a_running_recall_pass_but_is_never_starved(counter,
         payload(await client.call_tool("remember", {"messages": turns("b"), "session_id": "t"}))
         assert rt.curation.wait_idle(30)              # at most YIELD_MAX_S per step, then runs
         assert rt.space("default").get_session("t")["curation"] == "done"
+
+
+def test_strategies_curating_side_by_side_give_what_one_at_a_time_gives(tmp_path, monkeypatch):
+    """On two cores the first curating strategy runs in the worker's thread and the others in
+    a second one: they really overlap threads, and every strategy then recalls exactly what
+    it recalls from the same sessions curated one strategy at a time."""
+    import threading
+
+    from trimem.bench.synth import Synth
+    from trimem.tools.recall import recall
+    from trimem.tools.remember import Message, remember
+    from trimem.tools.runtime import Runtime
+
+    seen: dict[str, set[str]] = {}
+    for strat in registry.with_hook("curate"):
+        def spy(env, sid, _orig=strat.curate, _name=strat.name):
+            seen.setdefault(_name, set()).add(threading.current_thread().name)
+            return _orig(env, sid)
+        monkeypatch.setattr(strat, "curate", spy)
+    synth, sessions, n = Synth(seed=3), [], 0
+    for sid, when, msgs in synth.sessions():
+        sessions.append((sid, when, msgs))
+        n += len(msgs)
+        if n >= 120:
+            break
+    questions = synth.pick_questions(4, seed=n)
+    contexts = []
+    for threads in (1, 2):
+        rt = Runtime(Settings(home=str(tmp_path / f"t{threads}")).to_config())
+        try:
+            rt.curation.threads = threads
+            for sid, when, msgs in sessions:
+                remember(rt, [Message(**m) for m in msgs], session_id=sid, session_time=when)
+            assert rt.curation.wait_idle(120) and not rt.curation.failures
+            contexts.append({(s, q): recall(rt, q, s, "default", 600).context
+                             for s in ("hybrid", "workspace", "wiki", "auto") for q in questions})
+        finally:
+            rt.close(timeout=60)
+    assert questions and contexts[0] == contexts[1]
+    firsts = {name for name, threads in seen.items() if threads == {"trimem-curation"}}
+    helped = {name for name, threads in seen.items() if "trimem-curation-2" in threads}
+    assert len(firsts) == 1 and helped == set(seen) - firsts and len(helped) >= 2
