@@ -317,14 +317,32 @@ def search(state: State, vector: np.ndarray, limit: int,
     if state.mat is None or state.inv_norm is None or limit <= 0:
         return []
     q = np.asarray(vector, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(q))
-    sims = (state.mat @ (q / norm if norm > 0 else q)) * state.inv_norm
+    sims = _similarities(state, q)
     if mask is not None:
         sims = np.where(mask, sims, -np.inf)
     n = min(limit, len(sims))
     top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
     top = top[np.lexsort((top, -sims[top]))]
     return [(int(i), float(sims[i])) for i in top if np.isfinite(sims[i])]
+
+
+SIMS_KEPT = 4   # the last few query vectors' similarities, per state
+
+
+def _similarities(state: State, q: np.ndarray) -> np.ndarray:
+    """Cosine of ``q`` with every row. A recall asks for the same vector more than once (the
+    name-free query among every turn, then among the named speakers' turns): the product over
+    every row, the one cost that grows with the namespace, is made once per state and vector."""
+    assert state.mat is not None and state.inv_norm is not None
+    key = q.tobytes()
+    kept = state.made.get("sims", {})   # replaced, never changed in place: threads read it
+    sims = kept.get(key)
+    if sims is None:
+        norm = float(np.linalg.norm(q))
+        sims = (state.mat @ (q / norm if norm > 0 else q)) * state.inv_norm
+        sims.flags.writeable = False
+        state.made["sims"] = dict(list(kept.items())[-(SIMS_KEPT - 1):] + [(key, sims)])
+    return sims
 
 
 def source_mask(state: State, flt: SourceFilter | None) -> np.ndarray | None:

@@ -49,7 +49,8 @@ def score_turns(space: Space, qv, f: dict, parts: dict, support: dict[str, float
     query asks about. Other turns would score at most the smoothing of their own weak cosine
     (< 0.2 of a top hit), below
     the 2x-budget cut of every caller; leaving them out keeps recall independent of the
-    namespace's size (``turnmap.py``; ``m``: its ``TurnMaps``)."""
+    namespace's size (``turnmap.py``; ``m``: its ``TurnMaps``). ``vectors(ids)``: the ids that
+    exist, in order, and their vectors as a matrix (default ``Space.source_matrix``)."""
     t_of, s_of = m.t_of, m.s_of
     names, fq = set(f["names"]), set(f["facets"])
     inv = {sid: 1.0 for n in names for sid, fac in m.inv.get(n, ()) if fac & fq}
@@ -62,14 +63,13 @@ def score_turns(space: Space, qv, f: dict, parts: dict, support: dict[str, float
     if sel_w and selected:
         trajs |= selected
     pool = set(parts) | set(inv) | {i for t in trajs for i in m.members.get(t, ())}
-    vecs = (vectors or space.source_vectors)(sorted(pool))
+    ids, mat = (vectors or space.source_matrix)(sorted(pool))
     fused = fused_scores(parts)
     # side by side over the pool (up to ~4,000 turns at scale; one dict per turn and one dot
     # per turn cost ~40 ms a recall at 30k turns): the same sums, in the same order, as floats
-    ids = sorted(i for i in pool if i in vecs)
     if not ids:
         return [], {"t_of": t_of, "parts": {}}
-    cos = (np.stack([vecs[i] for i in ids]) @ qv).astype(np.float64)
+    cos = (mat @ qv).astype(np.float64)
     base = (np.fromiter((fused.get(i, 0.0) for i in ids), np.float64, len(ids)) + W["cos"] * cos
             + W["inv"] * np.fromiter((inv.get(i, 0.0) for i in ids), np.float64, len(ids)))
     t_ids = [t_of.get(i, i) for i in ids]

@@ -138,7 +138,7 @@ class WikiStrategy:
         scores = route.base_scores(rows, support, qv, f, fused, reads.keys)
         chosen = route.select(rows, scores, f, k)
         maps = turnmap.turn_maps(state_of(env.ns).maps, space)
-        order2, sc = scoring.score_turns(space, qv, f, parts, support, maps, reads.vectors,
+        order2, sc = scoring.score_turns(space, qv, f, parts, support, maps, None,
                                          {c["row"]["id"] for c in chosen},
                                          float(request.options.get("sel_w", 0.0)))
         rel = {i: round(sc["parts"][i]["score"], 4) for i in order2}
@@ -219,22 +219,14 @@ class WikiStrategy:
 
 class _Reads:
     """One recall's reads, passed to both attempts: the retry (``_attempt`` again with twice the
-    pages) scores mostly the same trajectories and turns, so their rows and vectors are read once
-    per recall; ``turns`` is the recall's turn search and source rows (``search.TurnSearch``,
+    pages) scores mostly the same trajectories, so their rows are read once per recall (turn
+    vectors come from the sources' copy, ``Space.source_matrix``); ``turns`` is the recall's turn search and source rows (``search.TurnSearch``,
     shared with ``auto``'s other voters when auto asks). Nothing is kept after the recall."""
 
     def __init__(self, space, turns):
         self.space, self.turns = space, turns
-        self._vecs: dict = {}
         self._trajs: dict[tuple, dict] = {}
         self._keys: dict[str, frozenset | None] = {}
-
-    def vectors(self, ids: list[str]) -> dict:
-        """Source vectors of ``ids`` (``Space.source_vectors``), each read once."""
-        miss = [i for i in ids if i not in self._vecs]
-        if miss:
-            self._vecs.update(self.space.source_vectors(miss))
-        return {i: self._vecs[i] for i in ids if i in self._vecs}
 
     def trajectories(self, ids: list[str], columns: list[str]) -> list[dict]:
         """Trajectory rows of ``ids`` with ``columns``, each read once (the same row objects),

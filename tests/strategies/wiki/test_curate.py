@@ -234,20 +234,15 @@ def test_one_recalls_reads_are_shared_by_its_attempts(rt):
         say(rt, wiki, sid, when, turns)
     space = rt.space("default")
     ids = sorted(r["id"] for r in space.rows(store.TRAJ, columns=["id"]))
-    src = [r["id"] for r in space.all_sources()]
     reads = _Reads(space, None)
     assert [r["id"] for r in reads.trajectories(ids[:1], TRAJ_COLS)] == ids[:1]
     both = reads.trajectories(ids, TRAJ_COLS)
     assert {r["id"]: str(dict(r, vector=r["vector"].tolist())) for r in both} == \
         {r["id"]: str(r) for r in space.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
-    vec = reads.vectors(src[:2])
-    assert set(vec) == set(src[:2]) and set(reads.vectors(src)) == set(src)
     calls = []
-    space_rows, space_vecs = space.rows, space.source_vectors
-    reads.space = type("Spy", (), {"rows": lambda s, *a, **k: calls.append(a) or space_rows(*a, **k),
-                                   "source_vectors": lambda s, i: calls.append(i) or space_vecs(i)})()
-    assert len(reads.trajectories(ids, TRAJ_COLS)) == len(ids)
-    assert len(reads.vectors(src)) == len(src) and calls == []   # all from this recall's reads
+    space_rows = space.rows
+    reads.space = type("Spy", (), {"rows": lambda s, *a, **k: calls.append(a) or space_rows(*a, **k)})()
+    assert len(reads.trajectories(ids, TRAJ_COLS)) == len(ids) and calls == []   # this recall's
 
 
 def test_the_next_recall_reuses_the_rows_until_the_table_changes(rt):

@@ -14,7 +14,9 @@ def test_selected_trajectories_bring_their_turns_only_with_sel_w():
                            members={"T1": ("a", "b"), "T2": ("c",)})
     parts = {"a": {"score": 1.0, "bm25_rank": 1}, "b": {"score": 0.5, "bm25_rank": 2}}
     f = {"names": [], "facets": [], "list": False}
-    vectors = lambda ids: {i: vecs[i] for i in ids}   # noqa: E731
+    def vectors(ids):
+        found = [i for i in ids if i in vecs]
+        return found, np.stack([vecs[i] for i in found])
     off, _ = scoring.score_turns(None, q, f, parts, {}, maps, vectors, {"T2"}, 0.0)
     assert "c" not in off                              # T2 is neither searched nor routed
     on, sc = scoring.score_turns(None, q, f, parts, {}, maps, vectors, {"T2"}, 5.0)
