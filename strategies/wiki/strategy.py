@@ -220,8 +220,9 @@ class WikiStrategy:
 class _Reads:
     """One recall's reads, passed to both attempts: the retry (``_attempt`` again with twice the
     pages) scores mostly the same trajectories, so their rows are read once per recall (turn
-    vectors come from the sources' copy, ``Space.source_matrix``); ``turns`` is the recall's turn search and source rows (``search.TurnSearch``,
-    shared with ``auto``'s other voters when auto asks). Nothing is kept after the recall."""
+    vectors come from the sources' copy, ``Space.source_matrix``); ``turns`` is the recall's
+    turn search and source rows (``search.TurnSearch``, shared with ``auto``'s other voters
+    when auto asks). Trajectory rows are also kept with the table's copy (``trajectories``)."""
 
     def __init__(self, space, turns):
         self.space, self.turns = space, turns
