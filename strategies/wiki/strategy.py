@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
-from typing import TYPE_CHECKING
 
 from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
