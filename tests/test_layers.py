@@ -3,7 +3,8 @@
 A module may import its own layer and the layers below it, never one above. Every import in
 the package counts, including the lazy ones inside functions (``ast.walk`` sees them all), and
 relative imports are resolved against the importing module. ``transfer/`` (export / import of a
-memory folder) sits between the server that offers it and the tools it replays into; ``bench/``
+memory folder) sits between the server that offers it and the tools it replays into, and so
+does ``capture/`` (the host's hooks and transcripts); ``bench/``
 drives the whole stack from outside and is no layer. The package root (``__init__.py``) is
 outside the layers too.
 """
@@ -18,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "trimem"
 
 # rank: a module may import only packages of equal or lower rank
-RANK = {"storage": 0, "providers": 0, "strategies": 1, "tools": 2, "transfer": 3, "server": 4}
+RANK = {"storage": 0, "providers": 0, "strategies": 1, "tools": 2, "transfer": 3, "capture": 3,
+        "server": 4}
 # storage and providers share a rank but do not depend on each other either
 SIBLINGS_APART = {("storage", "providers"), ("providers", "storage")}
 

@@ -1,0 +1,3 @@
+"""Capture through the host's own hooks: the conversation a host keeps on disk becomes memory
+without the model calling ``remember`` (``trimem hook``), and a new session starts with a
+budgeted memory of its project. Sits between ``server/`` and ``tools/``, like ``transfer/``."""
