@@ -171,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from .view import add_parser as add_view
 
-    more = add_parsers(sub) | add_view(sub)
+    from .capture_cli import add_parsers as add_capture
+
+    more = add_parsers(sub) | add_view(sub) | add_capture(sub, common)
     args = ap.parse_args(argv)
     handler = {"serve": cmd_serve, "demo": cmd_demo, "namespaces": cmd_namespaces,
                "consolidate": cmd_consolidate, "restore": cmd_restore, **more}[args.cmd]

@@ -41,11 +41,16 @@ def register(server, rt: Runtime) -> None:
     @server.resource("trimem://{namespace}/status", name="namespace-status",
                      mime_type="application/json",
                      description="One namespace's status: sources, sessions, curation queue and "
-                                 "failures, last consolidation, bytes on disk.")
+                                 "failures, last consolidation, bytes on disk, and the last "
+                                 "capture of each host transcript.")
     @reported
     def namespace_status(namespace: str) -> str:
-        return json.dumps(status(rt, unquote(namespace)), ensure_ascii=False, indent=1,
-                          default=str)
+        from ..capture.status import capture_status
+
+        name = unquote(namespace)
+        out = status(rt, name)
+        out["capture"] = capture_status(rt.config.home, name)   # what the host's hooks stored
+        return json.dumps(out, ensure_ascii=False, indent=1, default=str)
 
     @server.resource("trimem://{namespace}/wiki/{page}", name="wiki-page",
                      mime_type="text/markdown")

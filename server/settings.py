@@ -67,6 +67,19 @@ class Settings(BaseSettings):
                                 "messages (and curated memories) together")
     max_budget_tokens: int = 100_000
     log_level: str = "WARNING"
+    # capture through the host's hooks (`trimem hook`, docs/capture.md)
+    hook_namespace: str | None = Field(default=None, description="the namespace every project's "
+                                       "captured memory goes to (default: one per project)")
+    hook_start_tokens: int = Field(default=800, ge=0, le=8_000, description="budget of the "
+                                   "SessionStart context (0: none)")
+    hook_prompt_recall: bool = Field(default=False, description="UserPromptSubmit: recall for "
+                                     "each prompt and add it as context when it does not abstain")
+    hook_prompt_tokens: int = Field(default=600, ge=50, le=8_000, description="budget of the "
+                                    "UserPromptSubmit context")
+    hook_prompt_timeout_s: float = Field(default=8.0, gt=0, description="UserPromptSubmit gives "
+                                         "up (adding nothing) after this long")
+    capture_linger_s: float = Field(default=20.0, ge=0, description="how long the drainer waits "
+                                    "for the next hook before it exits")
     http_token: str | None = Field(default=None, description="bearer token for `serve --http`")
     http_allowed_hosts: list[str] = Field(default_factory=list,
                                           description="extra Host/Origin names for `serve --http`")

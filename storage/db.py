@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import atexit
 import fcntl
-import hashlib
 import logging
 import os
 import random
-import re
 import threading
 import time
 import weakref
@@ -32,6 +30,7 @@ with deferred_validators():   # 1.2-1.5 s less on the first tool call (lance.py)
     import lancedb  # noqa: E402
 
 from .errors import StorageError  # noqa: E402
+from .names import namespace_key, write_forget_stamp  # noqa: E402,F401 (namespace_key: callers)
 from .schema import META, MIGRATIONS, NAMESPACES, SCHEMA_VERSION  # noqa: E402
 
 if TYPE_CHECKING:
@@ -67,12 +66,6 @@ def sql_time(column: str, op: str, when: datetime) -> str:
     assert op in {"<", "<=", ">", ">="}
     utc = when.astimezone(timezone.utc).replace(tzinfo=None)
     return f"{column} {op} timestamp '{utc.isoformat(timespec='microseconds')}Z'"
-
-
-def namespace_key(namespace: str) -> str:
-    """A table-name-safe, collision-free key: readable slug + hash of the exact name."""
-    slug = re.sub(r"[^a-z0-9]+", "_", namespace.lower()).strip("_")[:32] or "ns"
-    return f"{slug}_{hashlib.sha256(namespace.encode()).hexdigest()[:10]}"
 
 
 def retrying(fn: Callable[[], T], what: str, attempts: int = 12) -> T:
@@ -240,6 +233,14 @@ class Store:
                     yield
                 finally:
                     fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def stamp_forget(self, key: str, token: str) -> None:
+        """After a forget's mark: the same token in a plain file (``names.write_forget_stamp``),
+        so what is kept outside the store (the capture digest) can tell it is out of date."""
+        try:
+            write_forget_stamp(self.uri, key, token)
+        except OSError as exc:   # the digest then stays until rebuilt; say so
+            log.error("could not write the forget stamp of %s: %s", key, exc)
 
     def index_lock(self, namespace: str) -> threading.RLock:
         """Held while one of ``namespace``'s FTS or scalar indexes is built (one builder per

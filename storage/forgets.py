@@ -58,6 +58,7 @@ class ForgetMarks:
                  .when_not_matched_insert_all().execute([row]), "forget mark")
         with self._lock:
             self._seen[key] = token      # this process dropped its own caches already
+        self.store.stamp_forget(key, token)
 
     def news(self, key: str, force: bool = False) -> set[str] | None:
         """Ids forgotten in namespace ``key`` by any process since the last call that returned

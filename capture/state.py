@@ -1,0 +1,210 @@
+"""What capture keeps beside the memory, as small files a hook process reads without LanceDB.
+
+Under ``<home>/_capture/`` (for an object-store home, the user's state folder, one per home):
+
+- ``pending/<transcript key>.<token>.json``: a hook saw new entries in a transcript; written by
+  every ``Stop`` / ``PreCompact`` / ``SessionEnd`` hook, deleted by the drainer once that
+  transcript has been read to its end *after* the marker was written;
+- ``transcripts/<transcript key>.json``: per transcript, where the last capture ended (a byte
+  offset at a line boundary), its namespace and session, and what that capture did (time,
+  messages stored, already stored, skipped by reason, redactions, errors);
+- ``digest/<namespace key>.json``: the ``SessionStart`` context of a namespace, with the forget
+  stamp it was built under (``storage/names.py``);
+- ``drain.lock``: held by the one process draining (an OS lock: released when it dies);
+- ``drain.log``: the drainer's stderr; ``errors.jsonl``: the last hook failures.
+
+Every JSON file is written beside and renamed, so a reader sees the old or the new one whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+ERRORS_KEPT = 50
+
+
+def capture_dir(home: str) -> Path:
+    if "://" in home:
+        import platformdirs
+
+        tag = hashlib.sha256(home.encode()).hexdigest()[:16]
+        return Path(platformdirs.user_state_dir("trimem", appauthor=False)) / "capture" / tag
+    return Path(home) / "_capture"
+
+
+def transcript_key(path: str) -> str:
+    """A stable file-name-safe key for a transcript path (its real path, hashed)."""
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        real = path
+    return hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def write_json(path: Path, obj: Any) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, ensure_ascii=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+class CaptureState:
+    """The capture folder of one memory home."""
+
+    def __init__(self, home: str):
+        self.home = home
+        self.root = capture_dir(home)
+
+    # -- pending markers: one per hook event, so none is lost to a concurrent drain ---------
+    def add_pending(self, marker: dict) -> Path:
+        key = transcript_key(marker["transcript_path"])
+        path = self.root / "pending" / f"{key}.{time.time_ns()}-{uuid.uuid4().hex[:8]}.json"
+        write_json(path, marker)
+        return path
+
+    def pending(self) -> dict[str, list[Path]]:
+        """Transcript key -> its markers, oldest first."""
+        out: dict[str, list[Path]] = {}
+        try:
+            names = sorted(os.listdir(self.root / "pending"))
+        except OSError:
+            return out
+        for name in names:
+            if name.endswith(".json") and not name.startswith("."):
+                out.setdefault(name.split(".", 1)[0], []).append(self.root / "pending" / name)
+        return out
+
+    # -- per transcript: the cursor and the last capture's report ----------------------------
+    def cursor_path(self, key: str) -> Path:
+        return self.root / "transcripts" / f"{key}.json"
+
+    def cursor(self, key: str) -> dict:
+        got = read_json(self.cursor_path(key))
+        return got if isinstance(got, dict) else {}
+
+    def save_cursor(self, key: str, record: dict) -> None:
+        write_json(self.cursor_path(key), record)
+
+    def transcripts(self) -> list[dict]:
+        """Every transcript's record, newest capture first."""
+        out = []
+        try:
+            names = os.listdir(self.root / "transcripts")
+        except OSError:
+            return out
+        for name in names:
+            if name.endswith(".json") and not name.startswith("."):
+                rec = read_json(self.root / "transcripts" / name)
+                if isinstance(rec, dict):
+                    out.append(rec)
+        return sorted(out, key=lambda r: str((r.get("last") or {}).get("at", "")), reverse=True)
+
+    # -- failures a hook could only report on stderr -----------------------------------------
+    def record_error(self, event: str, message: str) -> None:
+        path = self.root / "errors.jsonl"
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            lines = path.read_text(encoding="utf-8").splitlines()[-(ERRORS_KEPT - 1):] \
+                if path.exists() else []
+            lines.append(json.dumps({"at": _now(), "event": event, "error": message[:500]},
+                                    ensure_ascii=False))
+            write_text(path, "\n".join(lines) + "\n")
+        except OSError:
+            pass   # the error still went to stderr
+
+    def errors(self) -> list[dict]:
+        try:
+            lines = (self.root / "errors.jsonl").read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+    # -- the one drainer ----------------------------------------------------------------------
+    @contextmanager
+    def drain_lock(self) -> Iterator[bool]:
+        """Try to become the drainer: yields True when this process holds the lock."""
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fh = open(self.root / "drain.lock", "a+")
+        try:
+            got = _try_lock(fh)
+            if got:
+                fh.seek(0)
+                fh.truncate()
+                fh.write(f"{os.getpid()}\n")
+                fh.flush()
+            try:
+                yield got
+            finally:
+                if got:
+                    _unlock(fh)
+        finally:
+            fh.close()
+
+    def drainer_running(self) -> bool:
+        with self.drain_lock() as got:
+            return not got
+
+
+def write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+if sys.platform == "win32":   # msvcrt's byte-range lock; released when the process ends
+    import msvcrt
+
+    def _try_lock(fh) -> bool:
+        try:
+            fh.seek(0)
+            msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+
+    def _unlock(fh) -> None:
+        fh.seek(0)
+        msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)
+else:
+    import fcntl
+
+    def _try_lock(fh) -> bool:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            return False
+
+    def _unlock(fh) -> None:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

@@ -1,0 +1,185 @@
+"""A host's transcript, read from where the last capture ended, as the messages to remember.
+
+Claude Code keeps each session as a JSON Lines file (``transcript_path`` in every hook's input;
+docs/capture.md gives the sources). Each line is one entry: ``type`` (``user``, ``assistant``,
+``system``, ``summary``, ``file-history-snapshot``, ...), ``uuid``, ``timestamp``, ``sessionId``,
+``isSidechain``, ``isMeta``, and for the two message types ``message.content``: a string, or a
+list of blocks (``text``, ``thinking``, ``redacted_thinking``, ``tool_use``, ``tool_result``,
+``image``). One assistant reply with text and tool calls spans several entries, each with its
+own ``uuid``.
+
+The rule (docs/capture.md, "What is stored"):
+
+- user and assistant text: stored as it is (speaker ``user`` / ``assistant``), one message per
+  entry, its ``uuid`` as the ``ref`` and its ``timestamp`` as the time;
+- a tool call: a one-line note, ``[tool NAME] ARGS`` with the arguments as compact JSON cut to
+  ``TOOL_ARGS_CHARS`` (speaker ``assistant``);
+- a tool result: its first ``TOOL_RESULT_CHARS`` characters and how many more there were
+  (speaker ``tool``); images and other binary blocks are left out;
+- thinking blocks: never stored;
+- subagent (sidechain) entries: skipped; the main thread holds the task the subagent was given
+  (its tool call) and what it handed back (its tool result);
+- meta entries (``isMeta``), local command echoes (``<command-name>``, ``<local-command-...>``),
+  compaction summaries (``isCompactSummary``, ``summary`` entries) and every other entry type:
+  skipped, as text the host wrote rather than the conversation;
+- a message longer than ``max_chars`` keeps its head and says how much was cut.
+
+Reading stops at the last complete line: a host still writing the next one is read next time.
+Only this module knows the host's format; what it returns is plain data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+TOOL_ARGS_CHARS = 160
+TOOL_RESULT_CHARS = 400
+MAX_LINE_BYTES = 8_000_000     # a longer line is skipped whole (counted), never parsed
+COMMAND_ECHO = ("<command-name>", "<command-message>", "<local-command-", "<command-args>")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One message to remember, taken from one transcript entry (or one block of it)."""
+
+    ref: str
+    speaker: str
+    text: str
+    timestamp: str | None
+
+
+@dataclass
+class Chunk:
+    """What one read of a transcript found: the messages, what it skipped and why, and the
+    byte offset just past the last complete line it read."""
+
+    entries: list[Entry] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)
+    end: int = 0
+    session_id: str | None = None
+
+
+def _cut(text: str, limit: int) -> str:
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit].rstrip()} [… {len(text) - limit} more characters]"
+
+
+def _result_text(block: dict) -> str:
+    body = block.get("content")
+    if isinstance(body, str):
+        return body
+    if isinstance(body, list):
+        return "\n".join(b.get("text", "") for b in body
+                         if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def _tool_note(block: dict) -> str:
+    name = str(block.get("name") or "tool")[:80]
+    try:
+        args = json.dumps(block.get("input") or {}, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        args = "{}"
+    if len(args) > TOOL_ARGS_CHARS:
+        args = args[:TOOL_ARGS_CHARS] + "…"
+    return f"[tool {name}] {args}"
+
+
+def _blocks(content) -> list[dict]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def entries_of(obj: dict, max_chars: int, skipped: Counter) -> list[Entry]:
+    """The messages one transcript entry holds under the module's rule (``skipped`` counts the
+    rest by reason)."""
+    kind = obj.get("type")
+    if kind not in ("user", "assistant"):
+        skipped[f"entry:{kind}" if isinstance(kind, str) else "entry:unknown"] += 1
+        return []
+    if obj.get("isSidechain"):
+        skipped["sidechain"] += 1
+        return []
+    if obj.get("isMeta") or obj.get("isCompactSummary"):
+        skipped["meta"] += 1
+        return []
+    uuid = obj.get("uuid")
+    msg = obj.get("message")
+    if not isinstance(uuid, str) or not uuid or not isinstance(msg, dict):
+        skipped["malformed"] += 1
+        return []
+    ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+    out: list[Entry] = []
+    blocks = _blocks(msg.get("content"))
+    for i, block in enumerate(blocks):
+        btype = block.get("type")
+        ref = uuid if len(blocks) == 1 else f"{uuid}#{i}"
+        if btype == "text":
+            text = str(block.get("text") or "")
+            if kind == "user" and text.lstrip().startswith(COMMAND_ECHO):
+                skipped["command"] += 1
+                continue
+            speaker = "user" if kind == "user" else "assistant"
+            limit = max_chars
+        elif btype == "tool_use":
+            text, speaker, limit = _tool_note(block), "assistant", max_chars
+        elif btype == "tool_result":
+            text, speaker, limit = _result_text(block), "tool", TOOL_RESULT_CHARS
+        elif btype in ("thinking", "redacted_thinking"):
+            skipped["thinking"] += 1
+            continue
+        else:
+            skipped[f"block:{btype}"[:40]] += 1
+            continue
+        text = _cut(text, limit)
+        if not text:
+            skipped["empty"] += 1
+            continue
+        out.append(Entry(ref=ref, speaker=speaker, text=text, timestamp=ts))
+    return out
+
+
+def read_from(path: str, offset: int, max_chars: int, max_bytes: int = 32_000_000) -> Chunk:
+    """Parse the transcript at ``path`` from byte ``offset`` to its last complete line (at most
+    ``max_bytes`` per call; the rest is read by the next call). A file shorter than ``offset``
+    was rewritten: it is read again from the start (refs keep that from storing anything twice).
+    """
+    chunk = Chunk(end=offset)
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        if size < offset:
+            offset = chunk.end = 0
+        fh.seek(offset)
+        data = fh.read(min(size - offset, max_bytes))
+    last = data.rfind(b"\n")
+    if last < 0:
+        return chunk
+    pos = 0
+    for raw in data[:last + 1].split(b"\n")[:-1]:
+        pos += len(raw) + 1
+        if not raw.strip():
+            continue
+        if len(raw) > MAX_LINE_BYTES:
+            chunk.skipped["too-long"] += 1
+            continue
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError):
+            chunk.skipped["unreadable"] += 1
+            continue
+        if not isinstance(obj, dict):
+            chunk.skipped["unreadable"] += 1
+            continue
+        if chunk.session_id is None and isinstance(obj.get("sessionId"), str):
+            chunk.session_id = obj["sessionId"]
+        chunk.entries += entries_of(obj, max_chars, chunk.skipped)
+    chunk.end = offset + pos
+    return chunk
