@@ -58,7 +58,10 @@ def _load(path: Path) -> dict:
     text = path.read_text(encoding="utf-8")
     if not text.strip():
         return {}
-    obj = json.loads(text)
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{path} is not JSON ({exc}); left as it is") from None
     if not isinstance(obj, dict):
         raise ValueError(f"{path} holds JSON but not an object; left as it is")
     return obj

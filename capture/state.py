@@ -131,6 +131,15 @@ class CaptureState:
         except OSError:
             pass   # the error still went to stderr
 
+    def drainer_pid(self) -> int | None:
+        """The pid the running drainer wrote, or None when no drainer runs."""
+        if not self.drainer_running():
+            return None
+        try:
+            return int((self.root / "drain.lock").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
     def errors(self) -> list[dict]:
         try:
             lines = (self.root / "errors.jsonl").read_text(encoding="utf-8").splitlines()
@@ -146,13 +155,14 @@ class CaptureState:
 
     # -- the one drainer ----------------------------------------------------------------------
     @contextmanager
-    def drain_lock(self) -> Iterator[bool]:
-        """Try to become the drainer: yields True when this process holds the lock."""
+    def drain_lock(self, owner: bool = True) -> Iterator[bool]:
+        """Try to become the drainer: yields True when this process holds the lock. The
+        drainer (``owner``) writes its pid into the file; a check for a drainer does not."""
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         fh = open(self.root / "drain.lock", "a+")
         try:
             got = _try_lock(fh)
-            if got:
+            if got and owner:
                 fh.seek(0)
                 fh.truncate()
                 fh.write(f"{os.getpid()}\n")
@@ -166,7 +176,7 @@ class CaptureState:
             fh.close()
 
     def drainer_running(self) -> bool:
-        with self.drain_lock() as got:
+        with self.drain_lock(owner=False) as got:
             return not got
 
 
