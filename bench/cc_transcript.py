@@ -71,7 +71,7 @@ class Transcript:
 
     def hook_input(self, event: str, **extra) -> dict:
         """The JSON the host gives the hook on stdin for ``event`` in this session."""
-        obj = {"session_id": self.session_id, "transcript_path": str(self.path),
+        obj: dict[str, object] = {"session_id": self.session_id, "transcript_path": str(self.path),
                "cwd": self.cwd, "hook_event_name": event, "permission_mode": "default"}
         if event == "Stop":
             obj["stop_hook_active"] = False
