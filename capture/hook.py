@@ -24,9 +24,13 @@ import sys
 import threading
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, Callable
 
 from .project import HookInput, project_namespace
 from .state import CaptureState
+
+if TYPE_CHECKING:
+    from ..tools.runtime import Config
 
 CAPTURE_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")
 HOSTS = ("claude-code",)
@@ -41,6 +45,9 @@ class HookSettings:
     prompt_tokens: int
     prompt_timeout_s: float
     env_file: str | None = None
+    # the runtime's configuration, built by the command that runs the hook (``server/``
+    # reads the settings; this layer only uses them), called only by ``UserPromptSubmit``
+    config: Callable[[], Config] | None = None
 
 
 def namespace_for(hs: HookSettings, inp: HookInput) -> str:
@@ -97,12 +104,13 @@ def _prompt(inp: HookInput, hs: HookSettings) -> str:
     out: list[str] = []
 
     def run() -> None:
-        from ..server.settings import load_settings
         from ..tools.recall import recall
         from ..tools.runtime import Runtime
 
+        if hs.config is None:
+            raise RuntimeError("prompt recall needs the runtime's configuration")
         ns = namespace_for(hs, inp)
-        rt = Runtime(load_settings(hs.env_file).to_config())
+        rt = Runtime(hs.config())
         rt.curation.stop(0)   # a one-shot reader: curation belongs to the drainer
         try:
             if ns not in rt.store.namespaces():

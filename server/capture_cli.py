@@ -58,7 +58,8 @@ def _hook_settings(args):
                            start_tokens=s.hook_start_tokens,
                            prompt_recall=s.hook_prompt_recall or bool(getattr(args, "prompt_recall", False)),
                            prompt_tokens=s.hook_prompt_tokens,
-                           prompt_timeout_s=s.hook_prompt_timeout_s, env_file=args.env_file)
+                           prompt_timeout_s=s.hook_prompt_timeout_s, env_file=args.env_file,
+                           config=s.to_config)
 
 
 def cmd_hook(args) -> int:
