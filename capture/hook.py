@@ -30,7 +30,7 @@ from .project import HookInput, project_namespace
 from .state import CaptureState
 
 if TYPE_CHECKING:
-    from ..tools.runtime import Config
+    from ..tools.runtime import Config, Runtime
 
 CAPTURE_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")
 HOSTS = ("claude-code",)
@@ -96,6 +96,18 @@ def _context(event: str, text: str) -> str:
                       ensure_ascii=False)
 
 
+def prompt_context(rt: Runtime, namespace: str, prompt: str, budget_tokens: int) -> str:
+    """What ``UserPromptSubmit`` adds for ``prompt``: recall's context within its own budget,
+    or "" when the namespace holds nothing or recall abstains (the capture benchmark scores
+    exactly this)."""
+    from ..tools.recall import recall
+
+    if not prompt.strip() or namespace not in rt.store.namespaces():
+        return ""
+    res = recall(rt, prompt[:4000], namespace=namespace, budget_tokens=budget_tokens)
+    return res.context if not res.abstain and res.context.strip() else ""
+
+
 def _prompt(inp: HookInput, hs: HookSettings) -> str:
     """Recall for the prompt; "" when it abstains, fails or runs past its time."""
     prompt = inp.prompt
@@ -104,20 +116,16 @@ def _prompt(inp: HookInput, hs: HookSettings) -> str:
     out: list[str] = []
 
     def run() -> None:
-        from ..tools.recall import recall
         from ..tools.runtime import Runtime
 
         if hs.config is None:
             raise RuntimeError("prompt recall needs the runtime's configuration")
-        ns = namespace_for(hs, inp)
         rt = Runtime(hs.config())
         rt.curation.stop(0)   # a one-shot reader: curation belongs to the drainer
         try:
-            if ns not in rt.store.namespaces():
-                return
-            res = recall(rt, prompt[:4000], namespace=ns, budget_tokens=hs.prompt_tokens)
-            if not res.abstain and res.context.strip():
-                out.append(_context("UserPromptSubmit", res.context))
+            text = prompt_context(rt, namespace_for(hs, inp), prompt, hs.prompt_tokens)
+            if text:
+                out.append(_context("UserPromptSubmit", text))
         finally:
             rt.close(2.0)
 

@@ -165,3 +165,24 @@ def test_events_it_does_not_act_on_say_nothing(tmp_path):
                       "prompt": "hello"}, env)
         assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
     assert not (tmp_path / "home").exists()   # and nothing was created
+
+
+def test_prompt_recall_adds_context_only_from_this_projects_memory(tmp_path):
+    home = tmp_path / "home"
+    env = hook_env(home, tmp_path, TRIMEM_HOOK_NAMESPACE=NS, TRIMEM_HOOK_PROMPT_RECALL="true")
+    t = _session(tmp_path)
+    _exchange(t, 1, "The staging database listens on port 6543, not the default.",
+              "Noted: staging Postgres is on port 6543.")
+    _exchange(t, 2, "Lunch order for Friday is ramen for the team.", "Added to the list.")
+    assert run_hook(t.hook_input("Stop"), env).returncode == 0
+    settle(home)
+    ask = t.hook_input("UserPromptSubmit", prompt="which port does the staging database use?")
+    r = run_hook(ask, env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    hso = json.loads(r.stdout)["hookSpecificOutput"]
+    assert hso["hookEventName"] == "UserPromptSubmit"
+    assert "port 6543" in hso["additionalContext"] and len(hso["additionalContext"]) // 4 <= 600
+    # another project's prompt reads another namespace: nothing stored there, nothing added
+    other = hook_env(home, tmp_path, TRIMEM_HOOK_PROMPT_RECALL="true")
+    r2 = run_hook(ask | {"cwd": str(tmp_path / "elsewhere")}, other, timeout=60)
+    assert (r2.returncode, r2.stdout) == (0, b""), r2.stderr
