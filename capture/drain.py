@@ -205,6 +205,7 @@ def drain(rt_factory: Callable[[], Runtime], state: CaptureState, opts: Options)
             with state.drain_lock() as got:
                 if not got:
                     return 0
+                state.clear_starting()
                 if rt is None:
                     rt = rt_factory()
                 _serve(rt, state, opts)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 ERRORS_KEPT = 50
+STARTING_S = 30.0   # how long a started drainer counts as running before it holds the lock
 
 
 def capture_dir(home: str) -> Path:
@@ -176,8 +177,23 @@ class CaptureState:
             fh.close()
 
     def drainer_running(self) -> bool:
+        """A drainer holds the lock, or one was started under ``STARTING_S`` ago and has not
+        taken it yet (a fresh interpreter needs a moment; without this, a check right after a
+        start would see nobody and a second start would race the first)."""
         with self.drain_lock(owner=False) as got:
-            return not got
+            if not got:
+                return True
+        try:
+            age = time.time() - (self.root / "drain.starting").stat().st_mtime
+        except OSError:
+            return False
+        return 0 <= age < STARTING_S
+
+    def mark_starting(self) -> None:
+        write_text(self.root / "drain.starting", f"{os.getpid()}\n")
+
+    def clear_starting(self) -> None:
+        (self.root / "drain.starting").unlink(missing_ok=True)
 
 
 def write_text(path: Path, text: str) -> None:
