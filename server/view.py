@@ -64,10 +64,12 @@ def routes(rt):
         return V.namespaces(nsmod.listing(rt)["namespaces"])
 
     def namespace(q):
+        from ..capture.status import capture_status
         from .view_data import sessions, wiki_pages
 
         ns, space = space_of(q)
-        return V.namespace(ns, sessions(space), wiki_pages(space))
+        return V.namespace(ns, sessions(space), wiki_pages(space),
+                           capture_status(rt.config.home, ns))
 
     def session(q):
         ns, space = space_of(q)

@@ -54,7 +54,30 @@ def namespaces(listing: list[dict]) -> str:
 STRATEGIES = ("auto", "plain", "hybrid", "workspace", "wiki")
 
 
-def namespace(ns: str, sessions: list[dict], pages: list[dict]) -> str:
+def capture(cap: dict) -> str:
+    """What the host's hooks captured into this namespace (``capture/status.py``): the last
+    capture of each transcript, with what it stored, skipped, redacted and any errors."""
+    rows = []
+    for r in cap.get("last") or []:
+        last, total = r.get("last") or {}, r.get("total") or {}
+        skipped = ", ".join(f"{k} {v}" for k, v in (last.get("skipped") or {}).items())
+        errors = "; ".join(str(e) for e in last.get("errors") or [])
+        rows.append([when(last.get("at")), h(r.get("session_id")), h(last.get("event")),
+                     h(last.get("stored")), h(total.get("stored")), h(skipped or "-"),
+                     h(total.get("redacted") or 0), h(errors or "none")])
+    head = (f"<p class=muted>{h(cap.get('transcripts', 0))} transcripts · "
+            f"{h(cap.get('pending_events', 0))} events waiting · drainer "
+            f"{'running' if cap.get('drainer_running') else 'idle'}</p>")
+    errs = [[when(e.get("at")), h(e.get("event")), h(e.get("error"))]
+            for e in cap.get("hook_errors") or []]
+    return (head + (table(["last capture", "session", "event", "stored", "stored in all",
+                           "skipped", "redacted", "errors"], rows) if rows else
+                    "<p class=muted>Nothing captured by hooks yet.</p>")
+            + (("<h3>Hook failures (any project)</h3>" + table(["time", "event", "error"], errs)) if errs
+               else ""))
+
+
+def namespace(ns: str, sessions: list[dict], pages: list[dict], cap: dict | None = None) -> str:
     opts = "".join(f"<option>{s}</option>" for s in STRATEGIES)
     form = (f'<form method=get action="/recall"><input type=hidden name=ns value="{h(ns)}">'
             f'<input type=text name=q placeholder="ask the memory…" aria-label=query> '
@@ -69,7 +92,8 @@ def namespace(ns: str, sessions: list[dict], pages: list[dict]) -> str:
             + table(["date", "session", "messages", "curation"], srows)
             + f"<h2>Wiki pages ({len(pages)})</h2>"
             + (table(["type", "page", "trajectories"], prows) if prows else
-               "<p class=muted>No wiki pages yet (curation builds them).</p>"))
+               "<p class=muted>No wiki pages yet (curation builds them).</p>")
+            + ("<h2>Capture</h2>" + capture(cap) if cap is not None else ""))
     return page(f"Namespace {ns}", body, ns)
 
 

@@ -105,6 +105,32 @@ async def test_every_stored_string_is_escaped(served):
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text
 
 
+async def test_namespace_page_shows_what_the_hooks_captured(served):
+    """The capture of a transcript (written by the drainer in ``_capture``) and a hook's own
+    failure show on the namespace page, hostile strings escaped."""
+    from urllib.parse import urlencode
+
+    from trimem.capture.state import CaptureState
+
+    base, rt = served
+    state = CaptureState(rt.config.home)
+    state.save_cursor("k1", {"transcript_path": "/x/t.jsonl", "namespace": EVIL,
+                             "session_id": EVIL, "offset": 10, "host": "claude-code",
+                             "last": {"at": "2026-11-02T10:00:00+00:00", "event": "Stop",
+                                      "stored": 7, "skipped": {"thinking": 2},
+                                      "redacted": {}, "errors": [], "complete": True},
+                             "total": {"stored": 41, "redacted": 3, "captures": 5}})
+    state.record_error("Stop", "transcript " + EVIL + " is not a readable file")
+    async with httpx.AsyncClient(base_url=base, headers={"authorization": f"Bearer {TOKEN}"}) as h:
+        r = await h.get("/ns?" + urlencode({"name": EVIL}))
+        other = await h.get("/ns?name=team")
+    assert r.status_code == 200
+    assert "<h2>Capture</h2>" in r.text and ">41<" in r.text and "thinking 2" in r.text
+    assert "Hook failures" in r.text and "not a readable file" in r.text
+    assert "<script>" not in r.text and "<img" not in r.text
+    assert "Nothing captured by hooks yet" in other.text   # another namespace's capture: not here
+
+
 @pytest.mark.slow
 async def test_wiki_page_with_claim_histories_in_headless_chromium(served):
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
