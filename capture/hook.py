@@ -153,8 +153,8 @@ def start_drainer(hs: HookSettings, state: CaptureState) -> bool:
     kw: dict = {"start_new_session": True} if os.name == "posix" else {
         "creationflags": getattr(subprocess, "DETACHED_PROCESS", 0)
         | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
-    state.mark_starting()
     with open(log_path, "ab") as log:
-        subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                         close_fds=True, env=env, cwd=str(state.root), **kw)
+        child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=log, close_fds=True, env=env, cwd=str(state.root), **kw)
+    state.mark_starting(child.pid)
     return True

@@ -11,6 +11,7 @@ Under ``<home>/_capture/`` (for an object-store home, the user's state folder, o
 - ``digest/<namespace key>.json``: the ``SessionStart`` context of a namespace, with the forget
   stamp it was built under (``storage/names.py``);
 - ``drain.lock``: held by the one process draining (an OS lock: released when it dies);
+- ``drain.starting``: the pid of a drainer a hook has just started, until it holds the lock;
 - ``drain.log``: the drainer's stderr; ``errors.jsonl``: the last hook failures.
 
 Every JSON file is written beside and renamed, so a reader sees the old or the new one whole.
@@ -134,8 +135,9 @@ class CaptureState:
 
     def drainer_pid(self) -> int | None:
         """The pid the running drainer wrote, or None when no drainer runs."""
-        if not self.drainer_running():
-            return None
+        with self.drain_lock(owner=False) as got:
+            if got:
+                return None
         try:
             return int((self.root / "drain.lock").read_text().split()[0])
         except (OSError, ValueError, IndexError):
@@ -177,23 +179,45 @@ class CaptureState:
             fh.close()
 
     def drainer_running(self) -> bool:
-        """A drainer holds the lock, or one was started under ``STARTING_S`` ago and has not
-        taken it yet (a fresh interpreter needs a moment; without this, a check right after a
-        start would see nobody and a second start would race the first)."""
+        """A drainer holds the lock, or one was started under ``STARTING_S`` ago, is alive and
+        has not taken the lock yet (a fresh interpreter needs a moment: without this, a check
+        right after a start sees nobody, and a second start would race the first)."""
         with self.drain_lock(owner=False) as got:
             if not got:
                 return True
+        path = self.root / "drain.starting"
         try:
-            age = time.time() - (self.root / "drain.starting").stat().st_mtime
-        except OSError:
+            age = time.time() - path.stat().st_mtime
+            pid = int(path.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
             return False
-        return 0 <= age < STARTING_S
+        return 0 <= age < STARTING_S and _alive(pid)
 
-    def mark_starting(self) -> None:
-        write_text(self.root / "drain.starting", f"{os.getpid()}\n")
+    def mark_starting(self, pid: int) -> None:
+        write_text(self.root / "drain.starting", f"{pid}\n")
 
     def clear_starting(self) -> None:
         (self.root / "drain.starting").unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, killed but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        pass
+    if os.name != "posix":
+        return True   # no cheap check: the age limit alone applies
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def write_text(path: Path, text: str) -> None:

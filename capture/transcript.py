@@ -13,7 +13,7 @@ The rule (docs/capture.md, "What is stored"):
 - user and assistant text: stored as it is (speaker ``user`` / ``assistant``), one message per
   entry, its ``uuid`` as the ``ref`` and its ``timestamp`` as the time;
 - a tool call: a one-line note, ``[tool NAME] ARGS`` with the arguments as compact JSON cut to
-  ``TOOL_ARGS_CHARS`` (speaker ``assistant``);
+  ``TOOL_ARGS_CHARS`` (speaker ``tool``: it is what the assistant ran, not what it said);
 - a tool result: its first ``TOOL_RESULT_CHARS`` characters and how many more there were
   (speaker ``tool``); images and other binary blocks are left out;
 - thinking blocks: never stored;
@@ -129,7 +129,7 @@ def entries_of(obj: dict, max_chars: int, skipped: Counter) -> list[Entry]:
             speaker = "user" if kind == "user" else "assistant"
             limit = max_chars
         elif btype == "tool_use":
-            text, speaker, limit = _tool_note(block), "assistant", max_chars
+            text, speaker, limit = _tool_note(block), "tool", max_chars
         elif btype == "tool_result":
             text, speaker, limit = _result_text(block), "tool", TOOL_RESULT_CHARS
         elif btype in ("thinking", "redacted_thinking"):

@@ -46,6 +46,7 @@ def test_stop_stores_each_new_message_once_with_its_ref_time_and_session(tmp_pat
     assert rows["u1"]["session_id"] == "sess-1"
     assert rows["u1"]["timestamp"].isoformat().startswith("2026-11-02T10:01")
     assert rows[t.uuids[-2]]["text"].startswith("[tool Bash]")
+    assert rows[t.uuids[-2]]["speaker"] == "tool"
     assert rows[t.uuids[-1]]["speaker"] == "tool"
     assert not any("PRIVATE-THOUGHT" in row["text"] for row in rows.values())
 

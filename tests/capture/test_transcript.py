@@ -20,7 +20,8 @@ def test_the_rule_on_a_session_written_from_the_docs():
     assert chunk.end == FIXTURE.stat().st_size
     assert got["u-1"].speaker == "user" and got["u-1"].timestamp == "2025-10-01T09:00:01.000Z"
     assert got["a-1"].speaker == "assistant" and got["a-1"].text == "I'll look at the parser first."
-    note = got["a-2"].text   # a tool call: one line, arguments cut
+    note = got["a-2"].text   # a tool call: one line, arguments cut, not the assistant's words
+    assert got["a-2"].speaker == "tool"
     assert note.startswith('[tool Read] {"file_path":"/home/u/proj/dates.py"')
     assert "\n" not in note and len(note) <= len("[tool Read] ") + TOOL_ARGS_CHARS + 1
     res = got["u-2"]         # a tool result: a bounded excerpt that says what was cut
