@@ -27,9 +27,8 @@ def hook_command() -> list[str]:
 class HookRunner:
     def __init__(self, home: Path, root: Path, linger_s: float = 20.0, **env: str):
         self.home = home
-        self.env = dict(os.environ, TRIMEM_HOME=str(home), TRIMEM_CAPTURE_LINGER_S=str(linger_s),
-                        **env)
-        self.env.pop("TRIMEM_HOOK_NAMESPACE", None)
+        base = {k: v for k, v in os.environ.items() if k != "TRIMEM_HOOK_NAMESPACE"}
+        self.env = dict(base, TRIMEM_HOME=str(home), TRIMEM_CAPTURE_LINGER_S=str(linger_s), **env)
         self.cmd = hook_command()
         self.times: dict[str, list[float]] = {}
         self.errors: list[str] = []
