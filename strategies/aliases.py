@@ -37,6 +37,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .base import spoken
 from .nscache import NamespaceCache
 from .wiki.text import NOT_NAMES, STOP
 
@@ -109,7 +110,8 @@ def introductions(text: str) -> list[tuple[str, float]]:
 
 
 def session_stats(rows: list[dict]) -> SessionStats:
-    """Votes of one session's messages (ordered by seq)."""
+    """Votes of one session's messages (ordered by seq); tool rows are nobody's words."""
+    rows = spoken(rows)
     st = SessionStats(n=len(rows))
     spk = [r.get("speaker") or "" for r in rows]
     st.speakers = {s for s in spk if s}

@@ -118,3 +118,14 @@ class Strategy(Protocol):
 def tokens_of(text: str) -> int:
     """The contract's token count: ceil(chars / 4)."""
     return -(-len(text) // 4)
+
+
+# What a host ran rather than what anyone said: tool calls and their results, as capture stores
+# them (docs/capture.md). Such rows are sources like any other (searched, quoted, cited), but
+# they are nobody's words: they never vote on who a speaker is, and curation leaves them out.
+TOOL_SPEAKER = "tool"
+
+
+def spoken(rows: list[dict]) -> list[dict]:
+    """``rows`` without the tool rows (see ``TOOL_SPEAKER``), in their order."""
+    return [r for r in rows if r.get("speaker") != TOOL_SPEAKER]

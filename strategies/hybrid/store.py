@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, TypeGuard
 
+from ..base import spoken
 from ..ids import stable_id
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def curate(env: Env, session_id: str) -> dict:
     kept = next((r["origin"] for r in existing if r["origin"] in KEPT_ORIGINS), None)
     if kept:
         return {"origin": kept, "removed": len(stale), "added": 0}
-    turns = space.sources_by_session(session_id)
+    turns = spoken(space.sources_by_session(session_id))
     if not turns:
         return {"origin": None, "removed": len(stale), "added": 0}
     sess = space.get_session(session_id) or {}

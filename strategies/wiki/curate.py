@@ -29,6 +29,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..base import spoken
 from ..nscache import NamespaceCache
 from . import turnmap
 from .claims import build_snapshots
@@ -106,7 +107,7 @@ def slotted_claims(ns, space: Space) -> turnmap.SlottedClaims:
 def new_snapshots(space: Space, session_id: str, llm=None) -> list[dict]:
     """Snapshots for the session's messages no snapshot covers yet (stored here), plus any of
     its snapshots that no trajectory holds (a crash between the two writes)."""
-    rows = space.sources_by_session(session_id)
+    rows = spoken(space.sources_by_session(session_id))
     have = space.rows(SNAP, eq={"session_id": session_id}, columns=["id", "idx", "source_ids"])
     covered = {i for s in have for i in s["source_ids"]}
     new = [r for r in rows if r["id"] not in covered]

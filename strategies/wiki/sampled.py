@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from ..base import spoken
 from .claims import build_snapshots, exchanges
 from .store import SNAP, SNAP_SCHEMA, ensure
 
@@ -60,7 +61,7 @@ def write_claims(space: Space, session_id: str, by_label: dict[str, dict], claim
     (0: nothing was written, the session keeps what it had)."""
     ensure(space)
     given = valid_claims(claims, by_label)
-    rows = space.sources_by_session(session_id)
+    rows = spoken(space.sources_by_session(session_id))
     if not given or not rows:
         return 0
     sess = space.get_session(session_id) or {}

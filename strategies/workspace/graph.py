@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from ..base import spoken
 from .segment import segment
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def _iso(ts) -> str:
 
 def build_threads(env: Env, session_id: str) -> list[dict]:
     """Thread rows (both schemes) for one session, from its sources and their vectors."""
-    sources = env.space.sources_by_session(session_id)
+    sources = spoken(env.space.sources_by_session(session_id))
     if not sources:
         return []
     vecs = env.space.source_vectors([s["id"] for s in sources])
