@@ -34,6 +34,8 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..strategies.base import TOOL_SPEAKER
+
 TOOL_ARGS_CHARS = 160
 TOOL_RESULT_CHARS = 400
 MAX_LINE_BYTES = 8_000_000     # a longer line is skipped whole (counted), never parsed
@@ -129,9 +131,9 @@ def entries_of(obj: dict, max_chars: int, skipped: Counter) -> list[Entry]:
             speaker = "user" if kind == "user" else "assistant"
             limit = max_chars
         elif btype == "tool_use":
-            text, speaker, limit = _tool_note(block), "tool", max_chars
+            text, speaker, limit = _tool_note(block), TOOL_SPEAKER, max_chars
         elif btype == "tool_result":
-            text, speaker, limit = _result_text(block), "tool", TOOL_RESULT_CHARS
+            text, speaker, limit = _result_text(block), TOOL_SPEAKER, TOOL_RESULT_CHARS
         elif btype in ("thinking", "redacted_thinking"):
             skipped["thinking"] += 1
             continue
