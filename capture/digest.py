@@ -18,7 +18,9 @@ What it holds, in this order, inside the memory frame (every stored string goes 
 2. the latest sessions, newest first (at most ``RECENT``): their date and size, the user's first
    request in it and the last one (each cut to ``ASK_CHARS``): what was being worked on;
 3. long-running threads: the wiki's trajectories that span the most sessions (at least two),
-   by their title and their latest session's date: what keeps coming back.
+   by their title and their latest session's date: what keeps coming back;
+4. the sessions before those (at most ``EARLIER``), newest first, by their date and the user's
+   opening request: an index of what else the memory holds.
 
 Chosen to be cheap to build and stable: it needs no query, no embedding and no model, and
 it says what a new session most often needs (what was going on last, what recurs).
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from ..storage.names import namespace_key, read_forget_stamp
 from ..strategies import frame
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 RECENT = 5
+EARLIER = 30    # older sessions listed by their opening request, while the budget lasts
 THREADS = 6
 ASK_CHARS = 200
 
@@ -85,28 +88,35 @@ def build(rt: Runtime, namespace: str, budget_tokens: int) -> str:
             f"recall(query, namespace=\"{ns}\")]\n")
     budget = budget_tokens * 4 - len(head) - len(frame.OPEN) - len(frame.CLOSE) - 2
     lines: list[str] = []
+    full = False
 
-    def add(line: str) -> bool:
-        nonlocal budget
-        if len(line) + 1 > budget:
-            return False
-        lines.append(line)
-        budget -= len(line) + 1
-        return True
+    def section(title: str, groups: Iterator[tuple[str, ...]]) -> None:
+        """The title and each group of lines whole, while they fit; once one does not, nothing
+        more is added (no title without its first group, no later section)."""
+        nonlocal budget, full
+        first = True
+        for group in groups:
+            group = (title, *group) if first else group
+            size = sum(len(x) + 1 for x in group)
+            if full or size > budget:
+                full = True
+                return
+            lines.extend(group)
+            budget -= size
+            first = False
 
-    add("Latest sessions:")
-    for s in sessions[:RECENT]:
-        if not add(f"[{_day(s.get('last_ts') or s.get('session_time'))} · "
-                   f"{int(s.get('n_messages') or 0)} messages]"):
-            break
-        for ask in _asks(space, s["session_id"]):
-            if not add(f"user: {frame.shown(ask)[0]}"):
-                break
-    threads = _threads(space)
-    if threads and add("Threads that keep coming back:"):
-        for t in threads:
-            if not add(t):
-                break
+    def day(s: dict) -> str:
+        return _day(s.get("last_ts") or s.get("session_time"))
+
+    section("Latest sessions:", (
+        (f"[{day(s)} · {int(s.get('n_messages') or 0)} messages]",
+         *(f"user: {frame.shown(a)[0]}" for a in _asks(space, s["session_id"])))
+        for s in sessions[:RECENT]))
+    section("Threads that keep coming back:", ((t,) for t in _threads(space)))
+    section("Earlier sessions:", (
+        (f"[{day(s)}] user: {frame.shown(asks[0])[0]}",)
+        for s in sessions[RECENT:RECENT + EARLIER]
+        for asks in [_asks(space, s["session_id"])[:1]] if asks))
     return head + frame.OPEN + "\n".join(lines) + "\n" + frame.CLOSE
 
 
