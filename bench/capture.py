@@ -9,7 +9,8 @@ conversation's first speaker is the ``user``, every other speaker the ``assistan
 is an entry whose ``uuid`` is the turn's id (so stored refs are the gold evidence ids) and whose
 ``timestamp`` is the turn's time. Around the turns, as an agent session has them: a thinking
 block before some replies, a tool call and its result before every ``TOOL_EVERY``-th reply,
-a long assistant write-up after every ``LONG_EVERY``-th exchange. The transcript grows as a live
+a long assistant write-up after every ``LONG_EVERY``-th exchange (engineering prose about a
+made-up project; ``--long-kind salad``: random words). The transcript grows as a live
 session does, and the hooks run as the host runs them, each a fresh process with the event's
 JSON on stdin: ``SessionStart`` when a session opens, ``Stop`` after every exchange,
 ``PreCompact`` every ``COMPACT_EVERY`` exchanges, ``SessionEnd`` when it closes.
@@ -38,6 +39,8 @@ from pathlib import Path
 
 from .cc_transcript import Transcript
 from .hookproc import HookRunner
+from .longmsg import FILLER as PROSE
+from .longmsg import PROJECTS
 from .locomo import dataset, load, norm_evidence, norm_ws, parse_when, score, sessions, \
     summarise, turn_text
 
@@ -57,6 +60,20 @@ def _filler(rng: random.Random, n_chars: int) -> str:
         out.append(sent[0].upper() + sent[1:] + ".")
         size += len(sent) + 2
     return " ".join(out)
+
+
+def _write_up(rng: random.Random, n_chars: int, kind: str) -> str:
+    """A long assistant reply: engineering prose about a made-up project (``prose``, what an
+    agent host's long answers are like; ``bench/longmsg.py``'s paragraphs), or random words from
+    a small vocabulary (``salad``, a harsher stand-in that shares common words with many
+    questions)."""
+    if kind == "salad":
+        return "Here is the longer write-up you asked for. " + _filler(rng, n_chars)
+    project = rng.choice(PROJECTS)
+    paras: list[str] = []
+    while sum(len(x) + 2 for x in paras) < n_chars:
+        paras.append(rng.choice(PROSE).format(p=project, n=rng.randint(5, 60)))
+    return "\n\n".join(paras)
 
 
 def turn_times(conv: dict) -> dict[str, str]:
@@ -79,7 +96,8 @@ def _role(conv: dict) -> dict[str, str]:
 
 
 def live_sessions(name: str, conv: dict, root: Path, hooks: HookRunner, seed: int = 1,
-                  tool_every: int = TOOL_EVERY, long_every: int = LONG_EVERY) -> dict:
+                  tool_every: int = TOOL_EVERY, long_every: int = LONG_EVERY,
+                  long_kind: str = "prose") -> dict:
     """Write ``conv``'s sessions as transcripts while running the hooks the host would run."""
     rng = random.Random(seed)
     role, times = _role(conv), turn_times(conv)
@@ -108,8 +126,7 @@ def live_sessions(name: str, conv: dict, root: Path, hooks: HookRunner, seed: in
                 continue          # the reply goes on: the host stops after its last part
             n["exchanges"] += 1
             if long_every and n["exchanges"] % long_every == 0:
-                t.assistant("Here is the longer write-up you asked for. "
-                            + _filler(rng, rng.randint(3000, 9000)), ts)
+                t.assistant(_write_up(rng, rng.randint(3000, 9000), long_kind), ts)
                 n["long_replies"] += 1
             hooks.run("Stop", t.hook_input("Stop"))
             if n["exchanges"] % COMPACT_EVERY == 0:
@@ -167,7 +184,8 @@ def run(args) -> dict:
     t0 = time.perf_counter()
     for name, raw in convs:
         made[name] = live_sessions(name, raw.get("conversation", raw), root, hooks,
-                                   tool_every=args.tool_every, long_every=args.long_every)
+                                   tool_every=args.tool_every, long_every=args.long_every,
+                                   long_kind=args.long_kind)
         print(f"  {name}: {made[name]['exchanges']} exchanges captured", file=sys.stderr)
     hooks.settle(timeout=3600)
     t_capture = time.perf_counter() - t0
@@ -215,7 +233,8 @@ def run(args) -> dict:
     return {"date": datetime.now().strftime("%Y-%m-%d"), "data": Path(args.data).name,
             "conversations": [n for n, _ in convs], "budget": args.budget,
             "prompt_tokens": args.prompt_tokens, "made": made,
-            "capture_s": round(t_capture, 1), "direct_ingest_s": round(t_direct, 1),
+            "long_kind": args.long_kind, "capture_s": round(t_capture, 1),
+            "direct_ingest_s": round(t_direct, 1),
             "hook_latency_ms": lat, "hook_errors": hooks.errors, "prompt_hook_checks": checks,
             "results": {k: summarise(v, cats) for k, v in rows.items()}}
 
@@ -254,6 +273,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="a tool call and result before every N-th reply (0: none)")
     ap.add_argument("--long-every", type=int, default=LONG_EVERY,
                     help="a long write-up after every N-th exchange (0: none)")
+    ap.add_argument("--long-kind", default="prose", choices=["prose", "salad"],
+                    help="what the long write-ups say (see _write_up)")
     ap.add_argument("--linger-s", type=float, default=20.0)
     ap.add_argument("--home", default="")
     ap.add_argument("--json", default="")
