@@ -28,8 +28,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
 from . import digest
+from .hosts import reader_for
 from .state import CaptureState, read_json
-from .transcript import Entry, read_from
+from .transcript import Entry
 
 if TYPE_CHECKING:
     from ..tools.runtime import Runtime
@@ -69,18 +70,20 @@ def _time_ok(ts: str | None) -> str | None:
         return None
 
 
-def _known(rt: Runtime, ns: str, sid: str, refs: list[str]) -> set[str]:
-    """Refs stored in any session of the namespace, or forgotten there (a forgotten message
-    never comes back through capture)."""
+def _known(rt: Runtime, ns: str, sid: str, entries: list[Entry]) -> set[str]:
+    """Refs stored in any session of the namespace, or forgotten there under this session or
+    the session the entry came from (a forgotten message never comes back through capture,
+    not even as a forked session's copy)."""
     from ..strategies.ids import stable_id
 
     if ns not in rt.store.namespaces():
         return set()
     space = rt.space(ns)
-    have = {r["ref"] for r in space.sources_by_refs(refs)}
+    have = {r["ref"] for r in space.sources_by_refs([e.ref for e in entries])}
     gone = {i for r in space.rows("audit", eq={"op": "forget"}, columns=["target_ids"])
             for i in (r["target_ids"] or [])}
-    return have | {r for r in refs if stable_id("src", ns, sid, r) in gone}
+    return have | {e.ref for e in entries
+                   if {stable_id("src", ns, s, e.ref) for s in {sid, e.origin or sid}} & gone}
 
 
 def _batches(entries: list[Entry], max_n: int, max_chars: int) -> list[list[Entry]]:
@@ -100,13 +103,13 @@ def store_entries(rt: Runtime, ns: str, sid: str, entries: list[Entry], rep: Rep
     from ..tools.remember import Message, remember
     from .redact import redact
 
-    refs = [e.ref for e in entries]
-    known = _known(rt, ns, sid, refs)
-    rep.already += sum(1 for r in refs if r in known)
+    known = _known(rt, ns, sid, entries)
     fresh = []
     for e in entries:
         if e.ref in known:
+            rep.already += 1
             continue
+        known.add(e.ref)   # a log may repeat an entry (a message written again when it grew)
         red = redact(_clean(e.text))
         rep.redacted.update(red.kinds)
         fresh.append(Entry(ref=e.ref, speaker=e.speaker, text=red.text,
@@ -121,32 +124,36 @@ def store_entries(rt: Runtime, ns: str, sid: str, entries: list[Entry], rep: Rep
 
 
 def capture(rt: Runtime, state: CaptureState, key: str, marker: dict) -> Report:
-    """Read one transcript from its cursor to its end and store what is new."""
+    """Read one log from its cursor to its end and store what is new. The marker's ``host``
+    names the reader (``capture/hosts.py``): Claude Code's transcript by default."""
     rep = Report()
     path, ns, sid = marker["transcript_path"], marker["namespace"], marker["session_id"]
+    read = reader_for(marker.get("host"))
     cur = state.cursor(key)
-    offset = int(cur.get("offset") or 0) if cur.get("transcript_path") == path else 0
+    same = cur.get("transcript_path") == path
+    offset = int(cur.get("offset") or 0) if same else 0
+    rstate = dict(cur.get("reader_state") or {}) if same else {}
     limit = rt.limits.max_message_chars - 64
     try:
         while True:
-            chunk = read_from(path, offset, limit)
+            chunk = read(path, offset, limit, rstate)
             rep.skipped.update(chunk.skipped)
             sid = sid or chunk.session_id or key
             if chunk.entries:
                 store_entries(rt, ns, sid, chunk.entries, rep)
             moved = chunk.end != offset
-            offset = chunk.end
+            offset, rstate = chunk.end, chunk.state
             if not moved:
                 break
-            _save(state, key, marker, sid, offset, rep, done=False, prev=cur)
+            _save(state, key, marker, sid, (offset, rstate), rep, done=False, prev=cur)
     except Exception as exc:  # noqa: BLE001 - recorded for status, stderr and the next try
         rep.errors.append(f"{type(exc).__name__}: {exc}"[:500])
-    _save(state, key, marker, sid, offset, rep, done=True, prev=cur)
+    _save(state, key, marker, sid, (offset, rstate), rep, done=True, prev=cur)
     return rep
 
 
-def _save(state: CaptureState, key: str, marker: dict, sid: str, offset: int, rep: Report,
-          done: bool, prev: dict) -> None:
+def _save(state: CaptureState, key: str, marker: dict, sid: str, where: tuple[int, dict],
+          rep: Report, done: bool, prev: dict) -> None:
     total = dict(prev.get("total") or {})
     last = {"at": datetime.now().astimezone().isoformat(timespec="seconds"),
             "event": marker.get("event"), "stored": rep.stored, "already_stored": rep.already,
@@ -157,8 +164,8 @@ def _save(state: CaptureState, key: str, marker: dict, sid: str, offset: int, re
                  "redacted": int(total.get("redacted", 0)) + sum(rep.redacted.values()),
                  "captures": int(total.get("captures", 0)) + 1}
     state.save_cursor(key, {"transcript_path": marker["transcript_path"], "namespace":
-                            marker["namespace"], "session_id": sid, "offset": offset,
-                            "host": marker.get("host"), "last": last,
+                            marker["namespace"], "session_id": sid, "offset": where[0],
+                            "reader_state": where[1], "host": marker.get("host"), "last": last,
                             "total": total if done else prev.get("total") or {}})
 
 

@@ -25,7 +25,9 @@ The rule (docs/capture.md, "What is stored"):
 - a message longer than ``max_chars`` keeps its head and says how much was cut.
 
 Reading stops at the last complete line: a host still writing the next one is read next time.
-Only this module knows the host's format; what it returns is plain data.
+Only this module knows the host's format; what it returns is plain data. The shapes it returns
+(``Entry``, ``Chunk``) and the helpers for the shared rule (``cut``, ``tool_note``,
+``jsonl_objects``) are those of every host's reader (``capture/codex.py``, ``capture/gemini.py``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any, Iterator
 
 from ..strategies.base import TOOL_SPEAKER
 
@@ -50,24 +53,85 @@ class Entry:
     speaker: str
     text: str
     timestamp: str | None
+    # the session that first recorded the entry, when a log repeats another session's entries
+    # (a forked session's copy of its parent): a forget there keeps the copy out too
+    origin: str | None = None
 
 
 @dataclass
 class Chunk:
     """What one read of a transcript found: the messages, what it skipped and why, and the
-    byte offset just past the last complete line it read."""
+    byte offset just past the last complete line it read. ``state`` is what a reader needs
+    besides the offset to go on next time (kept with the cursor; empty for Claude Code)."""
 
     entries: list[Entry] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
     end: int = 0
     session_id: str | None = None
+    state: dict = field(default_factory=dict)
 
 
-def _cut(text: str, limit: int) -> str:
+def cut(text: str, limit: int) -> str:
+    """``text`` stripped, and when longer than ``limit`` its head and how much was cut."""
     text = text.strip()
     if len(text) <= limit:
         return text
     return f"{text[:limit].rstrip()} [… {len(text) - limit} more characters]"
+
+
+def tool_note(name: Any, args: Any) -> str:
+    """A tool call as one line: ``[tool NAME] ARGS``, the arguments as compact JSON cut to
+    ``TOOL_ARGS_CHARS`` (JSON escapes every newline, so the note stays one line)."""
+    label = " ".join(str(name or "tool").split())[:80] or "tool"
+    try:
+        text = json.dumps(args if args is not None else {}, ensure_ascii=False,
+                          separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        text = "{}"
+    if len(text) > TOOL_ARGS_CHARS:
+        text = text[:TOOL_ARGS_CHARS] + "…"
+    return f"[tool {label}] {text}"
+
+
+def jsonl_objects(path: str, offset: int, chunk: Chunk,
+                  max_bytes: int = 32_000_000) -> Iterator[tuple[int, dict]]:
+    """Each JSON object line of ``path`` from byte ``offset`` to its last complete line (at most
+    ``max_bytes``), with the byte offset where the line starts; ``chunk.end`` follows what was
+    read. Lines that are not a JSON object, or over ``MAX_LINE_BYTES``, are counted in
+    ``chunk.skipped``, never parsed deeper. A file shorter than ``offset`` was rewritten: it is
+    read from the start and ``chunk.state`` is cleared (refs keep anything from being stored
+    twice)."""
+    chunk.end = offset
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        if size < offset:
+            offset = chunk.end = 0
+            chunk.state = {}
+        fh.seek(offset)
+        data = fh.read(min(size - offset, max_bytes))
+    last = data.rfind(b"\n")
+    if last < 0:
+        return
+    pos = 0
+    for raw in data[:last + 1].split(b"\n")[:-1]:
+        start = offset + pos
+        pos += len(raw) + 1
+        chunk.end = offset + pos
+        if not raw.strip():
+            continue
+        if len(raw) > MAX_LINE_BYTES:
+            chunk.skipped["too-long"] += 1
+            continue
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError):
+            chunk.skipped["unreadable"] += 1
+            continue
+        if not isinstance(obj, dict):
+            chunk.skipped["unreadable"] += 1
+            continue
+        yield start, obj
 
 
 def _result_text(block: dict) -> str:
@@ -78,17 +142,6 @@ def _result_text(block: dict) -> str:
         return "\n".join(b.get("text", "") for b in body
                          if isinstance(b, dict) and b.get("type") == "text")
     return ""
-
-
-def _tool_note(block: dict) -> str:
-    name = str(block.get("name") or "tool")[:80]
-    try:
-        args = json.dumps(block.get("input") or {}, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError):
-        args = "{}"
-    if len(args) > TOOL_ARGS_CHARS:
-        args = args[:TOOL_ARGS_CHARS] + "…"
-    return f"[tool {name}] {args}"
 
 
 def _blocks(content) -> list[dict]:
@@ -131,7 +184,8 @@ def entries_of(obj: dict, max_chars: int, skipped: Counter) -> list[Entry]:
             speaker = "user" if kind == "user" else "assistant"
             limit = max_chars
         elif btype == "tool_use":
-            text, speaker, limit = _tool_note(block), TOOL_SPEAKER, max_chars
+            text = tool_note(block.get("name"), block.get("input"))
+            speaker, limit = TOOL_SPEAKER, max_chars
         elif btype == "tool_result":
             text, speaker, limit = _result_text(block), TOOL_SPEAKER, TOOL_RESULT_CHARS
         elif btype in ("thinking", "redacted_thinking"):
@@ -140,7 +194,7 @@ def entries_of(obj: dict, max_chars: int, skipped: Counter) -> list[Entry]:
         else:
             skipped[f"block:{btype}"[:40]] += 1
             continue
-        text = _cut(text, limit)
+        text = cut(text, limit)
         if not text:
             skipped["empty"] += 1
             continue
@@ -154,34 +208,8 @@ def read_from(path: str, offset: int, max_chars: int, max_bytes: int = 32_000_00
     was rewritten: it is read again from the start (refs keep that from storing anything twice).
     """
     chunk = Chunk(end=offset)
-    with open(path, "rb") as fh:
-        fh.seek(0, 2)
-        size = fh.tell()
-        if size < offset:
-            offset = chunk.end = 0
-        fh.seek(offset)
-        data = fh.read(min(size - offset, max_bytes))
-    last = data.rfind(b"\n")
-    if last < 0:
-        return chunk
-    pos = 0
-    for raw in data[:last + 1].split(b"\n")[:-1]:
-        pos += len(raw) + 1
-        if not raw.strip():
-            continue
-        if len(raw) > MAX_LINE_BYTES:
-            chunk.skipped["too-long"] += 1
-            continue
-        try:
-            obj = json.loads(raw)
-        except (ValueError, RecursionError):
-            chunk.skipped["unreadable"] += 1
-            continue
-        if not isinstance(obj, dict):
-            chunk.skipped["unreadable"] += 1
-            continue
+    for _, obj in jsonl_objects(path, offset, chunk, max_bytes):
         if chunk.session_id is None and isinstance(obj.get("sessionId"), str):
             chunk.session_id = obj["sessionId"]
         chunk.entries += entries_of(obj, max_chars, chunk.skipped)
-    chunk.end = offset + pos
     return chunk
