@@ -153,3 +153,29 @@ def cmd_status(args) -> int:
             rt.close(2.0)
     print(json.dumps(out, indent=2, ensure_ascii=False, default=str))
     return 0
+
+
+def cmd_import_log(args) -> int:
+    """``trimem import --from codex|gemini [PATH]`` (``capture/agentlog.py``): the report as
+    JSON on stdout; exit 1 when PATH is missing or a log could not be read."""
+    from pathlib import Path
+
+    from ..capture.agentlog import default_path, find_logs, import_found
+    from .transfer_cli import runtime
+
+    where = Path(args.path) if args.path else default_path(args.source)
+    try:
+        found = find_logs(args.source, where)
+    except (OSError, ValueError) as exc:
+        print(f"trimem import: {exc}", file=sys.stderr)
+        return 1
+    if not found.logs:
+        report, code = import_found(None, "", args.source, where, found)
+    else:
+        with runtime(curate=args.curate) as rt:
+            report, code = import_found(rt, rt.config.home, args.source, where, found,
+                                        args.namespace)
+            if args.curate:
+                rt.curation.wait_idle()
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+    return code
