@@ -94,6 +94,14 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
+    from ..capture import AGENT_LOGS
+
+    if args.source in AGENT_LOGS:   # another agent CLI's session logs: capture/agentlog.py
+        from .capture_cli import cmd_import_log
+
+        return cmd_import_log(args)
+    if args.path is None:
+        return _fail("import", f"--from {args.source} needs a PATH")
     from ..transfer.foreign import read_foreign
     from ..transfer.format import FormatError, read_all
     from ..transfer.importer import ImportError_, import_records
@@ -123,6 +131,7 @@ def cmd_import(args) -> int:
 
 
 def add_parsers(sub) -> dict:
+    from ..capture import AGENT_LOGS
     from ..transfer import FOREIGN
 
     e = sub.add_parser("export", help="write namespaces to a file (the versioned trimem-export "
@@ -132,13 +141,14 @@ def add_parsers(sub) -> dict:
     e.add_argument("--namespace", action="append", help="one namespace (repeatable; default: all)")
     e.add_argument("--format", choices=["jsonl", "markdown"], default="jsonl")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
-    i = sub.add_parser("import", help="import a trimem export, or another tool's file "
-                       "(--from): re-importing adds nothing")
-    i.add_argument("path")
-    i.add_argument("--from", dest="source", choices=["trimem", *FOREIGN], default="trimem",
-                   help="the file's kind (default: a trimem export)")
+    i = sub.add_parser("import", help="import a trimem export, another tool's file, or an "
+                       "agent CLI's session logs (--from): re-importing adds nothing")
+    i.add_argument("path", nargs="?", help="the file; for --from codex/gemini a log or a "
+                   "folder of logs (default: the CLI's own log folder)")
+    i.add_argument("--from", dest="source", choices=["trimem", *FOREIGN, *AGENT_LOGS],
+                   default="trimem", help="the file's kind (default: a trimem export)")
     i.add_argument("--namespace", help="for --from files: the namespace to import into "
-                   "(default: 'default')")
+                   "(default: 'default'; for agent logs, one per project)")
     i.add_argument("--curate", action="store_true", help="curate the imported sessions now "
                    "(default: the next `trimem serve` does it in the background)")
     i.add_argument("--quiet", action="store_true", help="no progress bar")
