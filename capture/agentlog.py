@@ -109,9 +109,9 @@ def import_log(rt: Runtime, state: CaptureState, host: str, path: Path,
     out = {"path": str(path), "session_id": None, "namespace": namespace}
     try:
         sid, cwd = _head(host, real)
-    except OSError as exc:
-        rep = Report(errors=[f"cannot read {path}: {exc.strerror or exc}"])
-        return out | _report(rep)
+    except (OSError, ValueError, RuntimeError) as exc:   # unreadable; a symlink loop
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        return out | _report(Report(errors=[f"cannot read {path}: {why}"[:500]]))
     key = transcript_key(real)
     cur = state.cursor(key)
     ns = namespace or (cur.get("namespace") if cur.get("transcript_path") == real else None) \

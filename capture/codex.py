@@ -33,7 +33,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from .transcript import TOOL_RESULT_CHARS, Chunk, Entry, cut, jsonl_objects, tool_note
+from .transcript import TOOL_RESULT_CHARS, Chunk, Entry, clean_id, cut, jsonl_objects, tool_note
 
 # Codex's own list of context it sends as user messages: start and end marker of each
 CONTEXT = (("# agents.md instructions for ", "</instructions>"),
@@ -58,6 +58,7 @@ def is_context(text: str) -> bool:
 
 
 def _ref(state: dict, origin: str, kind: str, key: str) -> str:
+    key = clean_id(key, 10**9)
     if len(key) > 100 or kind in ("msg", "item"):
         key = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:20]
     if kind in ("call", "out"):
@@ -189,7 +190,7 @@ def read(path: str, offset: int, max_chars: int, state: dict,
             continue
         if kind == "session_meta":
             if isinstance(payload.get("id"), str) and payload["id"]:
-                st["origin"] = payload["id"][:200]
+                st["origin"] = clean_id(payload["id"])
                 chunk.session_id = chunk.session_id or st["origin"]
             chunk.skipped["entry:session_meta"] += 1
         elif kind == "response_item":
@@ -210,7 +211,7 @@ def head(path: str, max_lines: int = 200) -> tuple[str | None, str | None]:
         payload: dict = raw if isinstance(raw, dict) else obj
         if sid is None and (obj.get("type") == "session_meta" or "payload" not in obj) \
                 and isinstance(payload.get("id"), str):
-            sid = payload["id"][:200]
+            sid = clean_id(payload["id"])
             cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         elif cwd is None and payload.get("type") == "message":
             m = CWD.search(_compact(payload.get("content"))[:20000])

@@ -56,7 +56,7 @@ class Report:
 
 
 def _clean(text: str) -> str:
-    """Lone surrogates (a JSON ``\\ud800``) cannot be stored: each becomes U+FFFD."""
+    """Lone surrogates (a JSON ``\\ud800``) cannot be stored: each becomes ``?``."""
     return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
 
 

@@ -35,7 +35,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .transcript import TOOL_RESULT_CHARS, Chunk, Entry, cut, jsonl_objects, tool_note
+from .transcript import TOOL_RESULT_CHARS, Chunk, Entry, clean_id, cut, jsonl_objects, tool_note
 
 MAX_JSON_BYTES = 64_000_000     # an older whole-file session larger than this is not read
 COMMANDS = ("/", "?")
@@ -82,6 +82,7 @@ def result_text(result: Any) -> str:
 def _key(value: Any) -> str | None:
     if not isinstance(value, str) or not value:
         return None
+    value = clean_id(value, 10**9)
     if len(value) <= 100:
         return value
     return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:24]
@@ -117,7 +118,7 @@ class _Reader:
         elif isinstance(obj.get("sessionId"), str) and "type" not in obj:
             st["sid"] = _key(obj["sessionId"]) or "unknown"
             st["subagent"] = obj.get("kind") == "subagent"
-            self.chunk.session_id = self.chunk.session_id or obj["sessionId"][:200]
+            self.chunk.session_id = self.chunk.session_id or clean_id(obj["sessionId"])
             msgs = obj.get("messages")
             for m in msgs if isinstance(msgs, list) else []:
                 self.message(m)
@@ -250,7 +251,7 @@ def head(path: str) -> tuple[str | None, str | None]:
             first = {}
     else:
         first = next((obj for _, obj in jsonl_objects(path, 0, chunk, 1_000_000)), {})
-    sid = first.get("sessionId") if isinstance(first.get("sessionId"), str) else None
+    sid = clean_id(first["sessionId"]) if isinstance(first.get("sessionId"), str) else None
     folder = project_folder(path)
     if folder is None:
         return sid, None

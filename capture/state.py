@@ -52,10 +52,12 @@ def transcript_key(path: str) -> str:
 
 
 def write_json(path: Path, obj: Any) -> None:
+    """``obj`` as JSON, written beside and renamed. ASCII with escapes: a path or id taken from a
+    file name or a log may hold a lone surrogate, which UTF-8 cannot write."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh, ensure_ascii=False)
+        json.dump(obj, fh, ensure_ascii=True)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)

@@ -79,6 +79,12 @@ def cut(text: str, limit: int) -> str:
     return f"{text[:limit].rstrip()} [… {len(text) - limit} more characters]"
 
 
+def clean_id(value: str, limit: int = 200) -> str:
+    """An id taken from a log, cut to ``limit`` and storable: a lone surrogate (a JSON
+    ``\\ud800``) becomes ``?``."""
+    return value[:limit].encode("utf-8", "replace").decode("utf-8")
+
+
 def tool_note(name: Any, args: Any) -> str:
     """A tool call as one line: ``[tool NAME] ARGS``, the arguments as compact JSON cut to
     ``TOOL_ARGS_CHARS`` (JSON escapes every newline, so the note stays one line)."""

@@ -177,5 +177,5 @@ def cmd_import_log(args) -> int:
                                         args.namespace)
             if args.curate:
                 rt.curation.wait_idle()
-    print(json.dumps(report, indent=2, ensure_ascii=False))
+    print(json.dumps(report, indent=2))   # ASCII: a file name may not be UTF-8
     return code

@@ -179,3 +179,21 @@ def test_the_cli_imports_the_default_folder_and_fails_clearly(tmp_path):
                                    timeout=60).stdout)
     assert st["capture"]["last"][0]["host"] == "gemini"
     assert st["capture"]["last"][0]["total"]["stored"] == 8
+
+
+def test_ids_and_file_names_that_are_not_utf8_do_not_break_an_import(rt, tmp_path):
+    """A JSON ``\\ud800`` in a session id, and a file name that is not UTF-8, are kept out of
+    what is written (the cursor, the store, the report) instead of ending the import."""
+    text = _line("session_meta", {"id": "\ud800abc", "cwd": "/tmp/x\udcff"}) + _line(
+        "response_item", {"type": "message", "role": "user",
+                          "content": [{"type": "input_text", "text": "hi \ud800 there"}]})
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "rollout-a.jsonl").write_text(text)
+    with open(os.path.join(bytes(tmp_path / "logs"), b"rollout-\xff.jsonl"), "wb") as fh:
+        fh.write(text.encode())
+    rep, code = run(rt, "codex", tmp_path / "logs")
+    assert code == 0 and rep["stored"] == 1 and rep["already_stored"] == 1
+    assert {x["session_id"] for x in rep["logs"]} == {"?abc"}
+    ns = rep["logs"][0]["namespace"]
+    assert [r["text"] for r in rows(rt, ns).values()] == ["hi ? there"]
+    assert json.loads(json.dumps(rep))["stored"] == 1
