@@ -74,8 +74,9 @@ def find_logs(host: str, path: Path) -> Found:
         if p.name.endswith(".zst"):
             found.not_read.append({"path": str(p), "error": "a zstd-compressed rollout; "
                                    "decompress it (zstd -d) and import the .jsonl"})
-        elif host == "gemini" and p.suffix == ".json" and p.with_suffix(".jsonl").exists():
-            continue
+        elif (host == "gemini" and p != path and p.suffix == ".json"
+              and p.with_suffix(".jsonl").exists()):
+            continue   # the CLI moved this session into the .jsonl beside it
         else:
             found.logs.append(p)
     return found

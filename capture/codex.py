@@ -150,7 +150,7 @@ def item_entries(it: dict, origin: str, ts: str | None, max_chars: int, state: d
         args = _args(it.get(CALLS[kind]))
         text, speaker = tool_note(name, args), "tool"
         ref = (_ref(state, origin, "call", call_id) if call_id else
-               _ref(state, origin, "item", json.dumps([kind, name, str(args)[:4000]])))
+               _ref(state, origin, "item", _compact([kind, name, args])[:4000] or kind))
     elif kind in OUTPUTS:
         text = (output_text(it.get("output")) if kind != "tool_search_output"
                 else _compact(it.get("tools")))

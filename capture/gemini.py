@@ -265,9 +265,13 @@ def head(path: str) -> tuple[str | None, str | None]:
         projects = json.loads((folder.parent.parent / "projects.json").read_bytes())["projects"]
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return sid, None
-    wanted = {folder.name, first.get("projectHash")}
+    wanted = {folder.name}
+    if isinstance(first.get("projectHash"), str):
+        wanted.add(first["projectHash"])
     for root, short in (projects.items() if isinstance(projects, dict) else []):
-        if isinstance(root, str) and (short in wanted
-                                      or hashlib.sha256(root.encode()).hexdigest() in wanted):
+        if not isinstance(root, str):
+            continue
+        if (isinstance(short, str) and short in wanted) or hashlib.sha256(
+                root.encode("utf-8", "surrogatepass")).hexdigest() in wanted:
             return sid, root
     return sid, None

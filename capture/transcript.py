@@ -88,7 +88,8 @@ def clean_id(value: str, limit: int = 200) -> str:
 def tool_note(name: Any, args: Any) -> str:
     """A tool call as one line: ``[tool NAME] ARGS``, the arguments as compact JSON cut to
     ``TOOL_ARGS_CHARS`` (JSON escapes every newline, so the note stays one line)."""
-    label = " ".join(str(name or "tool").split())[:80] or "tool"
+    label = " ".join(name.split())[:80] if isinstance(name, str) else ""
+    label = label or "tool"
     try:
         text = json.dumps(args if args is not None else {}, ensure_ascii=False,
                           separators=(",", ":"))

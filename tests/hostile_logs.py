@@ -20,5 +20,10 @@ HOSTILE = ["not json", "[" * 100_000, json.dumps([1, 2]), json.dumps({"type": 5}
            json.dumps({"type": "response_item", "payload": {     # deep, but valid JSON
                "type": "function_call", "name": "deep", "call_id": "deep",
                "arguments": '{"a":' * 5000 + "1" + "}" * 5000}}),
+           json.dumps({"type": "response_item", "payload": {    # a deep name, no call id
+               "type": "web_search_call", "action": json.loads("[" * 900 + "]" * 900)}}),
+           json.dumps({"type": "response_item", "payload": {
+               "type": "function_call", "name": json.loads("[" * 900 + "]" * 900),
+               "arguments": "{}", "call_id": "deep-name"}}),
            json.dumps({"id": "deep", "type": "gemini", "toolCalls": [
                {"id": "deep", "name": "deep", "args": json.loads('{"a":' * 900 + "1" + "}" * 900)}]})]

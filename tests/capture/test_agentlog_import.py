@@ -123,6 +123,22 @@ def test_gemini_import_follows_a_recording_as_it_grows(rt, tmp_path):
     assert len(rows(rt)) == 14
 
 
+def test_which_files_a_folder_import_reads(tmp_path):
+    (tmp_path / "a" / "chats").mkdir(parents=True)
+    for name in ("session-1.jsonl", "session-1.json", "session-2.json", "logs.json",
+                 "checkpoint-x.json", "rollout-3.jsonl", "rollout-4.jsonl.zst"):
+        (tmp_path / "a" / "chats" / name).write_text("{}\n")
+    gem = find_logs("gemini", tmp_path)
+    assert [p.name for p in gem.logs] == ["session-1.jsonl", "session-2.json"]
+    one = tmp_path / "a" / "chats" / "session-1.json"
+    assert find_logs("gemini", one).logs == [one]          # named: read, successor or not
+    cod = find_logs("codex", tmp_path)
+    assert [p.name for p in cod.logs] == ["rollout-3.jsonl"]
+    assert [Path(x["path"]).name for x in cod.not_read] == ["rollout-4.jsonl.zst"]
+    with pytest.raises(FileNotFoundError):
+        find_logs("codex", tmp_path / "nowhere")
+
+
 def test_a_secret_in_a_tool_output_is_redacted(rt, tmp_path):
     log = tmp_path / "rollout-s.jsonl"
     log.write_text(_line("session_meta", {"id": "s-1", "cwd": "/home/u/proj"})

@@ -165,6 +165,10 @@ def test_gemini_project_folder_from_the_cli_s_own_files(tmp_path):
     assert gemini.head(str(log))[1] == "/home/u/proj"           # by its short name
     (tmp_path / ".gemini" / "projects.json").write_text(json.dumps({"projects": {"/home/u/proj": "other"}}))
     assert gemini.head(str(log))[1] == "/home/u/proj"           # by the recording's projectHash
+    (tmp_path / ".gemini" / "projects.json").write_text(json.dumps({"projects": {"/x": ["list"], "7": 7}}))
+    hostile = chats / "session-hostile.jsonl"
+    hostile.write_text(json.dumps({"sessionId": "s", "projectHash": ["not", "a", "hash"]}) + "\n")
+    assert gemini.head(str(hostile)) == ("s", None)              # wrong types: no folder, no error
     (tmp / "proj" / ".project_root").write_text("/srv/work/proj\n")
     assert gemini.head(str(log))[1] == "/srv/work/proj"         # the CLI's own marker first
     assert hashlib.sha256(b"/home/u/proj").hexdigest() in GEMINI.read_text()
