@@ -174,31 +174,39 @@ def read(path: str, offset: int, max_chars: int, state: dict,
     chunk = Chunk(end=offset, state={"origin": state.get("origin"),
                                      "seen": dict(state.get("seen") or {})})
     for _, obj in jsonl_objects(path, offset, chunk, max_bytes):
-        st = chunk.state
-        ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
-        kind, payload = obj.get("type"), obj.get("payload")
-        if "payload" not in obj:          # the older flat format
-            if "record_type" in obj:
-                chunk.skipped["entry:state"] += 1
-                continue
-            if kind is None and isinstance(obj.get("id"), str):
-                kind, payload, ts = "session_meta", obj, None
-            elif kind in LEGACY_ITEMS:
-                kind, payload, ts = "response_item", obj, None
-        if not isinstance(kind, str) or not isinstance(payload, dict):
-            chunk.skipped["malformed" if isinstance(kind, str) else "entry:unknown"] += 1
-            continue
-        if kind == "session_meta":
-            if isinstance(payload.get("id"), str) and payload["id"]:
-                st["origin"] = clean_id(payload["id"])
-                chunk.session_id = chunk.session_id or st["origin"]
-            chunk.skipped["entry:session_meta"] += 1
-        elif kind == "response_item":
-            chunk.entries += item_entries(payload, st.get("origin") or "unknown", ts,
-                                          max_chars, st, chunk.skipped)
-        else:
-            chunk.skipped[f"entry:{kind}"[:40]] += 1
+        try:
+            _line(obj, chunk, max_chars)
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError):
+            chunk.skipped["unreadable"] += 1    # counted; the next line is read all the same
     return chunk
+
+
+def _line(obj: dict, chunk: Chunk, max_chars: int) -> None:
+    """One rollout line: the session it starts, or the messages it holds under the rule."""
+    st = chunk.state
+    ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+    kind, payload = obj.get("type"), obj.get("payload")
+    if "payload" not in obj:          # the older flat format
+        if "record_type" in obj:
+            chunk.skipped["entry:state"] += 1
+            return
+        if kind is None and isinstance(obj.get("id"), str):
+            kind, payload, ts = "session_meta", obj, None
+        elif isinstance(kind, str) and kind in LEGACY_ITEMS:
+            kind, payload, ts = "response_item", obj, None
+    if not isinstance(kind, str) or not isinstance(payload, dict):
+        chunk.skipped["malformed" if isinstance(kind, str) else "entry:unknown"] += 1
+        return
+    if kind == "session_meta":
+        if isinstance(payload.get("id"), str) and payload["id"]:
+            st["origin"] = clean_id(payload["id"])
+            chunk.session_id = chunk.session_id or st["origin"]
+        chunk.skipped["entry:session_meta"] += 1
+    elif kind == "response_item":
+        chunk.entries += item_entries(payload, st.get("origin") or "unknown", ts,
+                                      max_chars, st, chunk.skipped)
+    else:
+        chunk.skipped[f"entry:{kind}"[:40]] += 1
 
 
 def head(path: str, max_lines: int = 200) -> tuple[str | None, str | None]:

@@ -204,7 +204,10 @@ def read(path: str, offset: int, max_chars: int, state: dict,
     chunk = Chunk(end=offset, state={k: state[k] for k in ("sid", "subagent") if k in state})
     reader = _Reader(chunk, max_chars)
     for _, obj in jsonl_objects(path, offset, chunk, max_bytes):
-        reader.record(obj)
+        try:
+            reader.record(obj)
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError):
+            chunk.skipped["unreadable"] += 1    # counted; the next line is read all the same
     return chunk
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-HOSTILE = ["not json", "[" * 100_000, json.dumps([1, 2]), json.dumps({"type": 5}), "{\"a\": " * 5000,
+HOSTILE = ["not json", "[" * 100_000, json.dumps([1, 2]), json.dumps({"type": 5}),
+           json.dumps({"type": ["unhashable"]}), json.dumps({"$set": {"messages": [{"id": "x", "type": ["u"]}]}}), "{\"a\": " * 5000,
            json.dumps({"type": "response_item", "payload": {"type": "message", "role": "user",
                                                             "content": 12}}),
            json.dumps({"type": "response_item", "payload": {"type": "function_call", "name": ["x"],
