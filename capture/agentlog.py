@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from . import AGENT_LOGS
 from .state import CaptureState, transcript_key
@@ -131,15 +131,20 @@ def _report(rep) -> dict:
 
 
 def import_found(rt: Runtime | None, home: str, host: str, where: Path, found: Found,
-                 namespace: str | None = None) -> tuple[dict, int]:
-    """Import every log ``find_logs`` found (no runtime is needed when it found none); the
-    report and the exit code: 1 when a log could not be read or stored, else 0."""
+                 namespace: str | None = None,
+                 progress: Callable[[int, int, str], None] | None = None) -> tuple[dict, int]:
+    """Import every log ``find_logs`` found (no runtime is needed when it found none), telling
+    ``progress`` (done, total, name) after each; the report and the exit code: 1 when a log
+    could not be read or stored, else 0."""
     if host not in AGENT_LOGS:
         raise ValueError(f"unknown host {host!r} (known: {', '.join(AGENT_LOGS)})")
     if found.logs and rt is None:
         raise ValueError("importing logs needs a runtime")
-    logs = [import_log(rt, CaptureState(home), host, p, namespace)
-            for p in found.logs] if rt is not None else []
+    logs: list[dict] = []
+    for p in found.logs if rt is not None else []:
+        logs.append(import_log(rt, CaptureState(home), host, p, namespace))
+        if progress is not None:
+            progress(len(logs), len(found.logs), p.name)
     report = {"host": host, "path": str(where), "logs": logs, "not_read": found.not_read,
               "stored": sum(x["stored"] for x in logs),
               "already_stored": sum(x["already_stored"] for x in logs),
