@@ -128,13 +128,13 @@ def capture(rt: Runtime, state: CaptureState, key: str, marker: dict) -> Report:
     names the reader (``capture/hosts.py``): Claude Code's transcript by default."""
     rep = Report()
     path, ns, sid = marker["transcript_path"], marker["namespace"], marker["session_id"]
-    read = reader_for(marker.get("host"))
     cur = state.cursor(key)
     same = cur.get("transcript_path") == path
     offset = int(cur.get("offset") or 0) if same else 0
     rstate = dict(cur.get("reader_state") or {}) if same else {}
     limit = rt.limits.max_message_chars - 64
     try:
+        read = reader_for(marker.get("host"))   # an unknown host is this capture's error
         while True:
             chunk = read(path, offset, limit, rstate)
             rep.skipped.update(chunk.skipped)
