@@ -138,10 +138,10 @@ def import_found(rt: Runtime | None, home: str, host: str, where: Path, found: F
     could not be read or stored, else 0."""
     if host not in AGENT_LOGS:
         raise ValueError(f"unknown host {host!r} (known: {', '.join(AGENT_LOGS)})")
-    if found.logs and rt is None:
-        raise ValueError("importing logs needs a runtime")
     logs: list[dict] = []
-    for p in found.logs if rt is not None else []:
+    for p in found.logs:
+        if rt is None:
+            raise ValueError("importing logs needs a runtime")
         logs.append(import_log(rt, CaptureState(home), host, p, namespace))
         if progress is not None:
             progress(len(logs), len(found.logs), p.name)
