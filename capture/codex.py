@@ -33,6 +33,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from ..strategies.base import TOOL_SPEAKER
 from .transcript import TOOL_RESULT_CHARS, Chunk, Entry, clean_id, cut, jsonl_objects, tool_note
 
 # Codex's own list of context it sends as user messages: start and end marker of each
@@ -148,7 +149,7 @@ def item_entries(it: dict, origin: str, ts: str | None, max_chars: int, state: d
     elif kind in CALLS:
         name = it.get("name") if kind in ("function_call", "custom_tool_call") else kind[:-5]
         args = _args(it.get(CALLS[kind]))
-        text, speaker = tool_note(name, args), "tool"
+        text, speaker = tool_note(name, args), TOOL_SPEAKER
         ref = (_ref(state, origin, "call", call_id) if call_id else
                _ref(state, origin, "item", _compact([kind, name, args])[:4000] or kind))
     elif kind in OUTPUTS:
@@ -157,7 +158,7 @@ def item_entries(it: dict, origin: str, ts: str | None, max_chars: int, state: d
         if not call_id:
             skipped["malformed"] += 1
             return []
-        ref, speaker, text = _ref(state, origin, "out", call_id), "tool", cut(text, TOOL_RESULT_CHARS)
+        ref, speaker, text = _ref(state, origin, "out", call_id), TOOL_SPEAKER, cut(text, TOOL_RESULT_CHARS)
     else:
         skipped[SKIPPED.get(kind, f"item:{kind}"[:40])] += 1
         return []

@@ -35,6 +35,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..strategies.base import TOOL_SPEAKER
 from .transcript import TOOL_RESULT_CHARS, Chunk, Entry, clean_id, cut, jsonl_objects, tool_note
 
 MAX_JSON_BYTES = 64_000_000     # an older whole-file session larger than this is not read
@@ -160,11 +161,11 @@ class _Reader:
             call, resp = p.get("functionCall"), p.get("functionResponse")
             if isinstance(call, dict):
                 cid = _key(call.get("id")) or f"{mid}#{i}"
-                self.add(f"gemini:{sid}:call:{cid}", "tool",
+                self.add(f"gemini:{sid}:call:{cid}", TOOL_SPEAKER,
                          tool_note(call.get("name"), call.get("args")), ts, self.max_chars)
             elif isinstance(resp, dict):
                 cid = _key(resp.get("id")) or f"{mid}#{i}"
-                self.add(f"gemini:{sid}:out:{cid}", "tool", result_text([p]), ts,
+                self.add(f"gemini:{sid}:out:{cid}", TOOL_SPEAKER, result_text([p]), ts,
                          TOOL_RESULT_CHARS)
             elif not isinstance(p.get("text"), str):
                 self.skipped[f"block:{next(iter(p), 'empty')}"[:40]] += 1
@@ -175,12 +176,12 @@ class _Reader:
                 self.skipped["malformed"] += 1
                 continue
             tts = tc.get("timestamp") if isinstance(tc.get("timestamp"), str) else ts
-            self.add(f"gemini:{sid}:call:{cid}", "tool", tool_note(tc.get("name"), tc.get("args")),
+            self.add(f"gemini:{sid}:call:{cid}", TOOL_SPEAKER, tool_note(tc.get("name"), tc.get("args")),
                      tts, self.max_chars)
             res = result_text(tc.get("result")) or (
                 tc["resultDisplay"] if isinstance(tc.get("resultDisplay"), str) else "")
             if res.strip():
-                self.add(f"gemini:{sid}:out:{cid}", "tool", res, tts, TOOL_RESULT_CHARS)
+                self.add(f"gemini:{sid}:out:{cid}", TOOL_SPEAKER, res, tts, TOOL_RESULT_CHARS)
 
     def _said(self, kind: str, text: str) -> bool:
         """False (and counted) for what the CLI wrote rather than the conversation."""
