@@ -12,7 +12,8 @@ Hardening: ``Host`` and ``Origin`` are parsed strictly and their host part must 
 name (the SDK's own check is a prefix match, which let ``Host: 127.0.0.1:8765 evil.com``
 through); a client must finish sending each request (headers and body) within
 ``REQUEST_READ_TIMEOUT_S`` or its connection is closed, so stalled sockets cannot pile up; a token
-file readable by others is made private (0600) with a warning before it is used.
+file readable by others is made private (0600) with a warning before it is used; a request whose
+id is not a string or an integer gets an error, not 202 (``server/request_ids.py``).
 """
 
 from __future__ import annotations
@@ -157,9 +158,11 @@ def transport_security(settings, host: str):
 
 
 def http_app(server, settings, host: str):
+    from .request_ids import InvalidIdCheck
+
     security = transport_security(settings, host)
     app = server.streamable_http_app(transport_security=security, host=host)
-    return guarded(app, settings, host)
+    return guarded(InvalidIdCheck(app), settings, host)
 
 
 def slow_client_protocol():
