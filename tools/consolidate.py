@@ -42,7 +42,8 @@ class ConsolidateResult(BaseModel):
     duration_s: float
     host_model: dict[str, Any] | None = Field(default=None, description="What the host's model wrote "
                                               "through sampling (sessions, merge texts, "
-                                              "written_by), or why it was not used.")
+                                              "written_by, items of its answer dropped), or "
+                                              "why it was not used.")
 
 
 LOGS = ("audit", "recalls")
