@@ -34,7 +34,8 @@ def text_of(block) -> str:
 
 
 class ScriptedHost:
-    """A host model for tests and this demo; ``mode``: good | garbage | refuse | hang."""
+    """A host model for tests and this demo; ``mode``: good | garbage | refuse | hang | flood
+    (every list of the answer as long as the schema allows, every item distinct and valid)."""
 
     def __init__(self, mode: str = "good", hang_s: float = 30.0):
         self.mode, self.hang_s, self.requests, self.answers = mode, hang_s, [], []
@@ -48,6 +49,8 @@ class ScriptedHost:
         text = params.messages[0].content.text
         if self.mode == "garbage":
             answer = "Sure! Here are the memories: Ben has a dog."
+        elif self.mode == "flood":
+            answer = flood(text)
         else:
             sessions = re.findall(r"^SESSION (S[0-9a-f]+) ", text, re.M)
             turns = {s: re.findall(rf'"turn": "({s}\.t\d+)"', text) for s in sessions}
@@ -73,6 +76,32 @@ class ScriptedHost:
         self.answers.append(answer)
         return CreateMessageResult(role="assistant", model="scripted-model",
                                    content=TextContent(type="text", text=answer))
+
+
+def flood(text: str) -> str:
+    """An answer at the bounds of ``llm_schema.HostOut``: for each session shown, 100 episodes,
+    400 tuples and 600 claims, each citing a shown turn."""
+    from ..strategies.hybrid.llm_schema import HostOut, SessionOut
+
+    def most(model, field: str) -> int:
+        return next(m.max_length for m in model.model_fields[field].metadata
+                    if hasattr(m, "max_length"))
+
+    sessions = re.findall(r"^SESSION (S[0-9a-f]+) ", text, re.M)[:most(HostOut, "sessions")]
+    out = []
+    for s in sessions:
+        turns = re.findall(rf'"turn": "({s}\.t\d+)"', text)
+        out.append({
+            "session": s,
+            "episodes": [{"title": f"Event {k}", "summary": f"Something happened, number {k}.",
+                          "timestamp": "2023-05-06", "turn_refs": [turns[k % len(turns)]]}
+                         for k in range(most(SessionOut, "episodes"))],
+            "tuples": [{"subject": f"Person {k}", "relation": "owns", "object": f"thing {k}",
+                        "timestamp": "2023-05-06", "turn_refs": [turns[k % len(turns)]]}
+                       for k in range(most(SessionOut, "tuples"))],
+            "claims": [{"turn": turns[k % len(turns)], "text": f"Person {k} owns thing {k}.",
+                        "subject": f"Person {k}"} for k in range(most(SessionOut, "claims"))]})
+    return json.dumps({"sessions": out, "merges": []})
 
 
 def block(text: str, lang: str = "") -> str:

@@ -21,7 +21,9 @@ the caller passes ``use_my_model=true``; by default the call runs without it and
 ``TRIMEM_SAMPLING_TIMEOUT_S``; a refusal, an error or a timeout there leaves ``consolidate`` to
 run without it. Either way ``consolidate`` then curates, with the heuristics, every session
 still queued, so a declining host never leaves a session uncurated. Whatever the answer is, it is validated
-(``llm_schema.parse``, then only sessions and turns that were shown, with unchanged turns);
+(``llm_schema.parse``, then only sessions and turns that were shown, with unchanged turns, and no
+more items than the session's size allows: ``strategies/model_bounds.py``; ``dropped`` in the
+report counts the answer's episodes, tuples and claims not stored);
 anything else keeps the heuristic memories: no session loses anything. A client without the
 capability is never asked. The answer's model name is recorded as ``written_by``
 (``sampling:<model>``) on every row it wrote.
@@ -252,7 +254,7 @@ def apply_answer(rt, namespace: str, host: Any) -> dict:
             log.warning("host model answer rejected (%s); heuristics stay", exc)
             return {"used": False, "why": f"answer rejected: {exc}", "written_by": by}
         env = rt.env(namespace)
-        done, merged, claims = [], 0, {}
+        done, merged, claims, dropped = [], 0, {}, 0
         for s in out.sessions:
             if s.session not in job.sessions:
                 continue
@@ -260,11 +262,14 @@ def apply_answer(rt, namespace: str, host: Any) -> dict:
             _, by_label = S.turn_lines(turns, f"{s.session}.t")
             when = (env.space.get_session(sid) or {}).get("session_time")
             eps, tps = S.link(s.episodes, s.tuples, by_label, turns, when)
-            if replace_session(env, sid, eps, tps, by)["origin"] == "sampled":
+            stored = eps + tps if replace_session(env, sid, eps, tps, by)["origin"] == "sampled" \
+                else []
+            if stored:
                 done.append(sid)
             n = wiki_claims(env, sid, by_label, s.claims, by)
             if n:
                 claims[sid] = n
+            dropped += len(s.episodes) + len(s.tuples) + len(s.claims) - len(stored) - n
         for m in out.merges:
             row = job.merges.get(m.merge)
             if row is not None and m.text.strip():
@@ -272,7 +277,7 @@ def apply_answer(rt, namespace: str, host: Any) -> dict:
                 merged += 1
     used = bool(done or merged or claims)
     return {"used": used, "written_by": by, "sessions": done, "merges": merged,
-            "wiki_claims": claims,
+            "wiki_claims": claims, "dropped": dropped,
             **({} if used else {"why": "the answer named nothing that was asked"})}
 
 

@@ -12,7 +12,8 @@ Hardening: ``Host`` and ``Origin`` are parsed strictly and their host part must 
 name (the SDK's own check is a prefix match, which let ``Host: 127.0.0.1:8765 evil.com``
 through); a client must finish sending each request (headers and body) within
 ``REQUEST_READ_TIMEOUT_S`` or its connection is closed, so stalled sockets cannot pile up; a token
-file readable by others is made private (0600) with a warning before it is used.
+file readable by others is made private (0600) with a warning before it is used; a request whose
+id is not a string or an integer gets an error, not 202 (``server/request_ids.py``).
 """
 
 from __future__ import annotations
@@ -157,9 +158,11 @@ def transport_security(settings, host: str):
 
 
 def http_app(server, settings, host: str):
+    from .request_ids import InvalidIdCheck
+
     security = transport_security(settings, host)
     app = server.streamable_http_app(transport_security=security, host=host)
-    return guarded(app, settings, host)
+    return guarded(InvalidIdCheck(app), settings, host)
 
 
 def slow_client_protocol():
@@ -208,14 +211,24 @@ def url_of(host: str, port: int) -> str:
 def serve_http(server, settings, host: str, port: int, graceful_s: float = 0.5) -> None:
     """Serve until a signal (uvicorn catches SIGINT / SIGTERM, closes connections within
     ``graceful_s`` and re-raises the signal for ``server/lifecycle.py`` to finish)."""
-    import uvicorn
-
     if host not in LOOPBACK:
         log.warning("serving on %s: anyone who can reach it and knows the token can read memory; "
                     "put it behind TLS", host)
     app = http_app(server, settings, host)
     print(f"trimem: serving MCP over streamable HTTP at {url_of(host, port)}", file=sys.stderr,
           flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning",
-                # uvicorn annotates this int but waits with asyncio (any float works)
-                timeout_graceful_shutdown=cast(int, graceful_s), http=slow_client_protocol())
+    run_uvicorn(app, host, port, graceful_s)
+
+
+def uvicorn_options(graceful_s: float | None = None) -> dict:
+    """How every HTTP surface of trimem (``serve --http``, ``view``) is served by uvicorn: with
+    :func:`slow_client_protocol` (the request guard) and warnings only in the log."""
+    # uvicorn annotates the graceful timeout as int but waits with asyncio (any float works)
+    return {"log_level": "warning", "http": slow_client_protocol(),
+            "timeout_graceful_shutdown": cast(int, graceful_s)}
+
+
+def run_uvicorn(app, host: str, port: int, graceful_s: float | None = None) -> None:
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, **uvicorn_options(graceful_s))

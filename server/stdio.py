@@ -8,20 +8,29 @@ JSON-RPC error (``-32700`` parse error, or ``-32600`` invalid request for valid 
 a JSON-RPC message), carrying the request's ``id`` when it can be read from the line, else
 ``null`` as JSON-RPC 2.0 asks. The id is found by a linear scan of the top level of the line, so
 no input can make it recurse or run long.
+
+A line that parses but is a request with an id MCP does not allow (``1.5``, ``{}``, ``null``)
+never reaches the SDK, which would take it for a notification and stay silent: :class:`CheckedLines`
+answers it with ``-32600`` and id null (``server/request_ids.py`` says why).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+
+from .request_ids import invalid_id
 
 if TYPE_CHECKING:
     from ..tools.runtime import Runtime
@@ -162,12 +171,68 @@ class AnsweringReader:
             await self._write.send(error_reply(item))
 
 
+class CheckedLines:
+    """The stdin lines the SDK's reader iterates, minus each request with an invalid id, which
+    is answered on the write stream instead (see module docstring)."""
+
+    def __init__(self, lines: Any):
+        import anyio
+
+        self._lines: AsyncIterator[str] = aiter(lines)
+        self._write: Any = None
+        self._ready = anyio.Event()
+
+    def answer_on(self, write: Any) -> None:
+        self._write = write
+        self._ready.set()
+
+    def __aiter__(self) -> CheckedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await anext(self._lines)
+            err = invalid_id(line)
+            if err is None:
+                return line
+            await self._ready.wait()
+            log.warning("answered a request with an invalid id: %s", err.error.message)
+            await self._write.send(SessionMessage(err))
+
+
+@asynccontextmanager
+async def checked_stdio():
+    """The SDK's ``stdio_server`` reading :class:`CheckedLines`. The SDK claims fd 0 only for a
+    stdin it opens itself, so its claim is made here with its own helper: while serving, fd 0
+    is the null device (a child or a stray read gets EOF) and the wire is read from a private
+    duplicate; fd 0 is restored on exit."""
+    import anyio
+    from mcp.server import stdio as sdk
+
+    release = None
+    try:    # the SDK's private helpers: were they to go, stdin is read in place (as SDK 1.x did)
+        buffer, release = sdk._claim_fd(0, sys.stdin, "rb", sdk._open_stdin_diversion)
+        text = sdk._UnownedTextWrapper(buffer, encoding="utf-8", errors="replace")
+    except AttributeError:
+        import io
+
+        text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    try:
+        lines = CheckedLines(anyio.wrap_file(text))
+        async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+            lines.answer_on(write_stream)
+            yield read_stream, write_stream
+    finally:
+        if release is not None:
+            release()
+
+
 class StdioServer(MCPServer):
     """``MCPServer`` whose stdio transport answers every malformed line (see module docstring)."""
 
     runtime: Runtime   # set by ``build_server``: the objects the tools use, for the CLI and tests
 
     async def run_stdio_async(self) -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with checked_stdio() as (read_stream, write_stream):
             await self._lowlevel_server.run(AnsweringReader(read_stream, write_stream), write_stream,
                                             self._lowlevel_server.create_initialization_options())

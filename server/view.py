@@ -6,11 +6,12 @@ runtime's background curation is stopped: queued sessions stay queued for ``trim
 the recall form logs its recall like the ``recall`` tool does, so ``explain`` can replay it.
 
 Security is that of ``serve --http`` (server/http.py, reused): the same bearer token
-(``BearerAuth``) and the same exact Host / Origin rules (``HostCheck``). A browser cannot
-send a bearer header on navigation, so the URL printed at start carries ``?token=``: the first
-request with a right token sets an HttpOnly, SameSite=Strict cookie and redirects to the same
-page without it; later requests present the cookie, which is turned into the bearer header
-before ``BearerAuth`` checks it. Every page is sent with a CSP that allows no script at all.
+(``BearerAuth``), the same exact Host / Origin rules (``HostCheck``) and the same request guard
+(``run_uvicorn``: a request not complete within ``REQUEST_READ_TIMEOUT_S`` is cut off). A
+browser cannot send a bearer header on navigation, so the URL printed at start carries
+``?token=``: the first request with a right token sets an HttpOnly, SameSite=Strict cookie and
+redirects to the same page without it; later requests present the cookie, which is turned into
+the bearer header before ``BearerAuth`` checks it. Every page is sent with a CSP that allows no script at all.
 """
 
 from __future__ import annotations
@@ -143,11 +144,9 @@ def view_app(rt, settings, host: str):
 
 
 def cmd_view(args) -> int:
-    import uvicorn
-
     from ..tools.runtime import Runtime
     from .cli import _logging
-    from .http import load_or_create_token
+    from .http import load_or_create_token, run_uvicorn
     from .settings import Settings
 
     settings = Settings()
@@ -159,7 +158,7 @@ def cmd_view(args) -> int:
     url = f"http://{args.host}:{args.port}{start}token={load_or_create_token(settings)}"
     print(f"trimem: read-only view at {url}", file=sys.stderr, flush=True)
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        run_uvicorn(app, args.host, args.port)
     finally:
         rt.close()
     return 0

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from .answer import doc, quoted
 from .errors import ToolFailure
 from .namespaces import require
+from .params import Bool, Int
 from .runtime import Runtime
 
 if TYPE_CHECKING:
@@ -41,7 +42,8 @@ class ConsolidateResult(BaseModel):
     duration_s: float
     host_model: dict[str, Any] | None = Field(default=None, description="What the host's model wrote "
                                               "through sampling (sessions, merge texts, "
-                                              "written_by), or why it was not used.")
+                                              "written_by, items of its answer dropped), or "
+                                              "why it was not used.")
 
 
 LOGS = ("audit", "recalls")
@@ -159,13 +161,13 @@ def text_of(out: ConsolidateResult) -> str:
             f"active memories after/before {out.compression_ratio:g}; {out.duration_s:g} s.{by}")
 
 
-DRY_RUN = Annotated[bool, Field(description="true: return the plan only; nothing on disk changes.")]
-USE_MY_MODEL = Annotated[bool | None, Field(
+DRY_RUN = Annotated[Bool, Field(description="true: return the plan only; nothing on disk changes.")]
+USE_MY_MODEL = Annotated[Bool | None, Field(
     description="Ask your model (MCP sampling) to curate sessions and write merge texts in this "
                 "call. Default: yes where declining cannot fail the call (protocol 2025-11-25: "
                 "a refusal or no answer in time just leaves the heuristics); no on 2026-07-28, "
                 "where a declined request ends the call (nothing is lost): pass true there.")]
-MIN_CLUSTER = Annotated[int, Field(description="Fewest similar memories that form a cluster to "
+MIN_CLUSTER = Annotated[Int, Field(description="Fewest similar memories that form a cluster to "
                                                "merge (at least 2).", examples=[10])]
 
 DESCRIPTION = doc("""

@@ -10,6 +10,7 @@ from . import validate as v
 from .answer import compact_json, doc, quoted
 from .errors import ToolFailure
 from .namespaces import require
+from .params import Int
 from .runtime import Runtime
 
 PAGE_TOKENS = 2000               # the most one explain text may take (chars / 4)
@@ -125,7 +126,7 @@ def text_of(out: Explanation, page: int) -> str:
 ID = Annotated[str, Field(description="A memory id (from remember's source_ids or recall's items) "
                                       "or a recall_id (rcl_...).",
                           examples=["rcl_0123456789abcdef0123", "src_0123456789abcdef0123"])]
-PAGE = Annotated[int, Field(description=f"Which page of the text to return (1 = first). One page "
+PAGE = Annotated[Int, Field(description=f"Which page of the text to return (1 = first). One page "
                                         f"is at most {PAGE_TOKENS} tokens; the header says how "
                                         "many there are.", examples=[1])]
 

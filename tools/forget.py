@@ -11,7 +11,7 @@ from . import validate as v
 from .answer import doc, names, quoted
 from .errors import ToolFailure
 from .namespaces import require
-from .params import TIME, DateTimeStr
+from .params import TIME, Bool, DateTimeStr
 from .runtime import Runtime
 
 
@@ -154,7 +154,7 @@ RECALL_IDS = Annotated[list[str] | None, Field(
                 "replays), by their recall ids.", examples=[["rcl_0123456789abcdef0123"]])]
 RECALLS_BEFORE = Annotated[DateTimeStr | None, TIME(
     "Delete every recall record made at or before this time (ISO-8601; no zone = UTC).")]
-ALL_RECALLS = Annotated[bool, Field(description="True: delete every recall record of the namespace.")]
+ALL_RECALLS = Annotated[Bool, Field(description="True: delete every recall record of the namespace.")]
 
 DESCRIPTION = doc("""
     Permanently delete memories: by message or memory `ids`, by your `refs`, or a whole

@@ -59,7 +59,8 @@ def listing(rt: Runtime) -> dict[str, Any]:
         out.append({"namespace": ns, "sources": space.count_sources(),
                     "sessions": len(_sessions(space))})
     return {"namespaces": out,
-            "status": "read trimem://{namespace}/status for one namespace (name URL-encoded)"}
+            "status": "read trimem://{namespace}/status for one namespace (the name "
+                      "percent-encoded: all but A-Z a-z 0-9 - . _ ~)"}
 
 
 def status(rt: Runtime, namespace: str) -> dict[str, Any]:

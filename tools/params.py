@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, StrictBool, StrictInt
 from pydantic.fields import FieldInfo
+
+# Integer and boolean parameters are strict: pydantic's default (lax) mode would read ``true`` as
+# 1, ``"100"`` as 100, ``100.0`` as 100 and ``"yes"`` / ``1`` as True, so a caller's mistake
+# would run with a value it never meant (``forget`` with ``all_recalls: "yes"``). Every integer
+# and boolean parameter is declared with these; tests/tools/test_errors.py checks each one the
+# tools' input schemas list.
+Int = StrictInt
+Bool = StrictBool
 
 NAMESPACE = Annotated[str, Field(
     description="Which memory to use: namespaces keep projects or people apart and nothing "

@@ -16,7 +16,7 @@ from . import validate as v
 from .answer import doc
 from .errors import ToolFailure
 from .namespaces import require
-from .params import TIME, DateTimeStr
+from .params import TIME, DateTimeStr, Int
 from .runtime import Runtime
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ QUERY = Annotated[str, Field(
     examples=["where does Ana work now?", "what did we decide about the release date?"])]
 STRATEGY = Annotated[StrategyName, Field(
     description="How to search. " + "; ".join(f'"{k}": {v}' for k, v in STRATEGIES.items()) + ".")]
-BUDGET = Annotated[int, Field(
+BUDGET = Annotated[Int, Field(
     description="Most tokens (ceil(chars / 4)) the recalled context may take; the text you get "
                 "is this plus a one-line header.", examples=[2000])]
 SINCE = Annotated[DateTimeStr | None, TIME("Only memory from this time on (ISO-8601; no zone = UTC).")]

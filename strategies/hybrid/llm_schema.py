@@ -1,7 +1,8 @@
 """The one set of schemas every model's output goes through (OpenAI-compatible or sampled).
 
 A model's answer is data, never trusted: it is parsed into these pydantic models (bounded
-lengths and counts), and :func:`link` keeps only what cites turns of the session it was shown.
+lengths and counts), and :func:`link` keeps only what cites turns of the session it was shown,
+and no more than the size of those turns allows (``strategies/model_bounds.py``).
 Anything that fails (no JSON, wrong shape, nothing left) raises :class:`ProviderError`, and the
 caller keeps or falls back to the heuristics; the session's sources are never touched.
 
@@ -131,7 +132,10 @@ def _cited(refs: list[str], by_label: dict[str, dict], chunk: list[dict]) -> tup
 
 def link(episodes: list[EpisodeOut], tuples: list[TupleOut], by_label: dict[str, dict],
          chunk: list[dict], session_time: datetime | None) -> tuple[list[dict], list[dict]]:
-    """Validated model items as the episode / tuple dicts ``store.build_rows`` writes."""
+    """Validated model items as the episode / tuple dicts ``store.build_rows`` writes: the
+    first of them, as many as ``chunk`` (the turns shown) allows (``model_bounds``)."""
+    from ..model_bounds import first, most_episodes, most_facts
+
     eps, tps = [], []
     for e in episodes:
         if not (e.title.strip() or e.summary.strip()):
@@ -150,4 +154,5 @@ def link(episodes: list[EpisodeOut], tuples: list[TupleOut], by_label: dict[str,
                     "dates": [ts.strftime("%-d %B %Y")] if ts else [],
                     "text": f"{t.subject.strip()} {t.relation.strip()} {t.object.strip()}",
                     "timestamp": ts, "source_ids": sids, "refs": refs})
-    return eps, tps
+    return (first(eps, most_episodes(chunk), "episodes"),
+            first(tps, most_facts(chunk), "relational tuples"))

@@ -177,7 +177,10 @@ class _LLMClaims(BaseModel):
 
 
 def llm_claims(llm, rows: list[dict], when) -> list[dict] | None:
-    """Claims of one exchange from the LLM's structured output; None on any provider failure."""
+    """Claims of one exchange from the LLM's structured output, the first of each message's as
+    many as its size allows (``model_bounds``); None on any provider failure."""
+    from ..model_bounds import most_claims
+
     lines = "\n".join(f"[{i}] {r.get('speaker') or '?'}: {r['text']}" for i, r in enumerate(rows))
     try:
         got = llm.structured(
@@ -186,16 +189,23 @@ def llm_claims(llm, rows: list[dict], when) -> list[dict] | None:
     except Exception:  # any provider failure: the deterministic extractor takes over
         log.warning("LLM claim extraction failed; using sentences", exc_info=True)
         return None
-    out = []
+    out, per_message, dropped = [], [0] * len(rows), 0
     for k, c in enumerate(got.claims):
         if not (0 <= c.message_index < len(rows)) or not c.text.strip():
             continue
+        if per_message[c.message_index] >= most_claims(rows[c.message_index]):
+            dropped += 1
+            continue
+        per_message[c.message_index] += 1
         cl = make_claim(rows[c.message_index], 1000 + k, c.text.strip(), when)
         if c.subject:
             cl["subject"] = c.subject
         cl["slot"] = f"{cl['subject'].lower()}|{c.state}" if c.state else cl["slot"]
         cl["ends"] = c.ends_state
         out.append(cl)
+    if dropped:
+        log.warning("a model's answer held %d claims more than the size of the messages they "
+                    "cite allows; kept the first of each message's", dropped)
     return out
 
 

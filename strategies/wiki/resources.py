@@ -27,7 +27,10 @@ def page_text(space: Space, ns: str, page: str) -> str:
     rows = space.rows(PAGE, eq={"id": pid}, columns=["id", "type", "title", "text",
                                                      "trajectory_ids"])
     if not rows:
-        return f"no wiki page {one_line(page)!r} in namespace {ns!r}; read trimem://{ns}/wiki/index"
+        from urllib.parse import quote
+
+        return (f"no wiki page {one_line(page)!r} in namespace {one_line(ns)!r}; read "
+                f"trimem://{quote(ns, safe='')}/wiki/index")
     p = rows[0]
     links = "\n".join(f"- {one_line(t)}" for t in p["trajectory_ids"][:200])
     return wiki_frame(f"{p['text']}\n\n## trajectories ({len(p['trajectory_ids'])})\n{links}\n")

@@ -152,3 +152,66 @@ def test_every_malformed_request_is_answered_within_a_second(tmp_path, mode):
         assert not (tmp_path / "home").exists() or not list((tmp_path / "home").rglob("*.lance"))
     finally:
         srv.close()
+
+
+# ids JSON-RPC or MCP does not allow (MCP: a string or an integer): each request is answered
+# with -32600 and id null; the text of the id sent comes back in the message
+BAD_IDS = ["1.5", "2.0", "1e3", "-0.5", "true", "false", "null", "{}", "[]", '{"a": 1}', "[1]"]
+
+
+def _first_with_null_id(srv: Server, timeout: float) -> dict | None:
+    end = time.monotonic() + timeout
+    while (left := end - time.monotonic()) > 0:
+        try:
+            msg = srv.lines.get(timeout=left)
+        except queue.Empty:
+            return None
+        if "id" in msg and msg["id"] is None:
+            return msg
+    return None
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern"])
+def test_a_request_with_an_invalid_id_gets_an_error_not_silence(tmp_path, mode):
+    modern = mode == "modern"
+    srv = Server(tmp_path / "home")
+    meta = {"_meta": ENVELOPE} if modern else {}
+    try:
+        if modern:   # served once the first answer comes (start-up may take seconds under load)
+            srv.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": meta}))
+            assert srv.answer(0, 60) is not None
+        else:
+            srv.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"}}}))
+            assert srv.answer(0, 60) is not None
+            srv.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        silent, wrong = [], []
+        for bad in BAD_IDS:
+            srv.send('{"jsonrpc": "2.0", "id": %s, "method": "tools/list", "params": %s}'
+                     % (bad, json.dumps(meta)))
+            msg = _first_with_null_id(srv, 1.0)
+            if msg is None:
+                silent.append(bad)
+            elif msg.get("error", {}).get("code") != -32600 or \
+                    json.dumps(json.loads(bad)) not in msg["error"]["message"]:
+                wrong.append((bad, msg))
+        # the key spelled with escapes is the same key
+        srv.send('{"jsonrpc": "2.0", "\\u0069\\u0064": 2.5, "method": "tools/list", "params": %s}'
+                 % json.dumps(meta))
+        if _first_with_null_id(srv, 1.0) is None:
+            silent.append("escaped key")
+        print(f"{mode}: {len(BAD_IDS)} invalid ids; silent: {silent}")
+        assert not silent and not wrong, (silent, wrong)
+        # a notification (no id at all) is still not answered; an "id" inside params is data
+        srv.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                             "params": {"requestId": 99, "reason": "x"}}))
+        srv.send(_remember(7, modern, {"metadata": {"id": 1.5, "more": {"id": {}}}}))
+        got = srv.answer(7, 60)
+        assert got is not None and not got["result"].get("isError"), got
+        assert _first_with_null_id(srv, 0.5) is None
+        srv.send(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": meta}))
+        alive = srv.answer(8, 5)
+        assert alive is not None and len(alive["result"]["tools"]) == 5
+    finally:
+        srv.close()

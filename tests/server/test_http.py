@@ -177,3 +177,37 @@ def test_a_token_file_others_can_read_is_made_private(tmp_path):
     finally:
         err = stop(proc)
     assert "readable by others" in err
+
+
+ENVELOPE = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def test_a_request_with_an_invalid_id_gets_an_error_not_silence(http_server):
+    """Over HTTP, both transports: a request whose id is not a string or an integer is answered
+    with -32600 and id null (server/request_ids.py), not taken for a notification."""
+    url, token, _ = http_server
+    auth = dict(HDRS, authorization=f"Bearer {token}")
+    init = httpx2.post(url, json=INIT, headers=auth)
+    assert init.status_code == 200
+    legacy = dict(auth, **{"mcp-protocol-version": "2025-11-25"},
+                  **({"mcp-session-id": init.headers["mcp-session-id"]}
+                     if "mcp-session-id" in init.headers else {}))
+    silent = []
+    for bad in ("1.5", "1e3", "true", "null", "{}", "[]"):
+        for headers, params in ((legacy, {}), (auth, {"_meta": ENVELOPE})):
+            body = '{"jsonrpc": "2.0", "id": %s, "method": "tools/list", "params": %s}' % (
+                bad, json.dumps(params))
+            r = httpx2.post(url, content=body, headers=headers)
+            try:
+                got = r.json()
+            except ValueError:   # 202 Accepted: no body
+                got = None
+            if not (r.status_code == 400 and got and got["id"] is None
+                    and got["error"]["code"] == -32600):
+                silent.append((bad, "legacy" if params == {} else "modern", r.status_code,
+                               r.text[:80]))
+    assert not silent, silent
+    ok = httpx2.post(url, headers=legacy, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    assert ok.status_code == 200 and "remember" in ok.text

@@ -62,3 +62,50 @@ async def test_namespace_resources_list_and_describe(client, server):
     odd_status = json.loads((await client.read_resource(
         f"trimem://{quote(odd, safe='')}/status")).contents[0].text)
     assert odd_status["namespace"] == odd and odd_status["sources"] == 3
+
+
+# odd but valid namespace names (what `remember` accepts: 1-512 characters, not blank, no ASCII
+# control characters): each must be read back through its resources, and none for another
+ODD_NAMES = [
+    "default", "a b", "100%", "%2e%2e", "%252e", "a%20b", "a/b", "/abs", "..", ".", "...",
+    "../x", "a/../..", "C:\\Windows", "c:x", "\\\\srv\\share", "q?x=1", "f#frag", "u@h:80",
+    "{namespace}", "café", "cafe\u0301", "日本語", "\u00a0nbsp", "+plus+", "brain 🧠💾",
+    "\u202eevil\u202c", "\u200fmark", "zwj\u200d", "\ufeffbom", "n" * 512,
+]
+
+
+async def test_every_valid_namespace_name_round_trips_through_its_resources(home):
+    """Curation is off (it would take minutes for 31 namespaces): a namespace's wiki then has no
+    index page yet, and the resource says so naming the namespace it read."""
+    from mcp import Client
+
+    from trimem.server.app import build_server
+    from trimem.server.settings import Settings
+    from trimem.strategies.frame import one_line
+
+    assert len(ODD_NAMES) == 31 and len(set(ODD_NAMES)) == 31
+    server = build_server(Settings(home=str(home), curation=False))
+    async with Client(server) as client:
+        for k, ns in enumerate(ODD_NAMES):   # namespace k holds k + 1 messages: counts tell apart
+            payload(await client.call_tool("remember", {"namespace": ns, "messages": turns(
+                *[f"note {j}" for j in range(k + 1)])}))
+        wrong = []
+        for k, ns in enumerate(ODD_NAMES):
+            seg = quote(ns, safe="")   # RFC 6570 simple expansion: all but unreserved encoded
+            try:
+                status = json.loads((await client.read_resource(
+                    f"trimem://{seg}/status")).contents[0].text)
+                if (status["namespace"], status["sources"]) != (ns, k + 1):
+                    wrong.append((ns, "status", status["namespace"]))
+                for tail in ("wiki", "wiki/index"):
+                    text = (await client.read_resource(f"trimem://{seg}/{tail}")).contents[0].text
+                    if f"in namespace {one_line(ns)!r}; read trimem://{seg}/wiki/index" not in text:
+                        wrong.append((ns, tail, text[:80]))
+            except MCPError as exc:
+                wrong.append((ns, "error", str(exc)[:80]))
+        assert not wrong, wrong
+        # dot segments never reach another namespace
+        for uri in ("trimem://a/../status", "trimem://x/wiki/../status", "trimem://x/wiki/%2e%2e",
+                    "trimem://default/wiki/..%2F..%2Fstatus", "trimem://./../status"):
+            with pytest.raises(MCPError):
+                await client.read_resource(uri)

@@ -20,6 +20,7 @@ from mcp import Client
 from helpers import payload
 from trimem.server.app import build_server
 from trimem.server.settings import Settings
+from trimem.server.http import uvicorn_options
 from trimem.server.view import view_app
 
 pytestmark = pytest.mark.anyio
@@ -60,7 +61,7 @@ async def served(home, tmp_path_factory):
     rt = server.runtime
     rt.curation.stop(0)
     cfg = uvicorn.Config(view_app(rt, settings, "127.0.0.1"), host="127.0.0.1", port=port,
-                         log_level="warning")
+                         **uvicorn_options())
     uv = uvicorn.Server(cfg)
     th = threading.Thread(target=uv.run, daemon=True)
     th.start()
@@ -172,3 +173,48 @@ async def test_wiki_page_with_claim_histories_in_headless_chromium(served):
         finally:
             await browser.close()
     assert shot.stat().st_size > 10_000
+
+
+def test_trimem_view_cuts_off_half_sent_requests(tmp_path):
+    """``trimem view`` (the command, as a user starts it) closes a connection whose request is
+    not complete within the request guard ``serve --http`` has, and serves others meanwhile."""
+    import select
+    import subprocess
+    import sys
+
+    from trimem.server.http import REQUEST_READ_TIMEOUT_S
+
+    port = free_port()
+    env = dict(os.environ, TRIMEM_HOME=str(tmp_path / "home"), TRIMEM_HTTP_TOKEN=TOKEN)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "trimem"), "view", "--port",
+                             str(port)], env=env, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        stalled = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
+        stalled[0].sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")   # in its headers
+        stalled[1].sendall(b"GET /?tok")                                       # in its first line
+        t0 = time.monotonic()
+        ok = httpx.get(f"http://127.0.0.1:{port}/", headers={"authorization": f"Bearer {TOKEN}"},
+                       timeout=60)
+        assert ok.status_code == 200
+        open_ = list(stalled)
+        while open_ and time.monotonic() - t0 < REQUEST_READ_TIMEOUT_S + 8:
+            ready, _, _ = select.select(open_, [], [], 0.5)
+            for s in ready:
+                try:
+                    s.recv(4096)
+                except OSError:
+                    pass
+                open_.remove(s)
+        assert not open_, f"{len(open_)} half-sent request(s) still open after " \
+                          f"{time.monotonic() - t0:.0f} s"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

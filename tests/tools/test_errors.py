@@ -76,6 +76,37 @@ async def test_consolidate_rejects_bad_cluster_size(client, seeded):
         await client.call_tool("consolidate", {"min_cluster_size": 1}))
 
 
+# what pydantic's lax mode would turn into an integer or a boolean; a tool takes none of them
+LAX = {"integer": [True, False, "100", "7", 100.0, 2.5],
+       "boolean": ["true", "false", "yes", "no", "1", 1, 0, 1.0]}
+VALID = {"remember": {"messages": [{"content": "lax check"}]}, "recall": {"query": "sky"},
+         "explain": {"id": "src_x"}, "consolidate": {"dry_run": True}, "forget": {"refs": ["x"]}}
+
+
+async def test_integer_and_boolean_parameters_take_only_integers_and_booleans(client, seeded):
+    """Every integer and boolean parameter of every tool, found in the tools' input schemas:
+    each lax value is a clear tool error naming the parameter, and changes nothing (a
+    ``forget`` with ``all_recalls: "yes"`` deletes no recall record)."""
+    rec = payload(await client.call_tool("recall", {"query": "sky"}))
+    before, checked, accepted = _count(seeded), [], []
+    for tool in (await client.list_tools()).tools:
+        for name, prop in tool.input_schema["properties"].items():
+            kinds = {prop.get("type")} | {p.get("type") for p in prop.get("anyOf", [])}
+            for kind in sorted(kinds & set(LAX)):
+                checked.append(f"{tool.name}.{name}")
+                for value in LAX[kind]:
+                    res = await client.call_tool(tool.name, dict(VALID[tool.name], **{name: value}))
+                    text = " ".join(getattr(c, "text", "") for c in res.content)
+                    if not (res.is_error and name in text and f"valid {kind}" in text):
+                        accepted.append((tool.name, name, value, text[:100]))
+    print(f"checked {sorted(checked)}")
+    assert {"recall.budget_tokens", "consolidate.dry_run", "consolidate.min_cluster_size",
+            "consolidate.use_my_model", "explain.page", "forget.all_recalls"} <= set(checked)
+    assert not accepted, accepted
+    assert _count(seeded) == before
+    assert payload(await client.call_tool("explain", {"id": rec["recall_id"]}))["kind"] == "recall"
+
+
 @pytest.mark.parametrize("hostile", ["x' OR '1'='1", "a\\'; DROP TABLE sources; --", "' OR 1=1 --",
                                      "\\", "%", "\"quoted\""])
 async def test_injection_in_filters_matches_nothing(client, seeded, hostile):

@@ -104,6 +104,33 @@ async def test_the_hosts_model_writes_the_wikis_claims(home, mode):
         assert len(space.sources_by_session("s1")) == 3
 
 
+async def test_an_answer_at_the_schemas_bounds_stores_what_the_sessions_size_allows(home):
+    """A host model answering a 3-turn session with every list as long as the schema allows
+    (100 episodes, 400 tuples, 600 claims) gets the first of each stored, as many as the
+    documented rule allows for 3 short turns (strategies/model_bounds.py): 3 episodes, 12
+    facts, 4 claims per turn; the rest is dropped and reported."""
+    server, host = make(home), Host("flood")
+    async with Client(server, mode="legacy", sampling_callback=host) as c:
+        space = await _remember(server, c)
+        t0 = time.monotonic()
+        out = payload(await c.call_tool("consolidate", {}))
+        took = time.monotonic() - t0
+    used = out["host_model"]
+    rows = _rows(space)
+    episodes = sorted(r["body"]["title"] for r in rows if r["kind"] == "episode")
+    facts = [r for r in rows if r["kind"] == "fact"]
+    claims = space.rows("wiki_claims", columns=["text", "ref"])
+    per_turn = {ref: sum(c["ref"] == ref for c in claims) for ref in ("m1", "m2", "m3")}
+    print(f"flooded answer: {len(episodes)} episodes, {len(facts)} facts, {len(claims)} claims "
+          f"stored ({per_turn}), {used.get('dropped')} dropped, consolidate took {took:.1f} s")
+    assert used["used"] and used["sessions"] == ["s1"]
+    assert episodes == ["Event 0", "Event 1", "Event 2"]   # the answer's first three
+    assert len(facts) == 12 and {f["body"]["subject"] for f in facts} == {
+        f"Person {k}" for k in range(12)}                     # the answer's first twelve
+    assert per_turn == {"m1": 4, "m2": 4, "m3": 4} and used["wiki_claims"] == {"s1": 12}
+    assert used["dropped"] == (100 - 3) + (400 - 12) + (600 - 12)
+
+
 async def test_claims_fall_back_per_exchange_and_per_session(home):
     """An exchange the answer gives no valid claim for keeps its sentence claims; a session with
     no valid claim keeps all of them (while its episodes and facts are still the host's)."""
