@@ -160,3 +160,41 @@ def test_strategies_curating_side_by_side_give_what_one_at_a_time_gives(tmp_path
     firsts = {name for name, threads in seen.items() if threads == {"trimem-curation"}}
     helped = {name for name, threads in seen.items() if "trimem-curation-2" in threads}
     assert len(firsts) == 1 and helped == set(seen) - firsts and len(helped) >= 2
+
+
+class Broken(PlainStrategy):
+    """A curating plug-in whose every run fails (a store gone read-only, say)."""
+
+    name = "broken"
+
+    def curate(self, env, session_id):
+        raise OSError(f"disk full while curating {session_id}")
+
+
+async def test_a_busy_namespace_does_not_hide_another_namespaces_failures(monkeypatch, client, server):
+    """Failures are kept per namespace (the last 20 each), and the status resource reads its
+    own namespace's: 25 later failures elsewhere leave the quiet namespace's one in view."""
+    import json
+
+    monkeypatch.setitem(registry._BUILTIN, "broken", f"{__name__}:Broken")
+    monkeypatch.setattr(registry, "_loaded", {"broken": Broken()})
+    rt = server.runtime
+
+    async def status(ns: str) -> dict:
+        res = await client.read_resource(f"trimem://{ns}/status")
+        return json.loads(res.contents[0].text)["curation"]
+
+    payload(await client.call_tool("remember", {"messages": turns("q"), "session_id": "q1",
+                                                "namespace": "quiet"}))
+    assert rt.curation.wait_idle(30)
+    for i in range(25):
+        payload(await client.call_tool("remember", {"messages": turns(f"b{i}"), "session_id": f"b{i}",
+                                                    "namespace": "busy"}))
+    assert rt.curation.wait_idle(60)
+    quiet = await status("quiet")
+    assert quiet["failed_sessions"] == ["q1"]
+    assert [f["session_id"] for f in quiet["recent_failures_in_this_process"]] == ["q1"]
+    assert "disk full while curating q1" in quiet["recent_failures_in_this_process"][0]["error"]
+    busy = (await status("busy"))["recent_failures_in_this_process"]
+    assert [f["session_id"] for f in busy] == [f"b{i}" for i in range(5, 25)]   # the last 20
+    assert len(rt.curation.failures) == 21                                        # bounded
