@@ -38,6 +38,25 @@ async def test_recall_errors(client, seeded, args, expect):
     assert expect in error_text(await client.call_tool("recall", args))
 
 
+async def test_an_empty_query_is_told_to_say_what_to_look_for(client, seeded):
+    err = error_text(await client.call_tool("recall", {"query": " "}))
+    assert "query is empty: say what to look for in memory" in err
+    assert "remember" not in err
+
+
+@pytest.mark.parametrize("budget", [2000.0, 1.5, float("nan"), float("inf"), True, "2000", None])
+def test_a_budget_must_be_an_int(budget):
+    """Called as a function (the MCP layer has already parsed a JSON number to an int)."""
+    from trimem.tools import validate
+    from trimem.tools.errors import ToolFailure
+    from trimem.tools.runtime import Limits
+
+    with pytest.raises(ToolFailure, match="budget_tokens must be a whole number"):
+        # not an int, on purpose
+        validate.budget(budget, Limits())  # pyright: ignore[reportArgumentType]
+    assert validate.budget(2000, Limits()) == 2000
+
+
 @pytest.mark.parametrize("messages, expect", [
     ([], "messages is empty"),
     ([{"content": ""}], "messages[0].content is empty"),
