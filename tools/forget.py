@@ -167,7 +167,7 @@ DESCRIPTION = doc("""
     Permanently delete memories: by message or memory `ids`, by your `refs` (with `session_id`:
     that session's refs only), or a whole `session_id` (give at least one). Everything derived
     from the deleted messages goes too, as do recall log entries that quoted them, and the text
-    is purged from disk: it cannot be recovered. The deletion itself is recorded (ids and refs only). Recall records (past
-    queries and what they returned) go by `recall_ids`, by time (`recalls_before`) or all of
-    them (`all_recalls`).
+    is purged from disk: it cannot be recovered. The deletion itself is recorded (ids and refs
+    only). Recall records (past queries and what they returned) go by `recall_ids`, by time
+    (`recalls_before`) or all of them (`all_recalls`).
     """)
