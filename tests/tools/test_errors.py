@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from helpers import error_text, payload, turns
+from helpers import error_text, payload, session, turns
 from trimem.storage import SourceFilter
 
 pytestmark = pytest.mark.anyio
@@ -170,7 +172,7 @@ async def test_a_call_at_the_limit_is_stored_with_bounded_memory(tmp_path, endpo
     out, grew = await _remember_peak(server, messages)
     space = server.runtime.space("default")
     assert out["stored"] == 40 and space.count_sources(SourceFilter(session_id="at")) == 40
-    assert space.get_session("at")["n_messages"] == 40
+    assert session(space, "at")["n_messages"] == 40
     assert space.count_rows("passages") > 40 * 100   # every part of every message is indexed
     print(f"remember of 40 x 100k chars: peak RSS grew {grew:.0f} MB")
     assert grew < 1500, grew
@@ -200,12 +202,14 @@ def test_lone_surrogates_are_refused_before_storage(server):
     from trimem.tools.remember import Message, remember
 
     bad = "a\ud800b"
-    for kwargs in (dict(messages=[Message(content=bad)]),
-                   dict(messages=[Message(content="ok", speaker=bad)]),
-                   dict(messages=[Message(content="ok", ref=bad)]),
-                   dict(messages=[Message(content="ok", metadata={bad: 1})]),
-                   dict(messages=[Message(content="ok")], session_id=bad),
-                   dict(messages=[Message(content="ok")], namespace=bad)):
+    calls: list[dict[str, Any]] = [
+        dict(messages=[Message(content=bad)]),
+        dict(messages=[Message(content="ok", speaker=bad)]),
+        dict(messages=[Message(content="ok", ref=bad)]),
+        dict(messages=[Message(content="ok", metadata={bad: 1})]),
+        dict(messages=[Message(content="ok")], session_id=bad),
+        dict(messages=[Message(content="ok")], namespace=bad)]
+    for kwargs in calls:
         with pytest.raises(ToolFailure, match="surrogate|not plain JSON"):
             remember(server.runtime, **kwargs)
     with pytest.raises(ToolFailure, match="surrogate"):
