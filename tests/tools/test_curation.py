@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from helpers import payload, session, turns
+from helpers import payload, resource_text, session, turns
 from trimem.server.app import build_server
 from trimem.server.settings import Settings
 from trimem.strategies import registry
@@ -172,22 +172,25 @@ class Broken(PlainStrategy):
 
 
 async def test_a_busy_namespace_does_not_hide_another_namespaces_failures(monkeypatch, client, server):
-    """Failures are kept per namespace (the last 20 each), and the status resource reads its
-    own namespace's: 25 later failures elsewhere leave the quiet namespace's one in view."""
+    """Failures are kept per namespace (the last FAILURES_KEPT each; 3 here, to keep the test
+    short), and the status resource reads its own namespace's: more later failures elsewhere
+    than are kept leave the quiet namespace's one in view."""
     import json
+
+    from trimem.tools.curation import Failures
 
     monkeypatch.setitem(registry._BUILTIN, "broken", f"{__name__}:Broken")
     monkeypatch.setattr(registry, "_loaded", {"broken": Broken()})
     rt = server.runtime
+    rt.curation.failures = Failures(keep=3)
 
     async def status(ns: str) -> dict:
-        res = await client.read_resource(f"trimem://{ns}/status")
-        return json.loads(res.contents[0].text)["curation"]
+        return json.loads(resource_text(await client.read_resource(f"trimem://{ns}/status")))["curation"]
 
     payload(await client.call_tool("remember", {"messages": turns("q"), "session_id": "q1",
                                                 "namespace": "quiet"}))
     assert rt.curation.wait_idle(30)
-    for i in range(25):
+    for i in range(5):
         payload(await client.call_tool("remember", {"messages": turns(f"b{i}"), "session_id": f"b{i}",
                                                     "namespace": "busy"}))
     assert rt.curation.wait_idle(60)
@@ -196,5 +199,5 @@ async def test_a_busy_namespace_does_not_hide_another_namespaces_failures(monkey
     assert [f["session_id"] for f in quiet["recent_failures_in_this_process"]] == ["q1"]
     assert "disk full while curating q1" in quiet["recent_failures_in_this_process"][0]["error"]
     busy = (await status("busy"))["recent_failures_in_this_process"]
-    assert [f["session_id"] for f in busy] == [f"b{i}" for i in range(5, 25)]   # the last 20
-    assert len(rt.curation.failures) == 21                                        # bounded
+    assert [f["session_id"] for f in busy] == ["b2", "b3", "b4"]   # the last 3
+    assert len(rt.curation.failures) == 4                           # bounded
