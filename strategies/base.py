@@ -73,8 +73,10 @@ class RecallRequest:
     ranking_only: bool = False
 
     def in_window(self, ts: datetime | None) -> bool:
-        """Whether a source's time falls within ``since``..``until`` (undated: only when no
-        bound is set)."""
+        """Whether a source's or memory's time falls within ``since``..``until``, both ends
+        included. An undated row is outside any window: it passes only when neither bound is
+        set, as in the storage filter (``storage.filters.SourceFilter``), where a comparison
+        with a null timestamp is never true. Every strategy filters by this one rule."""
         if ts is None:
             return self.since is None and self.until is None
         return (self.since is None or ts >= self.since) and (self.until is None or ts <= self.until)

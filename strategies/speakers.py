@@ -12,7 +12,7 @@ stripped ("Ana's" names Ana). ``aliases`` is optional everywhere: without it onl
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -46,7 +46,7 @@ def named_speakers(query: str, speakers: Iterable[str | None],
     return set() if named == distinct else named
 
 
-def speaker_match(query: str, speakers: list[str | None],
+def speaker_match(query: str, speakers: Sequence[str | None],
                   aliases: dict[str, set[str]] | None = None) -> np.ndarray:
     """1.0 for the units whose speaker the query names, see the module docstring."""
     named = named_speakers(query, speakers, aliases)
@@ -55,7 +55,7 @@ def speaker_match(query: str, speakers: list[str | None],
     return np.array([1.0 if s in named else 0.0 for s in speakers])
 
 
-def addressee(speakers: list[str | None], i: int) -> str | None:
+def addressee(speakers: Sequence[str | None], i: int) -> str | None:
     """Whom turn ``i`` of a session (its speakers in order) most likely speaks to: the previous
     other speaker, else the next one. In a two-party chat that is always the other person; in a
     group it is the one being answered. None when nobody else speaks."""

@@ -39,7 +39,7 @@ def one_model_load_per_process(request, monkeypatch):
     def load(self):
         if self.loaded:
             return self
-        key = (local.MINILM_INT8_ONNX, local.MINILM_TOKENIZER, vars(self).get("_threads"))
+        key = (local.MINILM_INT8_ONNX, local.BERT_UNCASED_VOCAB, vars(self).get("_threads"))
         with _MODELS_LOCK:
             if not self.loaded and key in _MODELS:
                 vars(self).update(_MODELS[key])

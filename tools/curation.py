@@ -28,9 +28,45 @@ import logging
 import os
 import threading
 import time
+from collections import deque
+from collections.abc import Iterator
 
 log = logging.getLogger(__name__)
 YIELD_MAX_S = 2.0
+FAILURES_KEPT = 20        # per namespace, for the status resource
+FAILURE_CHARS = 300       # of each error message
+
+
+class Failures:
+    """The last ``FAILURES_KEPT`` curation failures of each namespace in this process (oldest
+    first), each ``(session_id, error)``. Bounded per namespace, so a long-running server's
+    memory does not grow with them and a busy namespace cannot push another's out of sight."""
+
+    def __init__(self, keep: int = FAILURES_KEPT) -> None:
+        self._keep = keep
+        self._by_ns: dict[str, deque[tuple[str, str]]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, namespace: str, session_id: str, error: str) -> None:
+        with self._lock:
+            kept = self._by_ns.setdefault(namespace, deque(maxlen=self._keep))
+            kept.append((session_id, error[:FAILURE_CHARS]))
+
+    def recent(self, namespace: str) -> list[tuple[str, str]]:
+        with self._lock:
+            return list(self._by_ns.get(namespace, ()))
+
+    def __iter__(self) -> Iterator[tuple[str, str, str]]:
+        """Every kept failure as ``(namespace, session_id, error)``."""
+        with self._lock:
+            return iter([(ns, *f) for ns, kept in self._by_ns.items() for f in kept])
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(kept) for kept in self._by_ns.values())
+
+    def __repr__(self) -> str:
+        return f"Failures({list(self)!r})"
 
 
 class RecallGate:
@@ -67,7 +103,7 @@ class CurationWorker:
         self._busy = 0
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
-        self.failures: list[tuple[str, str, str]] = []
+        self.failures = Failures()
         self._stopped = False
 
     def enqueue(self, namespace: str, session_id: str) -> None:
@@ -152,7 +188,7 @@ class CurationWorker:
                 self.curate_now(*key)
             except Exception as exc:  # e.g. the store became read-only or full: keep serving
                 log.exception("curation of %s/%s failed", *key)
-                self.failures.append((*key, str(exc)))
+                self.failures.add(*key, str(exc))
             else:
                 self._consolidate_if_due(key[0])
             finally:
@@ -168,7 +204,7 @@ class CurationWorker:
             self.periodic.run_if_due(namespace)
         except Exception as exc:  # the count is kept: the next curated session tries again
             log.exception("periodic consolidation of namespace %r failed", namespace)
-            self.failures.append((namespace, "", f"periodic consolidation: {exc}"))
+            self.failures.add(namespace, "", f"periodic consolidation: {exc}")
 
     def _waiting(self, namespace: str) -> bool:
         """Whether more sessions of ``namespace`` are queued (or the worker is stopping)."""
@@ -200,7 +236,7 @@ class CurationWorker:
                         strat.curate(env, session_id)
                 except Exception as exc:  # one strategy's failure must not stop the others
                     log.exception("curation of %s/%s by %s failed", namespace, session_id, strat.name)
-                    self.failures.append((namespace, session_id, f"{strat.name}: {exc}"))
+                    self.failures.add(namespace, session_id, f"{strat.name}: {exc}")
                     failed.append(strat.name)
 
         # two at once where there are two cores: each strategy writes only its own tables, and
@@ -218,7 +254,7 @@ class CurationWorker:
             aliasstats.curate(env.space, session_id)
         except Exception as exc:  # recall counts them itself when they are missing
             log.exception("name votes of %s/%s failed", namespace, session_id)
-            self.failures.append((namespace, session_id, f"name votes: {exc}"))
+            self.failures.add(namespace, session_id, f"name votes: {exc}")
         sess = env.space.get_session(session_id)
         if sess is not None:
             env.space.put_session(dict(sess, curation=state))

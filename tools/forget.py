@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from ..storage import NotFound, SourceFilter
+from . import refs as by_ref
 from . import validate as v
 from .answer import doc, names, quoted
 from .errors import ToolFailure
@@ -47,10 +48,12 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
                         "or all_recalls")
     ns = require(rt, namespace)
     with rt.namespace_lock(ns):
+        # refs are scoped by session (tools/refs.py); an ambiguous one fails before any deletion
+        named = by_ref.to_forget(rt.space(ns), refs, sid) if refs else {}
         gone = _forget_recalls(rt, ns, rids, before, all_recalls)
         if not (ids or refs or sid):
             return gone
-        out = _forget(rt, ns, ids, refs, sid)
+        out = _forget(rt, ns, ids, refs, named, None if refs else sid)
         out.removed_recalls += gone.removed_recalls
         out.not_found += gone.not_found
         return out
@@ -78,16 +81,16 @@ def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) 
                         source_ids=[], refs=[], not_found=not_found, audit_id=audit_id)
 
 
-def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | None) -> ForgetResult:
+def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[str, list[dict]],
+            sid: str | None) -> ForgetResult:
+    """``named``: the messages of ``refs`` (tools/refs.py); ``sid``: a whole session to delete."""
     space = rt.space(ns)
     sources = {r["id"]: r for r in space.get_sources(ids)}
     memories = {m["id"]: m for m in space.get_memories([i for i in ids if i not in sources])}
     not_found = [i for i in ids if i not in sources and i not in memories]
-    found_refs = set()
-    for r in space.sources_by_refs(refs):
-        sources[r["id"]] = r
-        found_refs.add(r["ref"])
-    not_found += [r for r in refs if r not in found_refs]
+    for rows in named.values():
+        sources.update({r["id"]: r for r in rows})
+    not_found += [r for r in refs if r not in named]
     if sid:
         session_rows = space.sources_by_session(sid)
         if not session_rows and space.get_session(sid) is None:
@@ -144,10 +147,14 @@ IDS = Annotated[list[str] | None, Field(
     description="Message ids (remember's source_ids, recall's sources) or memory ids to delete.",
     examples=[["src_0123456789abcdef0123"]])]
 REFS = Annotated[list[str] | None, Field(
-    description="Your own refs of the messages to delete (as given to remember).",
+    description="Your own refs of the messages to delete (as given to remember). A ref belongs to "
+                "its session: with session_id, that session's messages of these refs are deleted "
+                "(and nothing else of the session); without it, each ref must name messages of "
+                "one session only, else nothing is deleted and the error names the sessions.",
     examples=[["msg-41"]])]
-SESSION_ID = Annotated[str | None, Field(description="Delete a whole session, every message of it.",
-                                         examples=["chat-2024-05-08"])]
+SESSION_ID = Annotated[str | None, Field(
+    description="Delete a whole session, every message of it. With refs: the session the refs "
+                "are in (only those messages are deleted).", examples=["chat-2024-05-08"])]
 
 RECALL_IDS = Annotated[list[str] | None, Field(
     description="Recall records to delete (past queries and what they returned, which `explain` "
@@ -157,10 +164,10 @@ RECALLS_BEFORE = Annotated[DateTimeStr | None, TIME(
 ALL_RECALLS = Annotated[Bool, Field(description="True: delete every recall record of the namespace.")]
 
 DESCRIPTION = doc("""
-    Permanently delete memories: by message or memory `ids`, by your `refs`, or a whole
-    `session_id` (give at least one). Everything derived from the deleted messages goes too, as
-    do recall log entries that quoted them, and the text is purged from disk: it cannot be
-    recovered. The deletion itself is recorded (ids and refs only). Recall records (past
-    queries and what they returned) go by `recall_ids`, by time (`recalls_before`) or all of
-    them (`all_recalls`).
+    Permanently delete memories: by message or memory `ids`, by your `refs` (with `session_id`:
+    that session's refs only), or a whole `session_id` (give at least one). Everything derived
+    from the deleted messages goes too, as do recall log entries that quoted them, and the text
+    is purged from disk: it cannot be recovered. The deletion itself is recorded (ids and refs
+    only). Recall records (past queries and what they returned) go by `recall_ids`, by time
+    (`recalls_before`) or all of them (`all_recalls`).
     """)

@@ -68,8 +68,7 @@ def status(rt: Runtime, namespace: str) -> dict[str, Any]:
     space = rt.space(ns)
     sessions = _sessions(space)
     state = [s.get("curation") for s in sessions]
-    failures = [{"session_id": sid, "error": err[:300]}
-                for n, sid, err in list(rt.curation.failures)[-20:] if n == ns]
+    failures = [{"session_id": sid, "error": err} for sid, err in rt.curation.failures.recent(ns)]
     runs = space.rows("audit", eq={"op": "consolidate"}, columns=["at", "detail"])
     last = max(runs, key=lambda r: r["at"]) if runs else None
     return {

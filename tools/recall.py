@@ -66,7 +66,8 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
            options: dict | None = None) -> RecallResult:
     v.namespace(namespace, rt.limits)
     if not isinstance(query, str) or not query.strip():
-        raise ToolFailure("query is empty: say what to remember, e.g. 'where does Ana work now?'")
+        raise ToolFailure("query is empty: say what to look for in memory, e.g. 'where does Ana "
+                          "work now?'")
     if len(query) > rt.limits.max_query_chars:
         raise ToolFailure(f"query is {len(query)} characters; the limit is {rt.limits.max_query_chars}")
     if "\x00" in query:

@@ -151,7 +151,7 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     for r in new_rows:
         if r["ref"] is not None:
             r["id"] = stable_id("src", ns, sid, r["ref"])
-    by_ref = resolve_refs(space, plan, new_rows) if plan is not None else {}
+    by_ref = resolve_refs(space, plan, new_rows, sid) if plan is not None else {}
     extra = curated_texts(plan) if plan is not None else []
     from ..storage.sources import search_text
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from datetime import datetime, timezone
 from typing import Any, Literal, overload
 
@@ -99,8 +98,9 @@ def metadata(value: Any, limits: Limits, where: str) -> dict | None:
 
 
 def budget(value: int, limits: Limits) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or (
-            isinstance(value, float) and not math.isfinite(value)):
+    """A whole number of tokens: an int, never a bool or a float (2000.0, NaN and inf included;
+    the MCP layer has already turned a JSON 2000.0 into 2000)."""
+    if isinstance(value, bool) or not isinstance(value, int):
         raise ToolFailure("budget_tokens must be a whole number")
     if value <= 0:
         raise ToolFailure(f"budget_tokens must be positive (got {value}); 2000 is a good default")

@@ -19,7 +19,7 @@ the one number of this rule.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable, Mapping
 
 from ..aliases import namespace_speakers, speaker_aliases
 from ..base import Env
@@ -42,7 +42,7 @@ def weigh_named(env: Env, query: str, fused: Fused, rows: dict[str, dict],
     return demote_unnamed(fused, said, named, w), named, w
 
 
-def demote_unnamed(fused: Fused, said: dict[str, str | None], named: Iterable[str],
+def demote_unnamed(fused: Fused, said: Mapping[str, str | None], named: Iterable[str],
                    w: float = UNNAMED_W) -> Fused:
     """``fused`` (id, score, ranks) with the score of each turn whose speaker (``said``) is not
     among ``named`` multiplied by ``w``, best first again (ties keep their order)."""

@@ -33,12 +33,6 @@ def opts(request: RecallRequest) -> dict:
     return out
 
 
-def _in_range(ts, request: RecallRequest) -> bool:
-    if ts is None:
-        return True
-    return not ((request.since and ts < request.since) or (request.until and ts > request.until))
-
-
 def search_memories(env: Env, request: RecallRequest, qv, kind: str, n: int, fts: bool):
     """Ranked active memories of ``kind`` (dense top-n, fused with BM25 top-n) with score parts."""
     space = env.space
@@ -60,7 +54,7 @@ def search_memories(env: Env, request: RecallRequest, qv, kind: str, n: int, fts
     for r in lexical:
         parts[r["id"]]["bm25"] = round(r["bm25"], 4)
     order = list(parts)
-    rows = [r for r in space.get_memories(order) if _in_range(r.get("timestamp"), request)]
+    rows = [r for r in space.get_memories(order) if request.in_window(r.get("timestamp"))]
     for r in rows:  # a survivor of a merge still quotes the turns of the rows it absorbed
         extra = [s for a in (r.get("lineage") or {}).get("absorbed", []) for s in a["source_ids"]]
         r["source_ids"] = list(dict.fromkeys(list(r["source_ids"] or []) + extra))
@@ -146,5 +140,5 @@ def candidate_sources(env: Env, request: RecallRequest, o: dict, episodes, facts
     fused = rrf(rankings, weights=weights)
     for i, p in parts.items():
         fused[i].update({k: round(v, 4) for k, v in p.items() if k in ("bm25", "cosine")})
-    rows = [r for r in turns.rows(list(fused)) if _in_range(r.get("timestamp"), request)]
+    rows = [r for r in turns.rows(list(fused)) if request.in_window(r.get("timestamp"))]
     return rows, fused

@@ -26,6 +26,7 @@ def _wait_drainer(state: CaptureState, timeout: float = 30) -> int | None:
     return None
 
 
+@pytest.mark.timeout(900)   # kill -9 rounds of real hook and drainer processes
 def test_kill_nine_during_capture_loses_and_doubles_nothing(tmp_path):
     home = tmp_path / "home"
     env = hook_env(home, tmp_path, TRIMEM_HOOK_NAMESPACE="crash")

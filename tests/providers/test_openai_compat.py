@@ -29,7 +29,7 @@ from trimem.providers.llm_none import NoLLM, is_none
 from trimem.providers.openai_compat import OpenAIEmbedder, OpenAILLM
 from trimem.providers.registry import make_embedder, make_llm
 
-FAST = {"retry_backoff": 0.01}  # keep retry tests fast; the policy itself is unchanged
+FAST = 0.01  # retry_backoff: keep retry tests fast; the policy itself is unchanged
 
 
 def raw_vector(text: str, dim: int) -> list[float]:
@@ -52,7 +52,7 @@ def example_for(schema: dict, defs: dict | None = None) -> object:
         return example_for(schema["anyOf"][0], defs)
     if "enum" in schema:
         return schema["enum"][0]
-    kind = schema.get("type")
+    kind = schema.get("type", "")
     if kind == "object":
         return {k: example_for(v, defs) for k, v in schema.get("properties", {}).items()}
     if kind == "array":
@@ -221,14 +221,14 @@ def test_wrong_dim_is_a_clear_error(server):
 
 def test_retry_on_500_then_success(server):
     server.state.fail_next = [500, 429]
-    emb = OpenAIEmbedder(server.url, None, "m", dim=8, **FAST)
+    emb = OpenAIEmbedder(server.url, None, "m", dim=8, retry_backoff=FAST)
     assert emb.embed(["x"]).shape == (1, 8)
     assert len(server.state.of("/v1/embeddings")) == 3
 
 
 def test_gives_up_after_two_retries(server):
     server.state.fail_next = [503, 503, 503, 503]
-    emb = OpenAIEmbedder(server.url, None, "m", dim=8, **FAST)
+    emb = OpenAIEmbedder(server.url, None, "m", dim=8, retry_backoff=FAST)
     with pytest.raises(ProviderError, match=r"3 attempt\(s\).*503"):
         emb.embed(["x"])
     assert len(server.state.of("/v1/embeddings")) == 3
@@ -236,20 +236,20 @@ def test_gives_up_after_two_retries(server):
 
 def test_client_errors_are_not_retried(server):
     server.state.fail_next = [400]
-    emb = OpenAIEmbedder(server.url, None, "m", dim=8, **FAST)
+    emb = OpenAIEmbedder(server.url, None, "m", dim=8, retry_backoff=FAST)
     with pytest.raises(ProviderError, match="400"):
         emb.embed(["x"])
     assert len(server.state.of("/v1/embeddings")) == 1
 
 
 def test_wrong_path_404_mentions_v1(server):
-    emb = OpenAIEmbedder(server.url.removesuffix("/v1"), None, "m", dim=8, **FAST)
+    emb = OpenAIEmbedder(server.url.removesuffix("/v1"), None, "m", dim=8, retry_backoff=FAST)
     with pytest.raises(ProviderError, match=r"404.*/v1.*TRIMEM_EMBED_BASE_URL"):
         emb.embed(["x"])
 
 
 def test_unreachable_endpoint(closed_url):
-    emb = OpenAIEmbedder(closed_url, None, "m", dim=8, **FAST)
+    emb = OpenAIEmbedder(closed_url, None, "m", dim=8, retry_backoff=FAST)
     t0 = time.monotonic()
     with pytest.raises(ProviderError, match=r"cannot reach embedding endpoint .*TRIMEM_EMBED_BASE_URL"):
         emb.embed(["x"])
@@ -312,13 +312,13 @@ def test_structured_invalid_json_is_a_provider_error(server):
 
 def test_llm_retries_500_once(server):
     server.state.fail_next = [500]
-    llm = OpenAILLM(server.url, None, "m", **FAST)
+    llm = OpenAILLM(server.url, None, "m", retry_backoff=FAST)
     assert llm.structured("s", "u", Verdict).keep is True
     assert len(server.state.of("/v1/chat/completions")) == 2
 
 
 def test_llm_unreachable(closed_url):
-    llm = OpenAILLM(closed_url, None, "m", **FAST)
+    llm = OpenAILLM(closed_url, None, "m", retry_backoff=FAST)
     with pytest.raises(ProviderError, match="cannot reach chat endpoint.*TRIMEM_LLM_BASE_URL"):
         llm.complete("s", "u")
 
@@ -346,7 +346,7 @@ def test_registry_builds_providers(server, monkeypatch, tmp_path):
         pass
 
     fake = types.ModuleType("trimem.providers.local")
-    fake.LocalEmbedder = FakeLocal
+    monkeypatch.setattr(fake, "LocalEmbedder", FakeLocal, raising=False)
     monkeypatch.setitem(sys.modules, "trimem.providers.local", fake)
     local = make_embedder("local", model=None, base_url=None, api_key=None)
     assert isinstance(local, FakeLocal)

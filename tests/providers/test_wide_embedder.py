@@ -12,7 +12,7 @@ import json
 import pytest
 from mcp import Client
 
-from helpers import WIKI_SESSIONS, payload
+from helpers import WIKI_SESSIONS, payload, resource_text
 from trimem.server.app import build_server
 from trimem.server.settings import Settings
 
@@ -36,7 +36,7 @@ async def test_a_768_d_embedder_curates_and_recalls_through_every_strategy(home,
             assert rt.curation.wait_idle(300)
             payload(await c.call_tool("consolidate", {"min_cluster_size": 2}))
             assert rt.curation.wait_idle(300)
-            status = json.loads((await c.read_resource("trimem://default/status")).contents[0].text)
+            status = json.loads(resource_text(await c.read_resource("trimem://default/status")))
             cur = status["curation"]
             assert (cur["failed"], cur["failed_sessions"], cur["recent_failures_in_this_process"]) \
                 == (0, [], []), cur

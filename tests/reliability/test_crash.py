@@ -58,6 +58,7 @@ def wait_for_acks(proc: subprocess.Popen, ack: Path, n: int, log: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)   # 2-6 min by load; its own check fails a driver stuck for 300 s
 def test_kill_9_never_loses_or_duplicates_acknowledged_messages(tmp_path):
     home, ack, log = tmp_path / "home", tmp_path / "acks.jsonl", tmp_path / "driver.log"
     rng = random.Random(7)

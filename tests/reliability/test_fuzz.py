@@ -10,6 +10,8 @@ import re
 
 import anyio
 import pytest
+
+from helpers import text_of
 from hypothesis import HealthCheck, given, settings, strategies as st
 from mcp import Client
 
@@ -110,9 +112,9 @@ def test_explain_and_forget_fuzz(world, ident, ns, refs, sid):
 def test_huge_inputs_are_refused_clearly(world):
     before = sources_total(world)
     res = call(world, "remember", {"messages": [{"content": "x" * 10_000_000}]})
-    assert res.is_error and "limit" in res.content[0].text
+    assert res.is_error and "limit" in text_of(res)
     res = call(world, "recall", {"query": "q" * 10_000_000})
-    assert res.is_error and "limit" in res.content[0].text
+    assert res.is_error and "limit" in text_of(res)
     assert sources_total(world) == before
 
 

@@ -16,7 +16,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +41,7 @@ def _remember(rid, modern, msg=None, **top):
                  modern)
 
 
-def payloads(modern: bool) -> list[tuple[str, callable]]:
+def payloads(modern: bool) -> list[tuple[str, Callable[[int], Any]]]:
     s = "\ud800"
     return [
         ("surrogate in content", lambda i: _remember(i, modern, {"content": s})),
@@ -78,16 +80,18 @@ class Server:
         trimem = str(Path(sys.executable).parent / "trimem")
         self.proc = subprocess.Popen([trimem, "serve"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
-        for raw in self.proc.stdout:
+        for raw in self.stdout:
             self.lines.put(json.loads(raw))
 
     def send(self, line: str) -> None:
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
+        self.stdin.write(line.encode() + b"\n")
+        self.stdin.flush()
 
     def answer(self, rid, timeout: float) -> dict | None:
         end = time.monotonic() + timeout
@@ -101,7 +105,7 @@ class Server:
         return None
 
     def close(self) -> None:
-        self.proc.stdin.close()
+        self.stdin.close()
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:

@@ -23,6 +23,9 @@ def _free_port() -> int:
 _PUT_LOCK = threading.RLock()
 
 
+_ATOMIC = False   # moto's S3Response patched in this process
+
+
 def atomic_conditional_puts() -> None:
     """Make moto's conditional writes atomic, as S3's are.
 
@@ -34,7 +37,8 @@ def atomic_conditional_puts() -> None:
     double serialises PutObject and the POST that completes a multipart upload."""
     from moto.s3.responses import S3Response
 
-    if getattr(S3Response, "_trimem_atomic", False):
+    global _ATOMIC
+    if _ATOMIC:
         return
     for name in ("put_object", "_key_response_post"):
         original = getattr(S3Response, name)
@@ -44,7 +48,7 @@ def atomic_conditional_puts() -> None:
                 return _original(self, *args, **kwargs)
 
         setattr(S3Response, name, serialised)
-    S3Response._trimem_atomic = True
+    _ATOMIC = True
 
 
 @pytest.fixture(scope="session")

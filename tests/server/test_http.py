@@ -44,7 +44,7 @@ def start(home: Path):
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             break
         except OSError:
-            assert proc.poll() is None, proc.stderr.read()
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             time.sleep(0.1)
     return proc, port
 

@@ -33,7 +33,7 @@ async def test_prompts_are_listed_and_filled(server, mode):
     async with Client(server, mode=mode) as c:
         listed = {p.name: p for p in (await c.list_prompts()).prompts}
         assert set(listed) == {"curate_conversation", "use_memory"}
-        args = {a.name: a for a in listed["curate_conversation"].arguments}
+        args = {a.name: a for a in listed["curate_conversation"].arguments or []}
         assert set(args) == {"namespace", "session_id"} and not any(a.required for a in args.values())
         assert args["session_id"].description
         cur = text_of(await c.get_prompt("curate_conversation",

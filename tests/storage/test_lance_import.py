@@ -35,8 +35,8 @@ def test_the_block_restores_the_default_when_the_import_fails():
 
     try:
         with deferred_validators():
-            assert _config.config_defaults["defer_build"] is True
+            assert _config.config_defaults.get("defer_build") is True
             raise ImportError("a failing import")
     except ImportError:
         pass
-    assert _config.config_defaults["defer_build"] is False
+    assert _config.config_defaults.get("defer_build") is False

@@ -12,6 +12,7 @@ import pytest
 from mcp import Client
 
 from helpers import error_text, payload
+from trimem.storage.space import Space
 
 pytestmark = pytest.mark.anyio
 SECRET = "qx-hold-5519-larkspur"
@@ -44,7 +45,7 @@ class Gate:
         threading.Timer(seconds, self.event.set).start()
 
 
-async def setup(c, server, text: str = "The hangar door code is 5519.") -> object:
+async def setup(c, server, text: str = "The hangar door code is 5519.") -> Space:
     payload(await c.call_tool("remember", {"namespace": "main", "session_id": "s1",
                                            "messages": [{"content": text, "ref": "h1"}]}))
     space = server.runtime.space("main")

@@ -356,12 +356,15 @@ def test_a_copy_grown_by_appends_is_the_copy_a_whole_read_makes(tmp_path):
         assert state is not None
         source_mask(state, SourceFilter(speakers=frozenset({"user"})))   # speaker codes made
         column(state, "ref")
+        assert state.mat is not None and state.inv_norm is not None
+        assert state.session is not None and state.ts is not None
         grown += state.made.get("buf") is not None and state.mat.base is state.made["buf"]
         whole = SourceSnapshot("n", 10_000).current(sp._sources())
         assert whole is not None and whole.version == state.version
         assert [r["id"] for r in state.rows] == [r["id"] for r in whole.rows]
         assert state.rows == whole.rows and state.pos == whole.pos
-        assert state.mat is not None and whole.mat is not None
+        assert whole.mat is not None and whole.inv_norm is not None
+        assert whole.session is not None and whole.ts is not None
         assert np.array_equal(state.mat, whole.mat) and np.array_equal(state.inv_norm, whole.inv_norm)
         assert list(state.session) == list(whole.session)
         assert np.array_equal(state.ts, whole.ts, equal_nan=True)

@@ -7,6 +7,8 @@ messages go in through the remember tool's code, embedded by the packaged model.
 import numpy as np
 import pytest
 
+from helpers import session
+
 from trimem.server.settings import Settings
 from trimem.strategies.aliases import learn, session_stats, speaker_aliases, vocatives
 from trimem.strategies.speakers import speaker_match, without_speakers
@@ -153,7 +155,7 @@ def test_a_new_process_takes_the_votes_curation_stored_and_a_forget_drops_them(t
         assert scans == []                      # the stored votes, no read of every message
         pri = [f"s5:{i}" for i in (1, 3)]       # the two turns that call the user "Pri"
         assert forget(rt, refs=pri, namespace="ns").removed_sources == 2
-        assert rt.space("ns").get_session("s5")["n_messages"] == 5   # the count did not move
+        assert session(rt.space("ns"), "s5")["n_messages"] == 5   # the count did not move
         assert rt.space("ns").count_rows(aliasstats.KIND) == 4
     finally:
         rt.close()

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from helpers import payload
+from helpers import payload, resource_text
 
 pytestmark = pytest.mark.anyio
 STRATEGIES = ("plain", "hybrid", "workspace", "wiki", "auto")
@@ -174,9 +174,9 @@ async def test_no_payload_escapes_any_strategy_or_the_wiki_resources(server):
                 # the sources contract: a listed source stands verbatim (breaks + indentation)
                 unquoted += sum(indented(s["text"]) not in ctx for s in rec["sources"])
         index = await c.read_resource("trimem://frame/wiki/index")
-        pages = [index.contents[0].text]
+        pages = [resource_text(index)]
         for pid in sorted(set(re.findall(r"-> (wiki-\S+)", pages[0]))):
-            pages.append((await c.read_resource(f"trimem://frame/wiki/{pid}")).contents[0].text)
+            pages.append(resource_text(await c.read_resource(f"trimem://frame/wiki/{pid}")))
         for k, text in enumerate(pages):
             report[("wiki-resource", k)] = escapes(text, "<memory note=\"wiki page")
     bad = {k: n for k, n in report.items() if n}

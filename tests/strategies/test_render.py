@@ -65,6 +65,7 @@ def test_a_long_message_is_quoted_as_an_excerpt_around_its_matched_passage():
     p = pack_sources([r, row(1)], budget_tokens=500)   # the whole answer (5,897 chars) cannot fit
     assert [c["id"] for c in p.chosen] == ["r9", "r1"] and p.verbatim_ids == {"r1", "r9"}
     ref = source_ref(p.chosen[0])
+    assert ref.start is not None and ref.end is not None          # an excerpt has offsets
     assert ref.start < at < ref.end and ref.end - ref.start <= 1200
     assert ref.text == r["text"][ref.start:ref.end]
     assert ref.text.replace("\n", "\n  ") in p.context            # verbatim, as rendered
@@ -76,6 +77,7 @@ def test_a_long_message_found_by_no_passage_is_quoted_from_its_start():
     from trimem.strategies.render import source_ref
 
     ref = source_ref(long_row())
+    assert ref.end is not None
     assert ref.start == 0 and 0 < ref.end <= 1200 and ref.text == long_row()["text"][:ref.end]
 
 

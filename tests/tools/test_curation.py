@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from helpers import payload, turns
+from helpers import payload, resource_text, session, turns
 from trimem.server.app import build_server
 from trimem.server.settings import Settings
 from trimem.strategies import registry
@@ -45,7 +45,7 @@ async def test_remember_queues_and_the_worker_curates(counter, client, server):
     rt = server.runtime
     assert rt.curation.wait_idle(30)
     space = rt.space("default")
-    assert space.get_session("s")["curation"] == "done"
+    assert session(space, "s")["curation"] == "done"
     assert [(r["id"], r["n"]) for r in space.rows("counts")] == [("s", 3)]
     out = payload(await client.call_tool("forget", {"refs": ["x1"]}))
     assert out["removed_sources"] == 1
@@ -60,12 +60,12 @@ async def test_queued_sessions_resume_after_a_restart(counter, home, tmp_path_fa
     first.runtime.curation.delay_s = 3600          # the process "dies" before curating
     async with Client(first) as c:
         payload(await c.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
-    assert first.runtime.space("default").get_session("s")["curation"] == "queued"
+    assert session(first.runtime.space("default"), "s")["curation"] == "queued"
 
     second = build_server(Settings(home=str(home)))
     space = second.runtime.space("default")        # opening the store resumes the queue
     assert second.runtime.curation.wait_idle(30)
-    assert space.get_session("s")["curation"] == "done"
+    assert session(space, "s")["curation"] == "done"
     assert [r["n"] for r in space.rows("counts")] == [1]
 
 
@@ -81,7 +81,7 @@ async def test_switched_off_curation_resumes_nothing(counter, home, tmp_path_fac
     off = build_server(Settings(home=str(home), curation=False))
     space = off.runtime.space("default")
     assert off.runtime.curation.wait_idle(30)
-    assert space.get_session("s")["curation"] == "queued" and space.rows("counts") == []
+    assert session(space, "s")["curation"] == "queued" and space.rows("counts") == []
     on = build_server(Settings(home=str(home)))
     assert on.runtime.space("default") is not None and on.runtime.curation.wait_idle(30)
     assert [r["n"] for r in on.runtime.space("default").rows("counts")] == [1]
@@ -95,7 +95,7 @@ async def test_curation_can_be_switched_off(counter, home, tmp_path_factory):
         res = payload(await c.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
     assert res["curation"] == "done"
     space = server.runtime.space("default")
-    assert space.get_session("s")["curation"] == "done" and space.rows("counts") == []
+    assert session(space, "s")["curation"] == "done" and space.rows("counts") == []
 
 
 async def test_curation_lets_a_running_recall_pass_but_is_never_starved(counter, client, server,
@@ -109,15 +109,15 @@ async def test_curation_lets_a_running_recall_pass_but_is_never_starved(counter,
     with rt.recalls:                                  # a recall is running
         payload(await client.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
         time.sleep(0.5)
-        assert rt.space("default").get_session("s")["curation"] == "queued"
+        assert session(rt.space("default"), "s")["curation"] == "queued"
     assert rt.curation.wait_idle(30)                  # the recall ended: curation goes on
-    assert rt.space("default").get_session("s")["curation"] == "done"
+    assert session(rt.space("default"), "s")["curation"] == "done"
 
     monkeypatch.setattr(curation, "YIELD_MAX_S", 0.2)
     with rt.recalls:                                  # recalls that never stop: curation waits
         payload(await client.call_tool("remember", {"messages": turns("b"), "session_id": "t"}))
         assert rt.curation.wait_idle(30)              # at most YIELD_MAX_S per step, then runs
-        assert rt.space("default").get_session("t")["curation"] == "done"
+        assert session(rt.space("default"), "t")["curation"] == "done"
 
 
 def test_strategies_curating_side_by_side_give_what_one_at_a_time_gives(tmp_path, monkeypatch):
@@ -160,3 +160,44 @@ def test_strategies_curating_side_by_side_give_what_one_at_a_time_gives(tmp_path
     firsts = {name for name, threads in seen.items() if threads == {"trimem-curation"}}
     helped = {name for name, threads in seen.items() if "trimem-curation-2" in threads}
     assert len(firsts) == 1 and helped == set(seen) - firsts and len(helped) >= 2
+
+
+class Broken(PlainStrategy):
+    """A curating plug-in whose every run fails (a store gone read-only, say)."""
+
+    name = "broken"
+
+    def curate(self, env, session_id):
+        raise OSError(f"disk full while curating {session_id}")
+
+
+async def test_a_busy_namespace_does_not_hide_another_namespaces_failures(monkeypatch, client, server):
+    """Failures are kept per namespace (the last FAILURES_KEPT each; 3 here, to keep the test
+    short), and the status resource reads its own namespace's: more later failures elsewhere
+    than are kept leave the quiet namespace's one in view."""
+    import json
+
+    from trimem.tools.curation import Failures
+
+    monkeypatch.setitem(registry._BUILTIN, "broken", f"{__name__}:Broken")
+    monkeypatch.setattr(registry, "_loaded", {"broken": Broken()})
+    rt = server.runtime
+    rt.curation.failures = Failures(keep=3)
+
+    async def status(ns: str) -> dict:
+        return json.loads(resource_text(await client.read_resource(f"trimem://{ns}/status")))["curation"]
+
+    payload(await client.call_tool("remember", {"messages": turns("q"), "session_id": "q1",
+                                                "namespace": "quiet"}))
+    assert rt.curation.wait_idle(30)
+    for i in range(5):
+        payload(await client.call_tool("remember", {"messages": turns(f"b{i}"), "session_id": f"b{i}",
+                                                    "namespace": "busy"}))
+    assert rt.curation.wait_idle(60)
+    quiet = await status("quiet")
+    assert quiet["failed_sessions"] == ["q1"]
+    assert [f["session_id"] for f in quiet["recent_failures_in_this_process"]] == ["q1"]
+    assert "disk full while curating q1" in quiet["recent_failures_in_this_process"][0]["error"]
+    busy = (await status("busy"))["recent_failures_in_this_process"]
+    assert [f["session_id"] for f in busy] == ["b2", "b3", "b4"]   # the last 3
+    assert len(rt.curation.failures) == 4                           # bounded

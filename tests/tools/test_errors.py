@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from helpers import error_text, payload, turns
+from helpers import error_text, payload, session, turns
 from trimem.storage import SourceFilter
 
 pytestmark = pytest.mark.anyio
@@ -36,6 +38,25 @@ def _count(space) -> tuple[int, dict]:
 ])
 async def test_recall_errors(client, seeded, args, expect):
     assert expect in error_text(await client.call_tool("recall", args))
+
+
+async def test_an_empty_query_is_told_to_say_what_to_look_for(client, seeded):
+    err = error_text(await client.call_tool("recall", {"query": " "}))
+    assert "query is empty: say what to look for in memory" in err
+    assert "remember" not in err
+
+
+@pytest.mark.parametrize("budget", [2000.0, 1.5, float("nan"), float("inf"), True, "2000", None])
+def test_a_budget_must_be_an_int(budget):
+    """Called as a function (the MCP layer has already parsed a JSON number to an int)."""
+    from trimem.tools import validate
+    from trimem.tools.errors import ToolFailure
+    from trimem.tools.runtime import Limits
+
+    with pytest.raises(ToolFailure, match="budget_tokens must be a whole number"):
+        # not an int, on purpose
+        validate.budget(budget, Limits())  # pyright: ignore[reportArgumentType]
+    assert validate.budget(2000, Limits()) == 2000
 
 
 @pytest.mark.parametrize("messages, expect", [
@@ -182,7 +203,7 @@ async def test_a_call_at_the_limit_is_stored_with_bounded_memory(tmp_path, endpo
     out, grew = await _remember_peak(server, messages)
     space = server.runtime.space("default")
     assert out["stored"] == 40 and space.count_sources(SourceFilter(session_id="at")) == 40
-    assert space.get_session("at")["n_messages"] == 40
+    assert session(space, "at")["n_messages"] == 40
     assert space.count_rows("passages") > 40 * 100   # every part of every message is indexed
     print(f"remember of 40 x 100k chars: peak RSS grew {grew:.0f} MB")
     assert grew < 1500, grew
@@ -212,12 +233,14 @@ def test_lone_surrogates_are_refused_before_storage(server):
     from trimem.tools.remember import Message, remember
 
     bad = "a\ud800b"
-    for kwargs in (dict(messages=[Message(content=bad)]),
-                   dict(messages=[Message(content="ok", speaker=bad)]),
-                   dict(messages=[Message(content="ok", ref=bad)]),
-                   dict(messages=[Message(content="ok", metadata={bad: 1})]),
-                   dict(messages=[Message(content="ok")], session_id=bad),
-                   dict(messages=[Message(content="ok")], namespace=bad)):
+    calls: list[dict[str, Any]] = [
+        dict(messages=[Message(content=bad)]),
+        dict(messages=[Message(content="ok", speaker=bad)]),
+        dict(messages=[Message(content="ok", ref=bad)]),
+        dict(messages=[Message(content="ok", metadata={bad: 1})]),
+        dict(messages=[Message(content="ok")], session_id=bad),
+        dict(messages=[Message(content="ok")], namespace=bad)]
+    for kwargs in calls:
         with pytest.raises(ToolFailure, match="surrogate|not plain JSON"):
             remember(server.runtime, **kwargs)
     with pytest.raises(ToolFailure, match="surrogate"):

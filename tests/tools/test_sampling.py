@@ -12,8 +12,9 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp.types import CreateMessageResult, TextContent
 
-from helpers import payload
+from helpers import payload, resource_text, session, text_of
 from sampling_host import Host
 from trimem.server.app import build_server
 from trimem.server.settings import Settings
@@ -58,7 +59,7 @@ async def test_consolidate_curates_through_the_hosts_model(home, mode):
         assert "Temporal precision" in req.system_prompt and "HostOut" in req.system_prompt
         assert '"speaker": "Ben", "text": "I adopted a beagle' in req.messages[0].content.text
         assert out["host_model"]["used"] and out["host_model"]["sessions"] == ["s1"]
-        assert "scripted-model" in res.content[0].text
+        assert "scripted-model" in text_of(res)
         rows = _rows(space)
         assert {r["origin"] for r in rows} == {"sampled"}
         assert {r["body"]["written_by"] for r in rows} == {"sampling:scripted-model"}
@@ -143,6 +144,7 @@ async def test_claims_fall_back_per_exchange_and_per_session(home):
             import json as js
 
             res = await super().__call__(context, params)
+            assert isinstance(res, CreateMessageResult) and isinstance(res.content, TextContent)
             got = js.loads(res.content.text)
             for sess in got["sessions"]:
                 sess["claims"] = [c for c in sess["claims"] if c["turn"].endswith(self.turns)]
@@ -176,7 +178,7 @@ async def test_garbage_keeps_the_heuristics(home, mode):
         out = payload(res)
         assert host.requests and not out["host_model"]["used"]
         assert "answer rejected" in out["host_model"]["why"]
-        assert "Your model was not used (answer rejected" in res.content[0].text
+        assert "Your model was not used (answer rejected" in text_of(res)
         assert sorted(r["id"] for r in _rows(space)) == before
         assert _claims(space) == claims
         assert len(space.sources_by_session("s1")) == 3
@@ -190,6 +192,7 @@ async def test_malformed_items_are_dropped_one_by_one(home):
             import json as js
 
             res = await super().__call__(context, params)
+            assert isinstance(res, CreateMessageResult) and isinstance(res.content, TextContent)
             got = js.loads(res.content.text)
             for sess in got["sessions"]:
                 sess["session"] = "S00000000"                      # a session not shown
@@ -223,17 +226,17 @@ async def test_a_refusing_host_gets_a_queued_session_curated_by_heuristics(home,
         payload(await c.call_tool("remember", {"messages": S1, "session_id": "s1",
                                                "session_time": "2023-05-08T10:00:00"}))
         space = server.runtime.space("default")
-        assert not _rows(space) and space.get_session("s1")["curation"] == "queued"
+        assert not _rows(space) and session(space, "s1")["curation"] == "queued"
         res = await c.call_tool("consolidate", {})
         out = payload(res)
         assert out["host_model"]["curated_by_heuristics"] == ["s1"]
-        assert "1 queued session(s) were curated by heuristics" in res.content[0].text
+        assert "1 queued session(s) were curated by heuristics" in text_of(res)
         if mode == "legacy":
             assert host.requests and "declined" in out["host_model"]["why"]
         else:    # not asked by default: there a refusal would end the call
             assert not host.requests and "use_my_model=true" in out["host_model"]["why"]
         assert {r["origin"] for r in _rows(space)} == {"heuristic"}
-        assert space.get_session("s1")["curation"] == "done" and _claims(space)
+        assert session(space, "s1")["curation"] == "done" and _claims(space)
         rec = payload(await c.call_tool("recall", {"query": "Ben's dog", "strategy": "hybrid"}))
         assert "m1" in {s["ref"] for s in rec["sources"]}
 
@@ -247,7 +250,7 @@ async def test_a_refusal_on_the_stateless_protocol_loses_nothing(home):
         space = await _remember(server, c)
         res = await c.call_tool("consolidate", {})
         assert not host.requests and "use_my_model=true" in payload(res)["host_model"]["why"]
-        assert "Your model was not used" in res.content[0].text
+        assert "Your model was not used" in text_of(res)
         with pytest.raises(MCPError, match="rejected"):
             await c.call_tool("consolidate", {"use_my_model": True})
         assert {r["origin"] for r in _rows(space)} == {"heuristic"}
@@ -308,7 +311,7 @@ async def test_sampling_over_stdio(tmp_path, mode):
     async with Client(params, mode=mode, sampling_callback=host, read_timeout_seconds=120) as c:
         payload(await c.call_tool("remember", {"messages": S1, "session_id": "s1"}))
         for _ in range(100):     # background curation in the server process
-            st = json.loads((await c.read_resource("trimem://default/status")).contents[0].text)
+            st = json.loads(resource_text(await c.read_resource("trimem://default/status")))
             if st["curation"]["done"] == 1:
                 break
             await anyio.sleep(0.2)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,6 +34,12 @@ def fact(s, r, o, ref):
     return {"subject": s, "relation": r, "object": o, "context": "said in passing", "refs": [ref]}
 
 
+def filler_fact(text: str, ref: str) -> dict:
+    """A fact from a filler sentence: its first word, its second, the rest."""
+    subject, relation, obj = text.split(" ", 2)
+    return fact(subject, relation, obj, ref)
+
+
 async def _store(client):
     sessions = [("c1", "2023-01-10T10:00:00", [fact("Ana", "lives in", "Lisbon", "c1:0"),
                                                  fact("Ben", "adopted", "a beagle puppy named Biscuit", "c1:1")]),
@@ -41,9 +48,8 @@ async def _store(client):
     for k, (sid, when, facts) in enumerate(sessions):
         msgs = [{"content": f"turn {j} of {sid}: {FILLER[(3 * k + j) % len(FILLER)]}", "speaker": "Ana",
                  "ref": f"{sid}:{j}"} for j in range(3)]
-        facts = [dict(f, timestamp=when) for f in facts] + [fact(*FILLER[(3 * k + j) % len(FILLER)].split(" ", 2)[:2],
-                              FILLER[(3 * k + j) % len(FILLER)].split(" ", 2)[2], f"{sid}:2")
-                         for j in range(6)]
+        facts = [dict(f, timestamp=when) for f in facts] + [
+            filler_fact(FILLER[(3 * k + j) % len(FILLER)], f"{sid}:2") for j in range(6)]
         payload(await client.call_tool("remember", {"messages": msgs, "session_id": sid,
                                                     "session_time": when, "curated": {"facts": facts}}))
 
@@ -107,6 +113,7 @@ async def test_consolidation_is_non_destructive_and_restorable(client, server, h
         assert mid not in {a["id"] for a in keep.get("absorbed", []) + keep.get("supersedes", [])}
     assert len(space.memories_of_kind("fact")) == n_active
     detail = HybridStrategy().explain(env, retired[0][0])
+    assert detail is not None
     assert detail["history"][-1]["op"] == "restored" and detail["sources"]
 
 
@@ -120,8 +127,8 @@ def test_handing_umap_its_neighbours_gives_the_embedding_umap_makes_itself():
     vecs = rng.standard_normal((40, 384)).astype(np.float32)
     vecs[7] = vecs[3]                                   # a duplicate: a tie at distance 0
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    args = dict(n_neighbors=10, n_components=5, metric="cosine", min_dist=0.0, random_state=42,
-                n_jobs=1)
+    args: dict[str, Any] = dict(n_neighbors=10, n_components=5, metric="cosine", min_dist=0.0,
+                                random_state=42, n_jobs=1)
     own = umap.UMAP(**args).fit(vecs)
     handed = umap.UMAP(**args, **_exact_neighbours(vecs, 10)).fit(vecs)
     assert own._small_data and not handed._small_data   # two code paths, one answer

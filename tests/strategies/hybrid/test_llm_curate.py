@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -18,11 +19,20 @@ from trimem.strategies.hybrid.llm_curate import EPISODIC_PROMPT, RELATIONAL_PROM
 pytestmark = pytest.mark.anyio
 
 
+class LLMServer(ThreadingHTTPServer):
+    """The endpoint: what it was sent, and whether it answers 500."""
+
+    requests: list[dict] = []
+    fail = False
+
+
 class Handler(JSONHandler):
     def do_POST(self):  # noqa: N802
         body = self.body()
-        self.server.requests.append(body)
-        if self.server.fail:
+        server = self.server
+        assert isinstance(server, LLMServer)
+        server.requests.append(body)
+        if server.fail:
             return self._send(500, {"error": {"message": "down", "type": "server_error"}})
         fmt = (body.get("response_format") or {}).get("json_schema") or {"name": "text"}
         refs = re.findall(r"^\[([^\]]+)\]", body["messages"][-1]["content"], re.M)
@@ -52,8 +62,8 @@ class Handler(JSONHandler):
 
 @pytest.fixture
 def llm_server():
-    with serving(Handler) as srv:
-        srv.requests, srv.fail = [], False
+    with serving(Handler, LLMServer) as srv:
+        srv.requests, srv.fail = [], False   # the instance's own, not the class defaults
         yield srv
 
 

@@ -206,7 +206,7 @@ def test_turn_maps_follow_curation_without_a_reread_and_forget_drops_them(rt, mo
         {s: sorted(v, key=str) for s, v in fresh.inv.items()}
     gone = space.sources_by_session("s2")[0]["id"]
     assert gone in fresh.t_of
-    wiki.forget(rt.env("default"), [gone])
+    wiki.forget(rt.env("default"), {gone})
     assert gone not in maps_of(rt).t_of
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers import payload
+from helpers import payload, resource_text
 
 pytestmark = pytest.mark.anyio
 
@@ -18,12 +18,12 @@ async def test_wiki_pages_are_mcp_resources(server):
                                                "session_time": "2023-05-08T10:00:00Z"}))
         assert server.runtime.curation.wait_idle(60)
         index = await c.read_resource("trimem://default/wiki")
-        text = index.contents[0].text
+        text = resource_text(index)
         assert "# index" in text and "wiki-entity-rex" in text
         page = await c.read_resource("trimem://default/wiki/wiki-entity-rex")
-        body = page.contents[0].text
+        body = resource_text(page)
         assert "I adopted a puppy named Rex." in body and "[a1]" in body
         missing = await c.read_resource("trimem://default/wiki/nope")
-        assert "no wiki page" in missing.contents[0].text
+        assert "no wiki page" in resource_text(missing)
         with pytest.raises(Exception, match="no namespace"):   # the SDK's ResourceError
             await c.read_resource("trimem://elsewhere/wiki")

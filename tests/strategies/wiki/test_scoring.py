@@ -17,9 +17,10 @@ def test_selected_trajectories_bring_their_turns_only_with_sel_w():
     def vectors(ids):
         found = [i for i in ids if i in vecs]
         return found, np.stack([vecs[i] for i in found])
-    off, _ = scoring.score_turns(None, q, f, parts, {}, maps, vectors, {"T2"}, 0.0)
+    # no store: the turns' vectors come from ``vectors``, so the space is never read
+    off, _ = scoring.score_turns(None, q, f, parts, {}, maps, vectors, {"T2"}, 0.0)  # pyright: ignore[reportArgumentType]
     assert "c" not in off                              # T2 is neither searched nor routed
-    on, sc = scoring.score_turns(None, q, f, parts, {}, maps, vectors, {"T2"}, 5.0)
+    on, sc = scoring.score_turns(None, q, f, parts, {}, maps, vectors, {"T2"}, 5.0)  # pyright: ignore[reportArgumentType]
     assert on[0] == "c" and sc["parts"]["c"]["sel"] == 1.0
 
 

@@ -2,6 +2,7 @@
 
 import json
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from trimem.strategies.wiki import claims, trajectories as trj
 T0 = datetime(2023, 1, 1, tzinfo=timezone.utc)
 
 
-def snap(k, text, vec, session="s", idx=0, days=0):
+def snap(k, text, vec, session="s", idx=0, days=0) -> dict[str, Any]:
     when = T0 + timedelta(days=days)
     row = {"id": f"src{k}", "session_id": session, "seq": idx, "speaker": "Ana", "ref": f"r{k}",
            "timestamp": when, "text": text}
