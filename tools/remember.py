@@ -168,7 +168,7 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
     known = {r["ref"]: r["id"] for r in space.sources_by_refs([r["ref"] for r in rows if r["ref"]])
              if r["session_id"] == sid}
     kept = {r["id"] for r in rows if r["ref"] is None} if keep_ids else set()
-    have = _held(space, sid, kept)
+    have = _held(space, sid, rows, kept)
     new_rows = [r for r in rows if (r["ref"] not in known or r["ref"] is None)
                 and r["id"] not in have]
     for r in new_rows:
@@ -197,7 +197,7 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
         again = {r["ref"]: r["id"] for r in space.sources_by_refs(
             [r["ref"] for r in new_rows if r["ref"]]) if r["session_id"] == sid}
         known.update(again)
-        have |= _held(space, sid, {r["id"] for r in new_rows if r["ref"] is None} & kept)
+        have |= _held(space, sid, new_rows, kept)
         new_rows = [r for r in new_rows if (r["ref"] is None or r["ref"] not in again)
                     and r["id"] not in have]
         memory_ids = _write(space, sid, stime, session, new_rows, plan, by_ref, cur_vecs, curates)
@@ -217,9 +217,15 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
                           curation="queued" if curates else "done"), memory_ids
 
 
-def _held(space: Space, sid: str, ids: set[str]) -> set[str]:
-    """Which of ``ids`` this session already holds."""
-    return {r["id"] for r in space.get_sources(sorted(ids)) if r["session_id"] == sid} if ids else set()
+def _held(space: Space, sid: str, rows: list[dict], kept: set[str]) -> set[str]:
+    """Which kept ids of ``rows`` this session already holds. A kept id another session holds
+    names another message: that row gets a new id instead (ids are unique in a namespace)."""
+    ids = {r["id"] for r in rows if r["ref"] is None} & kept
+    found = {r["id"]: r["session_id"] for r in space.get_sources(sorted(ids))} if ids else {}
+    for r in rows:
+        if r["ref"] is None and found.get(r["id"], sid) != sid:
+            r["id"] = new_id("src")
+    return {i for i, s in found.items() if s == sid}
 
 
 def _write(space: Space, sid: str, stime, session, new_rows: list[dict], plan, by_ref, cur_vecs,

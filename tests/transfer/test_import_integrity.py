@@ -195,3 +195,44 @@ def test_concurrent_imports_store_each_curated_memory_once(tmp_path):
     got = contents(tmp_path / "home")
     assert len(got["curated"]) == 2 and len({c[0] for c in got["curated"]}) == 2
     assert len(got["sources"]) == 3
+
+
+def test_a_forget_record_binds_the_next_import_in_the_same_process(tmp_path):
+    """One process (a program using trimem as a library) imports a newer export, then an older
+    one: the forget record it has just written is read back at once, not from a stale copy."""
+    from cli_run import open_home
+    from trimem.transfer.format import read_all
+    from trimem.transfer.importer import import_records
+
+    def records(*lines):
+        return read_all([json.dumps(x) for x in [HEADER, *lines]])[1]
+
+    old = records(rec("session", session_id="s1"), msg("s1", 0, "my PIN is 4421", "secret"))
+    from trimem.strategies.ids import stable_id
+
+    gone = stable_id("src", "work", "s1", "secret")
+    newer = records(rec("session", session_id="s1"), msg("s1", 0, "kept", "m0"),
+                    rec("forget", ids=[gone], refs=["secret"]))
+    rt = open_home(tmp_path / "home")
+    try:
+        assert import_records(rt, newer).forget_records_added == 1
+        rep = import_records(rt, old)
+        assert rep.messages_forgotten == 1 and rep.messages_stored == 0
+    finally:
+        rt.close()
+
+
+async def test_an_id_another_session_holds_is_not_taken(trimem, tmp_path):
+    """A message without a ref keeps the id of its export, unless (a file that lies) that id
+    names another session's message here: then it gets its own."""
+    first = write_json(tmp_path / "a.jsonl", [HEADER, rec("session", session_id="s1"),
+                                              msg("s1", 0, "the first") | {"id": "src_" + "0" * 20}],
+                       lines=True)
+    trimem.ok("import", "--quiet", str(first))
+    second = write_json(tmp_path / "b.jsonl", [HEADER, rec("session", session_id="s2"),
+                                               msg("s2", 0, "the second") | {"id": "src_" + "0" * 20}],
+                        lines=True)
+    rep = trimem.ok("import", "--quiet", str(second))
+    assert rep["messages_stored"] == 1
+    got = contents(trimem.home, "work")["sources"]
+    assert [s[4] for s in got] == ["the first", "the second"] and len({s[5] for s in got}) == 2
