@@ -134,23 +134,20 @@ def cmd_export(args) -> int:
 def cmd_import(args) -> int:
     from ..tools import validate as v
     from ..tools.errors import ToolFailure
+    from ..transfer import read_file
     from ..transfer.bounds import Bounds, Deadline, FileRefused, Refusals
-    from ..transfer.foreign import read_foreign
-    from ..transfer.format import read_export
-    from ..transfer.importer import import_records, report_text, retarget
+    from ..transfer.importer import import_records, report_text
 
     path = Path(args.path)
-    refused = None
     try:
         settings = load(args)
-        bounds = Bounds(max_bytes=settings.import_max_bytes, timeout_s=settings.import_timeout_s)
-        deadline, refused = Deadline(bounds.timeout_s), Refusals(limit=bounds.listed)
         ns = None if args.namespace is None else v.namespace(args.namespace, settings.to_config().limits)
-        if args.source == "trimem":
-            _, records = read_export(path, bounds, deadline)
-            records = records if ns is None else retarget(records, ns)
-        else:
-            records = read_foreign(args.source, path, ns or "default", bounds, refused, deadline)
+    except (ToolFailure, ValueError) as exc:
+        return _refuse(path, str(exc))
+    bounds = Bounds(max_bytes=settings.import_max_bytes, timeout_s=settings.import_timeout_s)
+    deadline, refused = Deadline(bounds.timeout_s), Refusals(limit=bounds.listed)
+    try:
+        records = read_file(args.source, path, ns, bounds, refused, deadline)
         with runtime(settings, curate=args.curate) as rt:
             notes = settle(rt)
             with bar("import", quiet=args.quiet) as b:
@@ -172,7 +169,7 @@ def cmd_import(args) -> int:
 
 
 def add_parsers(sub, common) -> dict:
-    from ..transfer import FOREIGN
+    from ..transfer import KINDS
 
     e = sub.add_parser("export", parents=[common], help="write namespaces to a file (the "
                        "versioned trimem-export JSONL, or a readable Markdown folder)")
@@ -184,7 +181,7 @@ def add_parsers(sub, common) -> dict:
     i = sub.add_parser("import", parents=[common], help="import a trimem export, or another "
                        "tool's file (--from): re-importing adds nothing")
     i.add_argument("path")
-    i.add_argument("--from", dest="source", choices=["trimem", *FOREIGN], default="trimem",
+    i.add_argument("--from", dest="source", choices=KINDS, default="trimem",
                    help="the file's kind (default: a trimem export)")
     i.add_argument("--namespace", help="the namespace to import into (default: 'default' for "
                    "--from files; a trimem export's own, which --namespace replaces for a file "
