@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     max_budget_tokens: int = 100_000
     import_max_bytes: int = Field(default=512 * 2**20, ge=1, description="the largest file "
                                   "`trimem import` reads (bytes)")
-    import_timeout_s: float = Field(default=600.0, gt=0, description="`trimem import` refuses a "
+    import_timeout_s: float = Field(default=1_800.0, gt=0, description="`trimem import` refuses a "
                                     "file it has not read and checked within this long (the "
                                     "write that follows is not limited: it is the embedder's time)")
     log_level: str = "WARNING"

@@ -27,7 +27,7 @@ class Bounds:
     max_bytes: int = 512 * MiB         # a whole file (TRIMEM_IMPORT_MAX_BYTES)
     max_depth: int = 64                # JSON nesting, per document (a trimem export: per line)
     max_line_bytes: int = 16 * MiB     # one line of a trimem export or of a memory.json
-    timeout_s: float = 600.0           # reading and checking (TRIMEM_IMPORT_TIMEOUT_S)
+    timeout_s: float = 1_800.0         # reading and checking (TRIMEM_IMPORT_TIMEOUT_S)
     listed: int = 100                  # refusals listed one by one in the report
 
 
@@ -127,14 +127,15 @@ def load_json(text: str, bounds: Bounds, where: str = "") -> Any:
 
 
 def depth_over(data: Any, limit: int) -> bool:
-    """Whether ``data`` nests deeper than ``limit`` (iterative: no recursion to exhaust)."""
-    stack = [(data, 1)] if isinstance(data, (dict, list)) else []
-    while stack:
-        value, d = stack.pop()
-        children = value.values() if isinstance(value, dict) else value
-        if d > limit:
-            return True
-        stack.extend((c, d + 1) for c in children if isinstance(c, (dict, list)))
+    """Whether ``data`` nests deeper than ``limit`` (level by level: no recursion to exhaust)."""
+    level, depth = [data], 0
+    while level:
+        level = [v for v in level if isinstance(v, (dict, list))]
+        if level:
+            depth += 1
+            if depth > limit:
+                return True
+        level = [c for v in level for c in (v.values() if isinstance(v, dict) else v)]
     return False
 
 

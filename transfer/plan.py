@@ -74,6 +74,11 @@ def forgotten_in(rt, ns: str, exists: bool) -> set[str]:
     return {i for r in rows for i in (r["target_ids"] or [])}
 
 
+def _where(s: Session, what: str, name: str | None, otherwise: str) -> str:
+    return (f"namespace {show(s.namespace)}, session {show(s.session_id)}, {what} "
+            + (show(name) if name is not None else otherwise))
+
+
 def _reason(exc: Exception) -> str:
     return re.sub(r"^(messages\[0\]|curated\.(episodes|facts)\[0\])\.?", "", str(exc)).strip()
 
@@ -138,8 +143,6 @@ class Plan:
         s.messages.sort(key=lambda m: m.seq)
         kept, refs, same = [], set(), Counter()
         for m in s.messages:
-            where = f"namespace {show(s.namespace)}, session {show(s.session_id)}, message " + (
-                show(m.ref) if m.ref is not None else f"#{m.seq}")
             try:
                 _check_messages(self.rt, [message_model(m)], None, whole_session=True)
                 if m.id is not None:
@@ -147,7 +150,7 @@ class Plan:
                 if m.ref is not None and m.ref in refs:
                     raise ToolFailure("its ref is repeated within the session")
             except (ToolFailure, ValueError) as exc:
-                self.problem(where, _reason(exc), messages=1)
+                self.problem(_where(s, "message", m.ref, f"#{m.seq}"), _reason(exc), messages=1)
                 continue
             if m.ref is not None:
                 refs.add(m.ref)
@@ -181,28 +184,28 @@ class Plan:
         for s in self.sessions.values():
             kept = []
             for c in s.curated:
-                where = (f"namespace {show(s.namespace)}, session {show(s.session_id)}, curated "
-                         f"{c.kind} " + (show(c.id) if c.id else show(c.subject or c.title)))
                 try:
                     check_curated(self.rt, curated_model([c]), whole_session=True)
                     if c.id is not None:
                         v.text_field("id", c.id, self.rt.limits, required=True)
                 except (ToolFailure, ValueError) as exc:
-                    self.problem(where, _reason(exc), curated=1)
+                    self.problem(_where(s, f"curated {c.kind}", c.id, show(c.subject or c.title)),
+                                 _reason(exc), curated=1)
                     continue
-                kept.append((where, c))
+                kept.append((s, c))
             s.curated = self._cited(s.namespace, kept, in_file.get(s.namespace, set()))
 
-    def _cited(self, ns: str, items: list[tuple[str, CuratedRec]], in_file: set[str]) -> list:
+    def _cited(self, ns: str, items: list[tuple[Session, CuratedRec]], in_file: set[str]) -> list:
         wanted = {r for _, c in items for r in c.refs} - in_file
         if wanted and ns in self.existing:
             wanted -= {r["ref"] for r in self.rt.space(ns).sources_by_refs(sorted(wanted))}
         out = []
-        for where, c in items:
+        for s, c in items:
             bad = sorted(set(c.refs) & wanted)
             if bad:
                 gone = "" if self.strict else " (or only one that was refused)"
-                self.problem(where, f"cites refs that name no message{gone}: "
+                self.problem(_where(s, f"curated {c.kind}", c.id, show(c.subject or c.title)),
+                             f"cites refs that name no message{gone}: "
                              f"{', '.join(show(r) for r in bad[:5])}", curated=1)
                 continue
             out.append(c)
