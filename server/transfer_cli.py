@@ -125,7 +125,9 @@ def cmd_export(args) -> int:
                     report = {"format": "jsonl", "namespaces": wanted, "records": n}
             report["notes"] = notes
     except (OSError, ToolFailure, ValueError) as exc:
-        return _fail("export", f"{exc} (nothing was written to {args.path})")
+        kept = ("each file written before it is whole" if args.format == "markdown" else
+                "the previous file, if any, is as it was" if args.path != "-" else "output cut")
+        return _fail("export", f"{exc} ({kept})")
     if str(out) != "-":
         print(json.dumps(report, indent=2))
     return 0

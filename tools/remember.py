@@ -219,12 +219,19 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
 
 def _held(space: Space, sid: str, rows: list[dict], kept: set[str]) -> set[str]:
     """Which kept ids of ``rows`` this session already holds. A kept id another session holds
-    names another message: that row gets a new id instead (ids are unique in a namespace)."""
-    ids = {r["id"] for r in rows if r["ref"] is None} & kept
-    found = {r["id"]: r["session_id"] for r in space.get_sources(sorted(ids))} if ids else {}
+    names another message (ids are unique in a namespace): that row is given a stable id of
+    its own instead (of this session and the kept id, so a second import finds it again)."""
+    def sessions(ids: set[str]) -> dict[str, str]:
+        return {r["id"]: r["session_id"] for r in space.get_sources(sorted(ids))} if ids else {}
+
+    found = sessions({r["id"] for r in rows if r["ref"] is None} & kept)
+    moved = set()
     for r in rows:
         if r["ref"] is None and found.get(r["id"], sid) != sid:
-            r["id"] = new_id("src")
+            r["id"] = stable_id("src", space.namespace, sid, "", r["id"])
+            kept.add(r["id"])
+            moved.add(r["id"])
+    found |= sessions(moved)
     return {i for i, s in found.items() if s == sid}
 
 

@@ -36,7 +36,7 @@ class FileRefused(ValueError):
 
 
 class Refusal(BaseModel):
-    where: str
+    record: str      # which: the line, entity, conversation or message, quoted and cut
     reason: str
 
 
@@ -55,7 +55,7 @@ class Refusals:
         self.curated += curated
         self.other += not (messages or curated)
         if len(self.listed) < self.limit:
-            self.listed.append(Refusal(where=where, reason=reason[:300]))
+            self.listed.append(Refusal(record=where, reason=reason[:300]))
 
     @property
     def total(self) -> int:

@@ -63,7 +63,7 @@ def _rows(text: str, bounds: Bounds, refused: Refusals, deadline: Deadline) -> l
     if not rows and refused.listed:
         first = refused.listed[0]
         raise FileRefused(f"not a memory-json file: no line is an entity or a relation "
-                          f"({first.where}: {first.reason})")
+                          f"({first.record}: {first.reason})")
     return rows
 
 

@@ -70,7 +70,7 @@ def test_a_time_out_of_range_refuses_that_conversation_alone(trimem, tmp_path):
     ran = trimem("import", "--from", "chatgpt", "--quiet", str(f), timeout=20)
     assert ran.rc == 0 and ran.report["messages_stored"] == 1, ran.err
     (refused,) = ran.report["refused"]
-    assert "'far'" in refused["where"] and "create_time" in refused["reason"]
+    assert "'far'" in refused["record"] and "create_time" in refused["reason"]
     msg_time = tmp_path / "msg_time.json"
     write_json(msg_time, [conv("m", {"A": node("A", None, ["B"], create_time=1e300),
                                      "B": node("B", "A", [], "assistant", "ok", create_time=5.0)})])
@@ -88,7 +88,7 @@ def test_memory_json_observations_must_be_a_list_of_strings(trimem, tmp_path):
     assert rep["messages_stored"] == 1                      # Ben's one string observation
     texts = [s[4] for s in contents(trimem.home)["sources"]]
     assert texts == ["plays chess"]
-    reasons = {r["where"]: r["reason"] for r in rep["refused"]}
+    reasons = {r["record"]: r["reason"] for r in rep["refused"]}
     assert any("'Ana'" in w and "list of strings" in r for w, r in reasons.items()), reasons
     assert sum("'Ben'" in w for w in reasons) == 2
 
@@ -103,7 +103,7 @@ def test_one_oversized_chatgpt_answer_is_refused_not_the_file(trimem, tmp_path):
     rep = trimem.ok("import", "--from", "chatgpt", "--quiet", str(f), timeout=30)
     assert rep["messages_stored"] == 3 and rep["messages_refused"] == 1
     (refused,) = rep["refused"]
-    assert "'chatgpt:c1'" in refused["where"] and "'B'" in refused["where"]
+    assert "'chatgpt:c1'" in refused["record"] and "'B'" in refused["record"]
     assert "120000 characters" in refused["reason"]
     assert sorted(s[2] for s in contents(trimem.home)["sources"]) == ["A", "C", "D"]
 
