@@ -173,11 +173,18 @@ def main(argv: list[str] | None = None) -> int:
 
     from .capture_cli import add_parsers as add_capture
 
-    more = add_parsers(sub) | add_view(sub) | add_capture(sub, common)
+    more = add_parsers(sub, common) | add_view(sub, common) | add_capture(sub, common)
     args = ap.parse_args(argv)
     handler = {"serve": cmd_serve, "demo": cmd_demo, "namespaces": cmd_namespaces,
                "consolidate": cmd_consolidate, "restore": cmd_restore, **more}[args.cmd]
-    return handler(args)
+    import os
+
+    # what any command writes (memory, exports, logs, tokens) is its user's alone
+    umask = os.umask(0o077)
+    try:
+        return handler(args)
+    finally:
+        os.umask(umask)
 
 
 if __name__ == "__main__":

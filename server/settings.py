@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     max_call_chars: int = Field(default=4_000_000, description="characters per remember call, all "
                                 "messages (and curated memories) together")
     max_budget_tokens: int = 100_000
+    import_max_bytes: int = Field(default=512 * 2**20, ge=1, description="the largest file "
+                                  "`trimem import` reads (bytes)")
+    import_timeout_s: float = Field(default=1_800.0, gt=0, description="`trimem import` refuses a "
+                                    "file it has not read and checked within this long (the "
+                                    "write that follows is not limited: it is the embedder's time)")
     log_level: str = "WARNING"
     # capture through the host's hooks (`trimem hook`, docs/capture.md)
     hook_namespace: str | None = Field(default=None, description="the namespace every project's "
