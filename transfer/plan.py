@@ -178,9 +178,12 @@ class Plan:
         from ..tools import validate as v
         from ..tools.curated import check_curated
 
-        in_file: dict[str, set[str]] = {}
+        in_file: dict[str, dict[str, set[str]]] = {}     # namespace -> ref -> its sessions
         for s in self.sessions.values():
-            in_file.setdefault(s.namespace, set()).update(m.ref for m in s.messages if m.ref)
+            held = in_file.setdefault(s.namespace, {})
+            for m in s.messages:
+                if m.ref:
+                    held.setdefault(m.ref, set()).add(s.session_id)
         for s in self.sessions.values():
             kept = []
             for c in s.curated:
@@ -193,20 +196,33 @@ class Plan:
                                  _reason(exc), curated=1)
                     continue
                 kept.append((s, c))
-            s.curated = self._cited(s.namespace, kept, in_file.get(s.namespace, set()))
+            s.curated = self._cited(s.namespace, kept, in_file.get(s.namespace, {}))
 
-    def _cited(self, ns: str, items: list[tuple[Session, CuratedRec]], in_file: set[str]) -> list:
-        wanted = {r for _, c in items for r in c.refs} - in_file
-        if wanted and ns in self.existing:
-            wanted -= {r["ref"] for r in self.rt.space(ns).sources_by_refs(sorted(wanted))}
+    def _cited(self, ns: str, items: list[tuple[Session, CuratedRec]],
+               in_file: dict[str, set[str]]) -> list:
+        """The memories whose every ref names a message, and one session's only when it is
+        not the memory's own (``tools/refs.py``: ``remember`` refuses such a memory, so the
+        plan refuses it before anything is written)."""
+        cited = sorted({r for _, c in items for r in c.refs})
+        holders = {r: set(in_file.get(r, ())) for r in cited}
+        if cited and ns in self.existing:
+            for row in self.rt.space(ns).sources_by_refs(cited):
+                holders[row["ref"]].add(row["session_id"])
         out = []
         for s, c in items:
-            bad = sorted(set(c.refs) & wanted)
+            where = _where(s, f"curated {c.kind}", c.id, show(c.subject or c.title))
+            bad = sorted(r for r in set(c.refs) if not holders[r])
             if bad:
                 gone = "" if self.strict else " (or only one that was refused)"
-                self.problem(_where(s, f"curated {c.kind}", c.id, show(c.subject or c.title)),
-                             f"cites refs that name no message{gone}: "
+                self.problem(where, f"cites refs that name no message{gone}: "
                              f"{', '.join(show(r) for r in bad[:5])}", curated=1)
+                continue
+            unclear = sorted(r for r in set(c.refs)
+                             if s.session_id not in holders[r] and len(holders[r]) > 1)
+            if unclear:
+                self.problem(where, "cites refs that name messages of several other sessions "
+                             f"(it cannot tell which): {', '.join(show(r) for r in unclear[:5])}",
+                             curated=1)
                 continue
             out.append(c)
         return out

@@ -4,6 +4,8 @@ a link, and settings read the way ``serve`` reads them (the home's ``settings.en
 
 from __future__ import annotations
 
+from typing import Any
+
 import os
 import re
 import signal
@@ -29,8 +31,9 @@ def mode(path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-async def remember(home, messages, ns="work", **settings) -> None:
-    server = build_server(Settings(home=str(home), **({"curation": False} | settings)))
+async def remember(home, messages, ns="work", **settings: Any) -> None:
+    opts: dict[str, Any] = {"curation": False, **settings}
+    server = build_server(Settings(home=str(home), **opts))
     try:
         async with Client(server) as c:
             payload(await c.call_tool("remember", {"messages": messages, "namespace": ns,

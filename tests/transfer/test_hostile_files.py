@@ -13,7 +13,7 @@ import sys
 from cli_run import contents, write_json
 
 
-def conv(cid: str, mapping: dict, **extra) -> dict:
+def conv(cid: str, mapping: dict | list, **extra) -> dict:
     return {"conversation_id": cid, "title": "t", "mapping": mapping, **extra}
 
 

@@ -146,7 +146,8 @@ def trimem_lines(draw):
 
 # -- ... then mutated: a few values replaced, removed or repeated -----------------------------
 def paths(data) -> list[tuple]:
-    out, stack = [], [((), data)]
+    out: list[tuple] = []
+    stack: list[tuple[tuple, object]] = [((), data)]
     while stack:
         path, value = stack.pop()
         out.append(path)
@@ -313,14 +314,14 @@ def check(home, kind: str, raw: bytes) -> None:
     path.unlink()
 
 
-FUZZ = dict(deadline=None, derandomize=True, database=None,
+FUZZ = settings(deadline=None, derandomize=True, database=None,
             suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                    HealthCheck.data_too_large, HealthCheck.large_base_example])
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_importer_fuzz(home, kind):
-    @settings(max_examples=EXAMPLES, **FUZZ)
+    @settings(FUZZ, max_examples=EXAMPLES)
     @given(raw=damaged(kind, FILES[kind]))
     def run(raw):
         check(home, kind, raw)
@@ -330,7 +331,7 @@ def test_importer_fuzz(home, kind):
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_importer_fuzz_long(home, kind):
-    @settings(max_examples=SLOW_EXAMPLES, **FUZZ)
+    @settings(FUZZ, max_examples=SLOW_EXAMPLES)
     @given(raw=damaged(kind, FILES[kind]))
     def run(raw):
         check(home, kind, raw)

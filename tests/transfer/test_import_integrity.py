@@ -236,3 +236,20 @@ async def test_an_id_another_session_holds_is_not_taken(trimem, tmp_path):
     assert rep["messages_stored"] == 1
     got = contents(trimem.home, "work")["sources"]
     assert [s[4] for s in got] == ["the first", "the second"] and len({s[5] for s in got}) == 2
+
+
+async def test_a_memory_citing_a_ref_of_several_other_sessions_is_refused_before_writing(
+        trimem, tmp_path):
+    """The home holds ref m0 in two sessions; a file whose memory (of a third session) cites
+    m0 is refused whole by the check, not half-written by ``remember`` refusing the memory."""
+    first = write_json(tmp_path / "first.jsonl", [HEADER, msg("s1", 0, "one", "m0"),
+                                                  msg("s2", 0, "two", "m0")], lines=True)
+    trimem.ok("import", "--quiet", str(first))
+    held = contents(trimem.home, "work")["sources"]
+    fact = rec("curated", session_id="s4", kind="fact", subject="Ana", relation="said",
+               object="one", refs=["m0"])
+    f = write_json(tmp_path / "second.jsonl", [HEADER, msg("s3", 0, "three", "m3"),
+                                               msg("s4", 0, "four", "m4"), fact], lines=True)
+    ran = trimem("import", "--quiet", str(f))
+    assert ran.rc == 1 and "several other sessions" in ran.report["error"], ran.err
+    assert contents(trimem.home, "work")["sources"] == held
