@@ -13,9 +13,9 @@ the next hook, then exits. Nothing for the user to start, and nothing lost when 
   entry's own id) keep them from being stored twice;
 - a marker is deleted only after its transcript was read to the end, so a hook that fires
   while a drain is under way leaves a marker that the next round reads;
-- one drainer at a time (``CaptureState.drain_lock``, an OS lock the kernel frees when the
-  process dies); it looks for markers once more after letting go of the lock, so a marker
-  written just as it was leaving is not stranded.
+- one drainer at a time (``CaptureState.drain_lock``, a lease: taken over at once when its
+  holder died, after ``DRAIN_LEASE_S`` when it stopped or hung); it looks for markers once more
+  after letting go of the lock, so a marker written just as it was leaving is not stranded.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
 from . import digest
-from .state import CaptureState, read_json
+from .state import DRAIN_LEASE_S, CaptureState, read_json
 from .transcript import Entry, read_from
 
 if TYPE_CHECKING:
@@ -202,7 +202,8 @@ def drain(rt_factory: Callable[[], Runtime], state: CaptureState, opts: Options)
     rt: Runtime | None = None
     try:
         while True:
-            with state.drain_lock() as got:
+            # a drainer started in place of a stopped or hung one waits out its lease
+            with state.drain_lock(DRAIN_LEASE_S + 2 if state.holder_silent() else 0.0) as got:
                 if not got:
                     return 0
                 state.clear_starting()

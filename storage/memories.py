@@ -40,8 +40,9 @@ class MemoriesMixin(SpaceParts):
             r.setdefault("status", "active")
             r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
         tbl = self.table("memories", create=True)
-        retrying(lambda: tbl.merge_insert("id").when_matched_update_all()
-                 .when_not_matched_insert_all().execute(rows), "add memories")
+        with self.writing():
+            retrying(lambda: tbl.merge_insert("id").when_matched_update_all()
+                     .when_not_matched_insert_all().execute(rows), "add memories", table=tbl)
         self.touch_copy("memories")
         self.after_write("memories", len(rows))
         self.scalar_indexes("memories", MEMORY_INDEXES)   # once per process
@@ -92,7 +93,9 @@ class MemoriesMixin(SpaceParts):
         if tbl is not None and ids:
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
-                retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)), "delete memories")
+                with self.writing():
+                    retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)),
+                             "delete memories", table=tbl)
             self.touch_copy("memories")
 
     def vector_memories(self, kind: str, vector: np.ndarray, limit: int,

@@ -16,7 +16,10 @@ What keeps the log's contract:
   reports it (``[not logged: ...]``) as before. The one record that cannot report is the batch
   whose background write failed: it is lost, with a warning in the server's log;
 * records queued when the process is killed (``kill -9``) are lost; ``close`` (SIGTERM, stdin
-  closed) flushes them.
+  closed) flushes them;
+* every write runs under ``guard`` (the namespace's write lock, shared with ``forget`` in every
+  process), taken *before* the writer's own lock: a forget holding it may flush the queue
+  itself, and the write checks that what a record names was not forgotten meanwhile.
 
 A hand-written writer rather than a ``ThreadPoolExecutor``: the batching (one ``add`` for all
 that queued while the last one ran) and the flush-by-the-reader are the point, and neither is a
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from typing import Callable
 
 log = logging.getLogger(__name__)
@@ -36,12 +40,15 @@ IDLE_EXIT_S = 10.0   # the thread ends after this long with nothing queued (a ne
 class RecallWriter:
     """Queue of rows for ``write(rows)``; see the module docstring."""
 
-    def __init__(self, write: Callable[[list[dict]], None], name: str):
+    def __init__(self, write: Callable[[list[dict]], None], name: str,
+                 guard: Callable[[], AbstractContextManager[object]] = nullcontext):
         self._write = write
         self._name = name
+        self._guard = guard
         self._cv = threading.Condition()
         self._io = threading.RLock()     # one batch at a time (a flush waits for the running one)
         self._pending: list[dict] = []
+        self._writing: set[int] = set()  # threads writing a batch they took from the queue
         self._thread: threading.Thread | None = None
         self._sync = True                # until a synchronous write succeeds, and after a failure
         self._closed = False
@@ -51,7 +58,7 @@ class RecallWriter:
         with self._cv:
             sync = self._sync or self._closed
         if sync:
-            with self._io:
+            with self._guard(), self._io:
                 self._write([row])
             with self._cv:
                 self._sync = False
@@ -65,12 +72,28 @@ class RecallWriter:
 
     def flush(self) -> None:
         """Write everything queued so far, after a batch being written. Called inside the
-        writer's own write (its pruning reads the log), it re-enters and writes what queued since."""
-        with self._io:
-            with self._cv:
-                rows, self._pending = self._pending, []
-            if rows:
+        writer's own write (its pruning reads the log), it re-enters and writes what queued since.
+        Raises what taking ``guard`` raises (a lock another process holds for too long); the
+        records then stay queued."""
+        me = threading.get_ident()
+        with self._cv:
+            rows, self._pending = self._pending, []
+            if not rows:   # a batch another thread took: wait until it is written
+                while self._writing - {me}:
+                    self._cv.wait()
+                return
+            self._writing.add(me)
+        try:
+            with self._guard(), self._io:
                 self._write_batch(rows)
+        except BaseException:   # the guard was not taken: nothing was written, keep them
+            with self._cv:
+                self._pending[:0] = rows
+            raise
+        finally:
+            with self._cv:
+                self._writing.discard(me)
+                self._cv.notify_all()
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop the thread (it writes what is queued on its way out), then write anything left
@@ -81,7 +104,11 @@ class RecallWriter:
             self._cv.notify()
         if thread is not None:
             thread.join(timeout)
-        self.flush()
+        try:
+            self.flush()
+        except Exception as exc:   # noqa: BLE001 - exiting: say what is lost
+            log.warning("%d recall record(s) not logged (explain will not find them): %s",
+                        self.queued, exc)
 
     @property
     def queued(self) -> int:
@@ -96,7 +123,12 @@ class RecallWriter:
                 if not self._pending:
                     self._thread = None
                     return
-            self.flush()
+            try:
+                self.flush()
+            except Exception as exc:   # noqa: BLE001 - the guard (a lock) could not be taken
+                log.warning("%d recall record(s) wait to be logged: %s", self.queued, exc)
+                with self._cv:   # kept queued; tried again after a pause
+                    self._cv.wait(1.0)
 
     def _write_batch(self, rows: list[dict]) -> None:
         try:

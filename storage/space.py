@@ -75,6 +75,14 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
             self._registered = True
         return self.store.open_table(self.name(kind), schema if create else None)
 
+    def writing(self):
+        """The namespace's write lock (``Store.write_lock``), held around every commit to its
+        tables, in every process: LanceDB then never sees two commits to one table at once, so
+        none fails on a conflict and leaves its files behind (a failed compaction's files hold
+        every row it read, forgotten ones included, for the seven days LanceDB keeps them),
+        and a forget holding the lock is not raced by a writer that read before it."""
+        return self.store.write_lock(self.namespace)
+
     # -- the embedding model ------------------------------------------------------------------
     @property
     def vector_dim(self) -> int:
@@ -120,8 +128,9 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
             vecs = embed([r.get("search_text") or r["text"] for r in batch])
             for r, v in zip(batch, vecs):
                 r["vector"], r["embed_model"] = v.astype(np.float32).tolist(), self.model
-            retrying(lambda batch=batch: new.merge_insert("id").when_not_matched_insert_all()
-                     .execute(batch), "re-embed")
+            with self.writing():
+                retrying(lambda batch=batch: new.merge_insert("id").when_not_matched_insert_all()
+                         .execute(batch), "re-embed")
         self.audit("reembed", [], {"table": kind, "from": old_name, "to": self.name(kind),
                                    "rows": len(rows)})
         self.store.drop_table(old_name)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, Field
 
@@ -13,6 +15,12 @@ from .errors import ToolFailure
 from .namespaces import require
 from .params import TIME, DateTimeStr
 from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from ..storage.locks import Held
+
+log = logging.getLogger(__name__)
+LOCK_TRIES = 2   # a forget that lost its lock while stopped runs once more
 
 
 class ForgetResult(BaseModel):
@@ -34,6 +42,12 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     so the text is gone from disk, not just hidden. Memory ids in ``ids`` delete that memory only.
     Recall records (queries and what they returned) go by ``recall_ids``, by time
     (``recalls_before``: created at or before it) or all of them (``all_recalls``).
+
+    It runs under the namespace's write lock, which every process on the memory folder shares
+    (``Store.write_lock``): forgets in several processes run one after the other, each from
+    the newest table versions, and a recall record another process writes is either seen and
+    deleted or refused afterwards (``LogsMixin._write_recalls``). It answers only once no table
+    lists a version from before its purge.
     """
     v.namespace(namespace, rt.limits)
     ids = [v.text_field(f"ids[{k}]", x, rt.limits, required=True) for k, x in enumerate(ids or [])]
@@ -46,14 +60,41 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
         raise ToolFailure("say what to forget: ids, refs, session_id, recall_ids, recalls_before "
                         "or all_recalls")
     ns = require(rt, namespace)
+    from ..storage.locks import LockLost
+
+    space = rt.space(ns)
+    space.flush_recalls()   # before the lock: the recall log's writer takes it too
+    found = Targets()
     with rt.namespace_lock(ns):
-        gone = _forget_recalls(rt, ns, rids, before, all_recalls)
-        if not (ids or refs or sid):
-            return gone
-        out = _forget(rt, ns, ids, refs, sid)
-        out.removed_recalls += gone.removed_recalls
-        out.not_found += gone.not_found
-        return out
+        for attempt in range(LOCK_TRIES):
+            try:
+                with space.store.write_lock(ns) as held:
+                    # another process's forget may have purged the versions this process's
+                    # handles and caches were made from: start from the newest
+                    from .recall import catch_up
+
+                    catch_up(rt.env(ns), force=True)
+                    gone = _forget_recalls(rt, ns, rids, before, all_recalls)
+                    if not (ids or refs or sid):
+                        return gone
+                    out = _forget(rt, ns, ids, refs, sid, found, held)
+                out.removed_recalls += gone.removed_recalls
+                out.not_found += gone.not_found
+                return out
+            except LockLost:   # stopped while holding the lock, which another process took over
+                if attempt == LOCK_TRIES - 1:
+                    raise
+                log.warning("forget: lost the namespace lock while stopped; forgetting again")
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class Targets:
+    """What a forget found to delete, kept across its attempts: one that lost its lock while
+    stopped runs again, and reports what the first attempt already deleted too."""
+
+    sources: dict[str, dict] = field(default_factory=dict)
+    memories: dict[str, dict] = field(default_factory=dict)
 
 
 def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) -> ForgetResult:
@@ -70,27 +111,32 @@ def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) 
             not_found.append(rid)
     audit_id = ""
     if chosen:
+        since = space.versions()
         space.delete_recalls(sorted(chosen))
-        space.optimize(purge=True)   # the queries are gone from disk too, not just hidden
+        space.optimize(purge=True, since=since)   # the queries are gone from disk, not hidden
         audit_id = space.audit("forget", [], {"recalls": len(chosen), "all_recalls": every,
                                               "recalls_before": str(before) if before else None})
     return ForgetResult(removed_sources=0, removed_memories=0, removed_recalls=len(chosen),
                         source_ids=[], refs=[], not_found=not_found, audit_id=audit_id)
 
 
-def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | None) -> ForgetResult:
+def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | None,
+            found: Targets, held: Held | None) -> ForgetResult:
     space = rt.space(ns)
-    sources = {r["id"]: r for r in space.get_sources(ids)}
-    memories = {m["id"]: m for m in space.get_memories([i for i in ids if i not in sources])}
+    since = space.versions()   # the tables a deletion below changes get their files rewritten
+    sources, memories = found.sources, found.memories
+    sources.update({r["id"]: r for r in space.get_sources(ids)})
+    memories.update({m["id"]: m for m in space.get_memories([i for i in ids if i not in sources])})
     not_found = [i for i in ids if i not in sources and i not in memories]
-    found_refs = set()
+    found_refs = {r["ref"] for r in sources.values() if r.get("ref") in refs}
     for r in space.sources_by_refs(refs):
         sources[r["id"]] = r
         found_refs.add(r["ref"])
     not_found += [r for r in refs if r not in found_refs]
     if sid:
         session_rows = space.sources_by_session(sid)
-        if not session_rows and space.get_session(sid) is None:
+        if not session_rows and space.get_session(sid) is None and \
+                not any(r["session_id"] == sid for r in sources.values()):
             not_found.append(sid)
         sources.update({r["id"]: r for r in session_rows})
     if not sources and not memories:
@@ -102,6 +148,8 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | No
     recall_ids = space.recalls_citing(src_ids | set(memories))
     from ..strategies import aliasstats, registry
 
+    if held is not None:
+        held.check()   # nothing below runs for a process that lost the lock while stopped
     env = rt.env(ns)
     derived = {st.name: st.forget(env, src_ids) for st in registry.with_hook("forget")}
     aliasstats.drop(space, {r["session_id"] for r in sources.values()})   # counts may not move
@@ -112,7 +160,9 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | No
                if space.count_sources(SourceFilter(session_id=s)) == 0]
     space.delete_sessions(emptied)
     space.rebuild_text_index()
-    space.optimize(purge=True)
+    space.optimize(purge=True, since=since)   # then checks no old version is left (else: error)
+    if held is not None:
+        held.check()
     space.mark_forgotten(sorted(src_ids))   # other processes drop their caches (storage/forgets.py)
     env.ns.invalidate()
     if derived:  # what remains of a touched session is curated again, without the deleted text
