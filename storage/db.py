@@ -85,7 +85,7 @@ def retrying(fn: Callable[[], T], what: str, attempts: int = 12, table: Any = No
             stale = table is not None and purged(exc)
             if not (transient or stale) or i == attempts - 1:
                 raise
-            if stale:
+            if table is not None and stale:
                 table.checkout_latest()
             time.sleep(min(0.5, 0.01 * 2 ** i) * (0.5 + random.random()))
             log.debug("retrying %s after conflict: %s", what, exc)
