@@ -110,6 +110,7 @@ class DerivedMixin(SpaceParts):
                 r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
         tbl = self.derived_table(kind, schema, create=True)
         with self.writing():
+            self.rewrote(tbl)
             retrying(lambda: tbl.merge_insert(key).when_matched_update_all()
                      .when_not_matched_insert_all().execute(rows), f"upsert {kind}", table=tbl)
         self.touch_copy(kind)
@@ -179,6 +180,7 @@ class DerivedMixin(SpaceParts):
         w = _where(eq)
         if tbl is not None and w:
             with self.writing():
+                self.rewrote(tbl)
                 retrying(lambda: tbl.delete(w), f"delete {kind}", table=tbl)
             self.touch_copy(kind)
 

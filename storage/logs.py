@@ -68,6 +68,7 @@ class LogsMixin(SpaceParts):
         row = dict(row, namespace=self.namespace, updated_at=self.now())
         tbl = self.table("sessions", SESSIONS, create=True)
         with self.writing():
+            self.rewrote(tbl)
             retrying(lambda: tbl.merge_insert("session_id").when_matched_update_all()
                      .when_not_matched_insert_all().execute([row]), "session", table=tbl)
         self.touch_copy("sessions")
@@ -107,6 +108,7 @@ class LogsMixin(SpaceParts):
         tbl = self.table("sessions")
         if tbl is not None and session_ids:
             with self.writing():
+                self.rewrote(tbl)
                 retrying(lambda: tbl.delete(sql_in("session_id", session_ids)), "delete sessions", table=tbl)
             self.touch_copy("sessions")
 
@@ -180,6 +182,7 @@ class LogsMixin(SpaceParts):
         old = tbl.count_rows(sql_time("created_at", "<", cutoff))
         if old:
             with self.writing():
+                self.rewrote(tbl)
                 retrying(lambda: tbl.delete(sql_time("created_at", "<", cutoff)), "prune recalls", table=tbl)
         extra, n = [], tbl.count_rows()
         if n > policy.keep_max:
@@ -249,6 +252,7 @@ class LogsMixin(SpaceParts):
             for i in range(0, len(recall_ids), 500):
                 chunk = recall_ids[i:i + 500]
                 with self.writing():
+                    self.rewrote(tbl)
                     retrying(lambda chunk=chunk: tbl.delete(sql_in("recall_id", chunk)),
                              "delete recalls", table=tbl)
 

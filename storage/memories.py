@@ -53,6 +53,7 @@ class MemoriesMixin(SpaceParts):
             return m.execute(rows)
 
         with self.writing():
+            self.rewrote(tbl)
             retrying(merge, "add memories", table=tbl)
         self.touch_copy("memories")
         self.after_write("memories", len(rows))
@@ -105,6 +106,7 @@ class MemoriesMixin(SpaceParts):
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
                 with self.writing():
+                    self.rewrote(tbl)
                     retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)),
                              "delete memories", table=tbl)
             self.touch_copy("memories")

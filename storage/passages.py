@@ -164,6 +164,7 @@ class PassagesMixin(SpaceParts):
             tbl = self._passages(create=True)
             assert tbl is not None   # create=True opens or makes the table
             with self.writing():
+                self.rewrote(tbl)
                 retrying(lambda: tbl.merge_insert("id").when_matched_update_all()
                          .when_not_matched_insert_all().execute(rows), "add passages", table=tbl)
             self._passages_missing_at = float("-inf")
@@ -178,6 +179,7 @@ class PassagesMixin(SpaceParts):
             for i in range(0, len(source_ids), 500):
                 chunk = source_ids[i:i + 500]
                 with self.writing():
+                    self.rewrote(tbl)
                     retrying(lambda c=chunk: tbl.delete(sql_in("source_id", c)), "delete passages", table=tbl)
         with self._span_lock:
             for s in source_ids:

@@ -116,6 +116,7 @@ class SourcesMixin(SpaceParts):
         if twins:
             where = f"{sql_in('id', twins)} AND {sql_time('created_at', '=', created_at)}"
             with self.writing():
+                self.rewrote(tbl)
                 retrying(lambda: tbl.delete(where), "drop twins", table=tbl)
             self._source_snap.touch()
         return len(twins)
@@ -270,6 +271,7 @@ class SourcesMixin(SpaceParts):
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
                 with self.writing():
+                    self.rewrote(tbl)
                     retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)), "delete sources", table=tbl)
             self._source_snap.touch()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from typing import Callable
 
 import numpy as np
@@ -56,6 +57,8 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
         self._source_snap = SourceSnapshot(namespace, store.source_copy_max_rows)
         self._copies: dict[str, TableCopy] = {}      # derived tables' copies, by kind
         self._fts_seen: dict[tuple[str, str], object] = {}   # (kind, column) -> a handle that had it
+        self._rewritten: set[str] = set()            # tables with rows deleted or replaced
+        self._rewritten_lock = threading.Lock()
 
     # -- naming -----------------------------------------------------------------------------
     def name(self, kind: str) -> str:
@@ -82,6 +85,18 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
         every row it read, forgotten ones included, for the seven days LanceDB keeps them),
         and a forget holding the lock is not raced by a writer that read before it."""
         return self.store.write_lock(self.namespace)
+
+    def rewrote(self, tbl) -> None:
+        """Note that a write deletes or replaces rows of ``tbl``: their bytes stay in its data
+        files until they are rewritten, which the next purge does (``optimize(purge=True)``)."""
+        with self._rewritten_lock:
+            self._rewritten.add(tbl.name)
+
+    def take_rewritten(self) -> set[str]:
+        """The tables :meth:`rewrote` named since the last call."""
+        with self._rewritten_lock:
+            out, self._rewritten = self._rewritten, set()
+            return out
 
     # -- the embedding model ------------------------------------------------------------------
     @property

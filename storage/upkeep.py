@@ -307,20 +307,20 @@ class UpkeepMixin(SpaceParts):
         return True
 
     # -- compaction on demand -------------------------------------------------------------------
-    def optimize(self, purge: bool = False, since: dict[str, int] | None = None) -> list[str]:
+    def optimize(self, purge: bool = False) -> list[str]:
         """Compact every table and fold unindexed rows in. ``purge`` also rewrites the data
-        files of each table changed after ``since`` (table name -> version, from
-        :meth:`versions`; None: every table), so none keeps a deleted row's bytes
-        (``purge.scrub``), and deletes old versions at once: what makes ``forget`` a hard delete
-        on disk. It then checks that no table still lists a version from before its purge:
-        :class:`StorageError` if one does after a second try (the forget then does not report
-        done)."""
+        files of each table that had rows deleted or replaced (:meth:`Space.rewrote`), so none
+        keeps a deleted row's bytes (``purge.scrub``), and deletes old versions at once: what
+        makes ``forget`` a hard delete on disk. It then checks that no table still lists a
+        version from before its purge: :class:`StorageError` if one does after a second try
+        (the forget then does not report done)."""
         from .purge import scrub
 
         done = []
         if purge:   # a build in progress reads old versions: let it finish (a compaction in
             for job in list(self._index_jobs.values()):   # the background waits for the lock)
                 job.join(60)
+        rewritten = self.take_rewritten() if purge else set()
         prefix = f"ns_{self.key}__"
         left: list[str] = []
         for name in self.store.table_names():
@@ -331,7 +331,7 @@ class UpkeepMixin(SpaceParts):
             # file only older versions use. Files no version names yet (a concurrent writer's,
             # not committed) are left alone: delete_unverified stays False.
             with self.writing(), self._maint_lock:
-                if purge and (since is None or since.get(name) != self._latest(tbl)):
+                if name in rewritten:
                     scrub(tbl)
                 else:
                     self._optimize(tbl, purge)
@@ -345,17 +345,6 @@ class UpkeepMixin(SpaceParts):
                                "process keeps writing them); the forgotten text may still be on "
                                "disk: call forget again")
         return done
-
-    def versions(self) -> dict[str, int]:
-        """The newest version of each of the namespace's tables (for ``optimize(since=...)``)."""
-        prefix = f"ns_{self.key}__"
-        return {name: self._latest(self.store.open_table(name))
-                for name in self.store.table_names() if name.startswith(prefix)}
-
-    @staticmethod
-    def _latest(tbl) -> int:
-        tbl.checkout_latest()
-        return tbl.version
 
     @staticmethod
     def _older_versions(tbl) -> int:

@@ -111,9 +111,8 @@ def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) 
             not_found.append(rid)
     audit_id = ""
     if chosen:
-        since = space.versions()
         space.delete_recalls(sorted(chosen))
-        space.optimize(purge=True, since=since)   # the queries are gone from disk, not hidden
+        space.optimize(purge=True)   # the queries are gone from disk too, not just hidden
         audit_id = space.audit("forget", [], {"recalls": len(chosen), "all_recalls": every,
                                               "recalls_before": str(before) if before else None})
     return ForgetResult(removed_sources=0, removed_memories=0, removed_recalls=len(chosen),
@@ -123,7 +122,6 @@ def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) 
 def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | None,
             found: Targets, held: Held | None) -> ForgetResult:
     space = rt.space(ns)
-    since = space.versions()   # the tables a deletion below changes get their files rewritten
     sources, memories = found.sources, found.memories
     sources.update({r["id"]: r for r in space.get_sources(ids)})
     memories.update({m["id"]: m for m in space.get_memories([i for i in ids if i not in sources])})
@@ -160,7 +158,7 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], sid: str | No
                if space.count_sources(SourceFilter(session_id=s)) == 0]
     space.delete_sessions(emptied)
     space.rebuild_text_index()
-    space.optimize(purge=True, since=since)   # then checks no old version is left (else: error)
+    space.optimize(purge=True)   # then checks that no old version is left (else: an error)
     if held is not None:
         held.check()
     space.mark_forgotten(sorted(src_ids))   # other processes drop their caches (storage/forgets.py)
