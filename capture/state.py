@@ -74,6 +74,9 @@ class CaptureState:
     """The capture folder of one memory home."""
 
     def __init__(self, home: str):
+        from ..storage.private import private_umask
+
+        private_umask()   # markers, cursors, digests and logs are the user's alone
         self.home = home
         self.root = capture_dir(home)
 

@@ -150,6 +150,9 @@ class Store:
                  lock_lease_s: float = 10.0):
         self.uri = str(home)
         if "://" not in self.uri:
+            from .private import private_umask
+
+            private_umask()   # LanceDB's files, locks, logs: the user's alone (private.py)
             try:
                 private_folder(Path(self.uri))
             except OSError as exc:
