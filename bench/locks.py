@@ -11,8 +11,8 @@ the holder go on and tries again), then times how long it takes to get the lock,
 the holder's interrupted call again itself (the same refs, as a host retrying it would) and
 times that ``remember``. A stopped holder is resumed afterwards (it must notice it lost the lock
 and store nothing twice); a killed one is started again. At the end every acknowledged ref must
-be stored exactly once, and no ref twice. POSIX only (signals). tests/reliability/test_lock_holders.py runs the same
-code with fewer rounds and a short lease.
+be stored exactly once, and no ref twice. POSIX only (signals).
+tests/reliability/test_lock_holders.py runs the same code with fewer rounds and a short lease.
 """
 
 from __future__ import annotations
