@@ -48,7 +48,7 @@ class RecallWriter:
         self._cv = threading.Condition()
         self._io = threading.RLock()     # one batch at a time (a flush waits for the running one)
         self._pending: list[dict] = []
-        self._writing: set[int] = set()  # threads writing a batch they took from the queue
+        self._claimed: list[dict] = []   # taken from the queue by a flush, not written yet
         self._thread: threading.Thread | None = None
         self._sync = True                # until a synchronous write succeeds, and after a failure
         self._closed = False
@@ -73,27 +73,22 @@ class RecallWriter:
     def flush(self) -> None:
         """Write everything queued so far, after a batch being written. Called inside the
         writer's own write (its pruning reads the log), it re-enters and writes what queued since.
-        Raises what taking ``guard`` raises (a lock another process holds for too long); the
-        records then stay queued."""
-        me = threading.get_ident()
+        What it claims waits in ``_claimed`` for the guard; whoever holds the guard first writes
+        all that is claimed (a forget holding the lock writes the writer thread's claim itself,
+        rather than waiting for that thread, which waits for the lock). Raises what taking
+        ``guard`` raises (a lock another process holds for too long); the records stay queued."""
         with self._cv:
-            rows, self._pending = self._pending, []
-            if not rows:   # a batch another thread took: wait until it is written
-                while self._writing - {me}:
-                    self._cv.wait()
+            self._claimed += self._pending
+            self._pending = []
+            claimed = bool(self._claimed)
+        if not claimed:
+            with self._io:   # only waits for a batch being written
                 return
-            self._writing.add(me)
-        try:
-            with self._guard(), self._io:
+        with self._guard(), self._io:
+            with self._cv:
+                rows, self._claimed = self._claimed, []
+            if rows:
                 self._write_batch(rows)
-        except BaseException:   # the guard was not taken: nothing was written, keep them
-            with self._cv:
-                self._pending[:0] = rows
-            raise
-        finally:
-            with self._cv:
-                self._writing.discard(me)
-                self._cv.notify_all()
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop the thread (it writes what is queued on its way out), then write anything left
@@ -113,14 +108,14 @@ class RecallWriter:
     @property
     def queued(self) -> int:
         with self._cv:
-            return len(self._pending)
+            return len(self._pending) + len(self._claimed)
 
     def _loop(self) -> None:
         while True:
             with self._cv:
-                if not self._pending and not self._closed:
+                if not (self._pending or self._claimed) and not self._closed:
                     self._cv.wait(IDLE_EXIT_S)
-                if not self._pending:
+                if not (self._pending or self._claimed):
                     self._thread = None
                     return
             try:
