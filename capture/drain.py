@@ -31,6 +31,8 @@ from . import digest
 from .state import DRAIN_LEASE_S, CaptureState, read_json
 from .transcript import Entry, read_from
 
+REAP_WAIT_S = 3.0   # how long a new drainer waits for the lock of one that just died
+
 if TYPE_CHECKING:
     from ..tools.runtime import Runtime
 
@@ -202,8 +204,10 @@ def drain(rt_factory: Callable[[], Runtime], state: CaptureState, opts: Options)
     rt: Runtime | None = None
     try:
         while True:
-            # a drainer started in place of a stopped or hung one waits out its lease
-            with state.drain_lock(DRAIN_LEASE_S + 2 if state.holder_silent() else 0.0) as got:
+            # a drainer started in place of a stopped or hung one waits out its lease; in place
+            # of a killed one, a moment for it to be reaped (its pid counts as alive till then)
+            with state.drain_lock(DRAIN_LEASE_S + 2 if state.holder_silent() else
+                                  REAP_WAIT_S) as got:
                 if not got:
                     return 0
                 state.clear_starting()

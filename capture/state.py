@@ -187,14 +187,17 @@ class CaptureState:
             return False
 
     def drainer_running(self) -> bool:
-        """A live drainer holds the lock (one silent for a lease counts as gone), or one was
-        started under ``STARTING_S`` ago, is alive and has not taken the lock yet (a fresh
-        interpreter needs a moment: without this, a check right after a start sees nobody, and
-        a second start would race the first)."""
-        if not self.holder_silent():
-            with self.drain_lock() as got:
-                if not got:
-                    return True
+        """A live drainer holds the lock (its marker names a process that runs and was
+        refreshed within a lease; the check takes no lock, so it never makes a drainer that is
+        starting find the lock taken), or one was started under ``STARTING_S`` ago, is alive
+        and has not taken the lock yet (a fresh interpreter needs a moment: without this, a
+        check right after a start sees nobody, and a second start would race the first)."""
+        from ..storage.locks import check_path, holder_pid
+
+        check_path(self.drain_path)   # a FIFO there: say so rather than read it
+        pid = holder_pid(self.drain_path)
+        if pid is not None and not self.holder_silent() and _alive(pid):
+            return True
         path = self.root / "drain.starting"
         try:
             age = time.time() - path.stat().st_mtime

@@ -19,13 +19,14 @@ holder that was stopped, lost its lease and then resumed learns it before it wri
 (:meth:`Held.check` raises :class:`LockLost`): the callers check before each write that relies
 on the lock.
 
-Why filelock and not portalocker: filelock (no dependencies, no console script; trimem already
-had it through ``tokenizers`` -> ``huggingface_hub``) ships the lease itself: heartbeat, takeover
-of a dead holder by pid and process start, of a silent one by age, and a resumed loser's release
-that leaves the new holder's marker alone. portalocker locks with the OS (``flock`` /
-``LockFileEx``): a stopped holder keeps such a lock for ever, so the lease would be hand-written
-on top; and on Windows it needs pywin32, whose wheel installs ``pywin32_postinstall`` and
-``pywin32_testall`` into the environment's scripts folder.
+Why filelock and not portalocker (both checked, 2026-12: filelock 4.3.2, portalocker 4.4.2; neither
+declares a dependency or a console script, so neither adds a command to the user's PATH):
+filelock, which trimem already had through ``tokenizers`` -> ``huggingface_hub``, ships the
+lease itself: the heartbeat, the takeover of a dead holder by its pid and process start time and
+of a silent one by age, and a resumed loser whose release leaves the new holder's marker alone.
+portalocker locks with the operating system (``flock``, ``msvcrt.locking``; shared locks on
+Windows need its optional pywin32): a stopped holder keeps such a lock for ever, so the lease
+would have to be written by hand on top of it.
 """
 
 from __future__ import annotations

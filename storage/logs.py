@@ -52,7 +52,8 @@ class LogsMixin(SpaceParts):
 
     def _init_logs(self) -> None:
         self._recall_writer = RecallWriter(self._write_recalls, "trimem-recall-log",
-                                           guard=lambda: self.store.write_lock(self.namespace))
+                                           guard=lambda wait: self.store.write_lock(
+                                               self.namespace, wait))
         self._recall_policy = RecallPolicy()
         self._recalls_logged = 0   # records this process appended (pruning counts them)
 

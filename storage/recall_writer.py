@@ -30,18 +30,26 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from contextlib import AbstractContextManager, nullcontext
 from typing import Callable
 
+from .locks import LockBusy
+
 log = logging.getLogger(__name__)
 IDLE_EXIT_S = 10.0   # the thread ends after this long with nothing queued (a new record restarts it)
+SYNC_WAIT_S = 0.5    # a synchronous record waits this long for the lock, then is queued instead
+
+
+def _no_guard(wait_s: float | None) -> AbstractContextManager[object]:
+    return nullcontext()
 
 
 class RecallWriter:
     """Queue of rows for ``write(rows)``; see the module docstring."""
 
     def __init__(self, write: Callable[[list[dict]], None], name: str,
-                 guard: Callable[[], AbstractContextManager[object]] = nullcontext):
+                 guard: Callable[[float | None], AbstractContextManager[object]] = _no_guard):
         self._write = write
         self._name = name
         self._guard = guard
@@ -58,11 +66,15 @@ class RecallWriter:
         with self._cv:
             sync = self._sync or self._closed
         if sync:
-            with self._guard(), self._io:
-                self._write([row])
-            with self._cv:
-                self._sync = False
-            return
+            try:
+                with self._guard(SYNC_WAIT_S), self._io:
+                    self._write([row])
+            except LockBusy:   # a recall does not wait for another process's write: queue it
+                sync = False
+            else:
+                with self._cv:
+                    self._sync = False
+                return
         with self._cv:
             self._pending.append(row)
             if self._thread is None:
@@ -70,13 +82,14 @@ class RecallWriter:
                 self._thread.start()
             self._cv.notify()
 
-    def flush(self) -> None:
+    def flush(self, wait_s: float | None = None) -> None:
         """Write everything queued so far, after a batch being written. Called inside the
         writer's own write (its pruning reads the log), it re-enters and writes what queued since.
         What it claims waits in ``_claimed`` for the guard; whoever holds the guard first writes
         all that is claimed (a forget holding the lock writes the writer thread's claim itself,
         rather than waiting for that thread, which waits for the lock). Raises what taking
-        ``guard`` raises (a lock another process holds for too long); the records stay queued."""
+        ``guard`` raises (a lock another process holds for longer than ``wait_s``, default the
+        lock's own bound); the records stay queued."""
         with self._cv:
             self._claimed += self._pending
             self._pending = []
@@ -84,7 +97,7 @@ class RecallWriter:
         if not claimed:
             with self._io:   # only waits for a batch being written
                 return
-        with self._guard(), self._io:
+        with self._guard(wait_s), self._io:
             with self._cv:
                 rows, self._claimed = self._claimed, []
             if rows:
@@ -93,6 +106,7 @@ class RecallWriter:
     def close(self, timeout: float = 30.0) -> None:
         """Stop the thread (it writes what is queued on its way out), then write anything left
         (before the process exits); records submitted after this are written synchronously."""
+        end = time.monotonic() + timeout
         with self._cv:
             self._closed = True
             thread = self._thread
@@ -100,7 +114,7 @@ class RecallWriter:
         if thread is not None:
             thread.join(timeout)
         try:
-            self.flush()
+            self.flush(max(0.1, end - time.monotonic()))
         except Exception as exc:   # noqa: BLE001 - exiting: say what is lost
             log.warning("%d recall record(s) not logged (explain will not find them): %s",
                         self.queued, exc)

@@ -65,7 +65,12 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     space = rt.space(ns)
     space.flush_recalls()   # before the lock: the recall log's writer takes it too
     found = Targets()
-    with rt.namespace_lock(ns):
+    busy = rt.namespace_lock(ns)   # curation and consolidation of it, in this process
+    if not busy.acquire(timeout=rt.config.lock_wait_s):
+        raise ToolFailure(f"namespace {quoted(ns)} is busy in this process (a consolidation or a "
+                          f"curation has held it for over {rt.config.lock_wait_s:g} s): nothing "
+                          "was deleted; retry in a moment")
+    try:
         for attempt in range(LOCK_TRIES):
             try:
                 with space.store.write_lock(ns) as held:
@@ -85,6 +90,8 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
                 if attempt == LOCK_TRIES - 1:
                     raise
                 log.warning("forget: lost the namespace lock while stopped; forgetting again")
+    finally:
+        busy.release()
     raise AssertionError("unreachable")
 
 
