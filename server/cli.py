@@ -23,7 +23,6 @@ def cmd_serve(args) -> int:
     from .lifecycle import serve
     from .settings import load_settings
 
-    os.umask(0o077)   # memory, logs and tokens the server writes are its user's alone
     settings = load_settings(args.env_file)
     _logging(settings.log_level)
     server = build_server(settings)
@@ -138,6 +137,9 @@ def restore_memory(rt, namespace: str, memory_id: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from .. import __version__
+    from ..storage.private import private_umask
+
+    private_umask()   # memory, locks, logs and tokens any command writes: the user's alone
 
     ap = argparse.ArgumentParser(prog="trimem", description="Local-first long-term memory for "
                                  "LLM agents, over MCP. Settings: TRIMEM_* environment variables.")

@@ -17,9 +17,11 @@ from .params import TIME, DateTimeStr
 from .runtime import Runtime
 
 if TYPE_CHECKING:
+    from ..storage.locks import Held
     from ..storage.space import Space
 
 log = logging.getLogger(__name__)
+LOCK_TRIES = 3   # the locked check-and-write, again after losing the lock while stopped
 
 
 class Message(BaseModel):
@@ -182,6 +184,11 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
     for r, vec in zip(new_rows, all_vecs[:len(new_rows)]):
         r["vector"] = vec
     cur_vecs = all_vecs[len(new_rows):]
+    # the passages of long messages are embedded here too, not under the lock below: a lock
+    # is held for writes only (other processes wait for it, storage/locks.py)
+    when = stime or space.now()
+    passages = space.passage_rows([dict(r, session_id=sid, timestamp=r["timestamp"] or when)
+                                   for r in new_rows])
 
     from ..strategies import registry
 
@@ -190,17 +197,29 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
     # another call's (a retry arriving twice at once, here or in another process): under the
     # namespace's write lock the refs are checked again, and the offset and the session row are
     # read from what is stored now, so n_messages stays the number of stored messages.
-    with space.store.write_lock(ns):
-        # another process's write, committed just now (its curated memories too: stored once)
-        space.see_latest("sources", "sessions", *(["memories"] if plan is not None else []))
-        session = space.get_session(sid)
-        again = {r["ref"]: r["id"] for r in space.sources_by_refs(
-            [r["ref"] for r in new_rows if r["ref"]]) if r["session_id"] == sid}
-        known.update(again)
-        have |= _held(space, sid, new_rows, kept)
-        new_rows = [r for r in new_rows if (r["ref"] is None or r["ref"] not in again)
-                    and r["id"] not in have]
-        memory_ids = _write(space, sid, stime, session, new_rows, plan, by_ref, cur_vecs, curates)
+    from ..storage.locks import LockLost
+
+    candidates, memory_ids = new_rows, []
+    for attempt in range(LOCK_TRIES):
+        try:
+            with space.store.write_lock(ns) as held:
+                # another process's write, committed just now (its curated memories too: stored once)
+                space.see_latest("sources", "sessions",
+                                 *(["memories"] if plan is not None else []))
+                session = space.get_session(sid)
+                again = {r["ref"]: r["id"] for r in space.sources_by_refs(
+                    [r["ref"] for r in candidates if r["ref"]]) if r["session_id"] == sid}
+                known.update(again)
+                have |= _held(space, sid, candidates, kept)
+                new_rows = [r for r in candidates if (r["ref"] is None or r["ref"] not in again)
+                            and r["id"] not in have]
+                memory_ids = _write(space, sid, stime, session, new_rows, plan, by_ref, cur_vecs,
+                                    curates, held, passages)
+            break
+        except LockLost:   # stopped while holding the lock, which another process took over
+            if attempt == LOCK_TRIES - 1:
+                raise
+            log.warning("remember: lost the namespace lock while stopped; checking again")
     ids = [known.get(r["ref"]) or r["id"] for r in rows]
     try:
         space.audit("remember", [r["id"] for r in new_rows] + memory_ids,
@@ -236,10 +255,15 @@ def _held(space: Space, sid: str, rows: list[dict], kept: set[str]) -> set[str]:
 
 
 def _write(space: Space, sid: str, stime, session, new_rows: list[dict], plan, by_ref, cur_vecs,
-           curates: bool) -> list[str]:
+           curates: bool, held: Held | None, passages: list[dict]) -> list[str]:
     """Number the new rows after what the session holds, then write (the caller holds the
-    namespace's write lock). Returns the ids of the curated memories stored."""
+    namespace's write lock, ``held``: checked before each write, so a process that was stopped
+    and lost it writes nothing more). Returns the ids of the curated memories stored."""
     from .curated import store_curated
+
+    def check() -> None:
+        if held is not None:
+            held.check()
 
     now = space.now()
     offset = space.count_sources(SourceFilter(session_id=sid))
@@ -247,12 +271,16 @@ def _write(space: Space, sid: str, stime, session, new_rows: list[dict], plan, b
         r.update(session_id=sid, seq=offset + k, created_at=now,
                  timestamp=r["timestamp"] or stime or now)
     times = [r["timestamp"] for r in new_rows] or [stime or now]
+    by_id = {r["id"]: r for r in new_rows}
+    passages = [dict(p, timestamp=by_id[p["source_id"]]["timestamp"]) for p in passages
+                if p["source_id"] in by_id]
     # Write order, for crash safety and honest errors: what only describes or derives from the
     # messages goes first (curated memories and the session row, both idempotent on retry); the
     # sources commit is the acknowledgement point; the audit entry after it is best effort.
     # So an error always means "the messages were not stored", and a crash before the sources
     # commit leaves a session that resumes curation from whatever it holds.
     session_time = (session or {}).get("session_time") or stime or min(times)
+    check()
     # curated memories given without a timestamp happened when the session did: this call's
     # session_time, else the session's stored time (for a new session: its earliest message)
     memory_ids = (store_curated(space, plan, sid, by_ref, cur_vecs, stime or session_time)
@@ -265,13 +293,18 @@ def _write(space: Space, sid: str, stime, session, new_rows: list[dict], plan, b
         "created_at": (session or {}).get("created_at") or now, "updated_at": now,
     })
     try:
-        space.add_sources(new_rows)
+        check()
+        space.add_sources(new_rows, passages)
     except BaseException:   # nothing was stored: the session row must not claim otherwise
         try:
             space.put_session(session) if session is not None else space.delete_sessions([sid])
         except Exception as exc:
             log.error("remember: could not restore session %s after a failed write: %s", sid, exc)
         raise
+    if held is not None and held.lost():
+        # stopped in the middle of the write, and another process took the lock over meanwhile:
+        # it may have stored the same refs (same ids); keep one copy of each
+        space.drop_twins([r["id"] for r in new_rows if r["ref"] is not None], now)
     return memory_ids
 
 

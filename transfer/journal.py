@@ -5,8 +5,8 @@ the middle of it leaves nothing half-imported once the next import or export has
 messages (the acknowledgement point, one commit). An intent is a small file in
 ``<home>/_imports/`` (0600, written and synced before the first commit, removed after the last)
 naming the namespace, the session, the session row as it was, and the ids of the messages and
-curated memories about to be written; its writer holds an ``flock`` on it while it lives. An
-intent found unlocked belongs to a process that died: if its messages were committed the write
+curated memories about to be written; its writer holds a lock on ``<intent>.lock`` while it
+lives (``filelock``: ``flock`` on POSIX, ``msvcrt`` locking on Windows). An intent found unlocked belongs to a process that died: if its messages were committed the write
 was complete (nothing to do), else the curated memories it wrote are deleted and the session row
 is put back as it was. Homes in object storage (``s3://``) have no intents: a write there is
 whole per commit only.
@@ -14,7 +14,6 @@ whole per commit only.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import uuid
@@ -22,6 +21,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
+
+from filelock import FileLock, Timeout
 
 FOLDER = "_imports"
 
@@ -59,11 +60,11 @@ class Journal:
         intent = {"namespace": space.namespace, "session_id": session_id,
                   "session": _encode(space.get_session(session_id)),
                   "source_ids": source_ids, "memory_ids": memory_ids}
-        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            json.dump(intent, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
+        with FileLock(_lock_of(path)):
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as fh:
+                json.dump(intent, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
             try:
                 yield
             except BaseException:
@@ -71,6 +72,7 @@ class Journal:
                 raise
             finally:
                 path.unlink(missing_ok=True)
+        _lock_of(path).unlink(missing_ok=True)
 
     def recover(self, rt) -> list[str]:
         """Settle the intents of processes that died; one note per intent settled."""
@@ -78,25 +80,32 @@ class Journal:
             return []
         notes = []
         for path in sorted(self.folder.glob("*.json")):
+            lock = FileLock(_lock_of(path), timeout=0)
             try:
-                with open(path) as fh:
-                    try:
-                        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except BlockingIOError:
-                        continue            # its writer is alive
-                    try:
-                        intent = json.load(fh)
-                    except ValueError:      # died while recording it: nothing was written
-                        intent = None
-                    if intent is not None:
-                        what = _settle(rt.space(intent["namespace"]), intent)
-                        notes.append(f"an import stopped while writing session "
-                                     f"{intent['session_id']!r} of namespace "
-                                     f"{intent['namespace']!r}: {what}")
-                    path.unlink(missing_ok=True)
-            except FileNotFoundError:
-                continue                    # settled by another process just now
+                lock.acquire()
+            except Timeout:
+                continue                    # its writer is alive
+            try:
+                try:
+                    intent = json.loads(path.read_text())
+                except FileNotFoundError:
+                    continue                # settled by another process just now
+                except ValueError:          # died while recording it: nothing was written
+                    intent = None
+                if intent is not None:
+                    what = _settle(rt.space(intent["namespace"]), intent)
+                    notes.append(f"an import stopped while writing session "
+                                 f"{intent['session_id']!r} of namespace "
+                                 f"{intent['namespace']!r}: {what}")
+                path.unlink(missing_ok=True)
+            finally:
+                lock.release()
+            _lock_of(path).unlink(missing_ok=True)
         return notes
+
+
+def _lock_of(intent: Path) -> Path:
+    return intent.with_name(intent.name + ".lock")
 
 
 def _settle(space, intent: dict[str, Any]) -> str:

@@ -5,7 +5,6 @@ it is about to commit a session's messages, after that session's curated memorie
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
@@ -13,6 +12,7 @@ import sys
 import textwrap
 
 import pytest
+from filelock import FileLock
 
 from cli_run import contents, write_json
 
@@ -83,8 +83,7 @@ def test_the_intent_of_a_live_import_is_left_alone(trimem, tmp_path):
     intent = folder / "123-live.json"
     intent.write_text(json.dumps({"namespace": "work", "session_id": "s3", "session": None,
                                   "source_ids": ["src_00000000000000000000"], "memory_ids": []}))
-    with open(intent) as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)          # its writer is alive
+    with FileLock(folder / "123-live.json.lock"):     # its writer is alive
         rep = trimem.ok("export", "--quiet", str(tmp_path / "out.jsonl"))
         assert rep["notes"] == [] and intent.exists()
     rep = trimem.ok("export", "--quiet", str(tmp_path / "out.jsonl"))   # its writer died
