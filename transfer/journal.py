@@ -1,15 +1,15 @@
-"""Each session an import writes is first recorded as an *intent*, so that a process killed in
-the middle of it leaves nothing half-imported once the next import or export has started.
-
+"""Each session an import writes is first recorded as an *intent*, so that a process killed in the
+middle of it leaves nothing half-imported once the next import or export has started.
 ``remember`` writes a session in three commits: the curated memories, the session row, then the
 messages (the acknowledgement point, one commit). An intent is a small file in
 ``<home>/_imports/`` (0600, written and synced before the first commit, removed after the last)
 naming the namespace, the session, the session row as it was, and the ids of the messages and
 curated memories about to be written; its writer holds a lock on ``<intent>.lock`` while it
-lives (``filelock``: ``flock`` on POSIX, ``msvcrt`` locking on Windows). An intent found unlocked belongs to a process that died: if its messages were committed the write
-was complete (nothing to do), else the curated memories it wrote are deleted and the session row
-is put back as it was. Homes in object storage (``s3://``) have no intents: a write there is
-whole per commit only.
+lives (``filelock``: ``flock`` on POSIX, ``msvcrt`` locking on Windows). An intent found
+unlocked belongs to a process that died: if its messages were committed the write was complete
+(nothing to do), else the curated memories it wrote are deleted and the session row is put back
+as it was. Homes in object storage (``s3://``) have no intents: a write there is whole per
+commit only.
 """
 
 from __future__ import annotations
