@@ -20,11 +20,11 @@ FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
 HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 # a section cited by name: docs/design.md, "Layout and layers" (line breaks may fall inside)
 SECTION_REF = re.compile(r"((?:[\w.-]+/)*[\w.-]+\.md)`{0,2},\s+\"([^\"]+)\"")
-# A work session by its ordinal, or an issue by its number: exactly the project's rule.
+# A work session by its ordinal, an issue or an issue's item by its number: the project's rule.
 HISTORY = re.compile(
     r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
     r"thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|"
-    r"twenty-[a-z]+|thirtieth) session\b|\bissues? #?[0-9]+\b", re.IGNORECASE)
+    r"twenty-[a-z]+|thirtieth) session\b|\b(issues?|items?) #?[0-9]+\b", re.IGNORECASE)
 NOT_SCANNED = ("tests/fixtures/", "bench/results/")
 
 
@@ -135,6 +135,7 @@ def test_the_history_pattern_finds_what_it_is_for():
     assert HISTORY.search(f"see bench/README.md, {ordinal} session")
     assert HISTORY.search("Twenty-second" + " Session (2026-12-04)")
     assert HISTORY.search("fixed in " + "issue" + " #14") and HISTORY.search("Issues" + " 15")
+    assert HISTORY.search("as " + "item" + " 7 asked") and HISTORY.search("Items" + " #2")
     assert HISTORY.search(joined(f"the {ordinal}\n# session's figures"))
     assert not HISTORY.search("set before the first inference session; the session's rows")
 
