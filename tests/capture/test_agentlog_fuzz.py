@@ -6,7 +6,9 @@ what Python parses, a line over the reader's limit, a huge message). Each log is
 the CLI writes it and imported into one real home (curation off) through what the command runs
 (``find_logs`` then ``import_found``), and for every log:
 
-- no crash: no exception escapes; what cannot be read is in the report;
+- no crash: no exception escapes, and the report's errors are only the refusals a reader
+  makes (an older Gemini JSON file that is not a session); a failure caught on the way (the
+  capture records any exception as the log's error) counts as a crash;
 - no hang: answered within ``BOUND_S`` seconds;
 - no partial import: the home holds exactly as many more messages as the report says it stored;
 - nothing stored twice: importing the same path again, or a copy of the log under another name
@@ -245,6 +247,10 @@ def place(folder: Path, host: str, n: int, suffix: str, raw: bytes, root: str | 
     return top
 
 
+# the errors a log's report may hold: an older whole-file Gemini session that is not one
+REFUSALS = ("ValueError: not a JSON document", "ValueError: not a Gemini CLI session")
+
+
 def run(rt, host: str, where: Path) -> dict:
     report, code = import_found(rt, rt.config.home, host, where, find_logs(host, where))
     json.dumps(report)                   # the command prints it
@@ -270,6 +276,10 @@ def check(home, host: str, log: tuple[str, bytes], whole: bool, root: str | None
         fig["crashes"] += 1
         raise AssertionError(f"{host}: {box['exc']!r} for {path}") from box["exc"]
     rep = box["out"]
+    failed = [e for x in rep["logs"] for e in x["errors"] if not e.startswith(REFUSALS)]
+    if failed or rep["not_read"]:
+        fig["crashes"] += 1
+    assert not failed and not rep["not_read"], f"{host}: {failed or rep['not_read']} for {path}"
     fig["stored"] += rep["stored"]
     fig["storing"] += rep["stored"] > 0
     fig["already_stored"] += rep["already_stored"]
