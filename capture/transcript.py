@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from ..strategies.base import TOOL_SPEAKER
 
@@ -105,7 +105,8 @@ def jsonl_objects(path: str, offset: int, chunk: Chunk,
     """Each JSON object line of ``path`` from byte ``offset`` to its last complete line (at most
     ``max_bytes``), with the byte offset where the line starts; ``chunk.end`` follows what was
     read. Lines that are not a JSON object, or over ``MAX_LINE_BYTES``, are counted in
-    ``chunk.skipped``, never parsed deeper. A file shorter than ``offset`` was rewritten: it is
+    ``chunk.skipped``, never parsed deeper; a complete line longer than ``max_bytes`` is skipped
+    alone (the next read goes on after it). A file shorter than ``offset`` was rewritten: it is
     read from the start and ``chunk.state`` is cleared (refs keep anything from being stored
     twice)."""
     chunk.end = offset
@@ -117,7 +118,12 @@ def jsonl_objects(path: str, offset: int, chunk: Chunk,
             chunk.state = {}
         fh.seek(offset)
         data = fh.read(min(size - offset, max_bytes))
-    last = data.rfind(b"\n")
+        last = data.rfind(b"\n")
+        if last < 0 and offset + len(data) < size:     # one line fills the whole read
+            end = _line_end(fh)
+            if end is not None:
+                chunk.end = end
+                chunk.skipped["too-long"] += 1
     if last < 0:
         return
     pos = 0
@@ -139,6 +145,15 @@ def jsonl_objects(path: str, offset: int, chunk: Chunk,
             chunk.skipped["unreadable"] += 1
             continue
         yield start, obj
+
+
+def _line_end(fh: BinaryIO) -> int | None:
+    """The offset just past the next newline from where ``fh`` is, or None (no newline yet)."""
+    while block := fh.read(1 << 20):
+        at = block.find(b"\n")
+        if at >= 0:
+            return fh.tell() - len(block) + at + 1
+    return None
 
 
 def _result_text(block: dict) -> str:

@@ -213,3 +213,20 @@ def test_ids_and_file_names_that_are_not_utf8_do_not_break_an_import(rt, tmp_pat
     ns = rep["logs"][0]["namespace"]
     assert [r["text"] for r in rows(rt, ns).values()] == ["hi ? there"]
     assert json.loads(json.dumps(rep))["stored"] == 1
+
+
+def test_a_line_longer_than_one_read_is_skipped_and_the_log_read_on(rt, tmp_path):
+    """A line past the 32 MB one read takes (a huge pasted image, say) holds no newline in
+    that window: it is skipped and counted like any line over the limit, and what follows it
+    is stored, instead of the log's cursor stopping before it for good."""
+    log = tmp_path / "rollout-big.jsonl"
+    say = [_line("response_item", {"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": t}]}) for t in ("before the image", "after the image")]
+    with open(log, "w") as fh:
+        fh.write(_line("session_meta", {"id": "big-1", "cwd": "/home/u/proj"}) + say[0])
+        fh.write(_line("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_image", "image_url": "data:image/png;base64," + "A" * 33_000_000}]}))
+        fh.write(say[1])
+    rep, code = run(rt, "codex", log)
+    assert code == 0 and rep["stored"] == 2 and rep["logs"][0]["skipped"]["too-long"] == 1
+    assert sorted(r["text"] for r in rows(rt).values()) == ["after the image", "before the image"]

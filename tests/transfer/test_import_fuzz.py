@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import time
 from collections import defaultdict
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from fuzzing import BOUND_S, FUZZ, mutated, text, within_bound, words
+from hypothesis import given, settings, strategies as st
 
 from trimem.server.settings import Settings
 from trimem.tools.runtime import Runtime
@@ -34,37 +33,17 @@ from trimem.transfer import KINDS, read_file
 from trimem.transfer.bounds import Bounds, Deadline, FileRefused, Refusals
 from trimem.transfer.importer import import_records
 
-BOUND_S = 10.0
 EXAMPLES, SLOW_EXAMPLES = 25, int(os.environ.get("TRIMEM_FUZZ_EXAMPLES", "200"))
 FIGURES: dict[str, dict] = defaultdict(lambda: {"cases": 0, "refused_whole": 0, "imported": 0,
                                                "messages_read": 0, "messages_stored": 0,
                                                "messages_refused": 0,
                                                "crashes": 0, "hangs": 0, "partial": 0,
                                                "max_s": 0.0})
-HOSTILE = ["", " ", "\x00", "\ud800", "a\nb", "\u202e", "<script>x</script>", "' OR 1=1 --",
-           "x" * 600, "ünïcødé 🙂", "entity:a#0", "src_0123456789abcdef0123", "\\", "null"]
 NAMESPACES = ["fa", "fb"]
 
-words = st.text(alphabet="abcdefgh ", min_size=1, max_size=20)
-text = st.one_of(words, words, words, st.text(max_size=24), st.sampled_from(HOSTILE),
-                 st.just("y" * 100_001))
-short = st.sampled_from(["a", "b", "c", "d"]) | text
-finite = st.floats(allow_nan=False, allow_infinity=False)
-number = st.one_of(st.integers(-10**20, 10**20), finite, finite,
-                   st.sampled_from([0, -1, 1714000000, 1e300, 2**70, float("nan"), float("inf")]))
-seconds = st.one_of(*[st.floats(1e9, 2e9)] * 5, number, st.none())
-leaf = st.none() | st.booleans() | number | text
-anything = st.recursive(leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(short, c, max_size=3),
-                        max_leaves=12)
 time_iso = st.one_of(st.sampled_from(["2024-05-08T10:00:00Z", "2024-05-08", "2024-05-09T11:00:00+02:00"]),
                      st.sampled_from(["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00",
                                       "yesterday", ""]), text)
-
-
-def deep(value, levels: int):
-    for _ in range(levels):
-        value = [value]
-    return value
 
 
 # -- files valid by construction ... ---------------------------------------------------------
@@ -146,49 +125,6 @@ def trimem_lines(draw):
     return [{"format": "trimem-export", "version": 2}, *records, end]
 
 
-# -- ... then mutated: a few values replaced, removed or repeated -----------------------------
-def paths(data) -> list[tuple]:
-    out: list[tuple] = []
-    stack: list[tuple[tuple, object]] = [((), data)]
-    while stack:
-        path, value = stack.pop()
-        out.append(path)
-        items = value.items() if isinstance(value, dict) else \
-            enumerate(value) if isinstance(value, list) else []
-        stack.extend((path + (k,), v) for k, v in items)
-    return out
-
-
-def at(data, path):
-    for k in path:
-        data = data[k]
-    return data
-
-
-@st.composite
-def mutated(draw, files):
-    data = draw(files)
-    for _ in range(draw(st.sampled_from([0, 0, 1, 1, 2, 3, 6]))):
-        path = draw(st.sampled_from(paths(data)))
-        if not path:
-            data = draw(anything)
-            continue
-        parent, key = at(data, path[:-1]), path[-1]
-        how = draw(st.sampled_from(["value", "value", "hostile", "hostile", "remove", "repeat", "loop", "loop",
-                                    "deep"]))
-        if how == "remove":
-            del parent[key]
-        elif how == "repeat" and isinstance(parent, list):
-            parent.append(json.loads(json.dumps(parent[key])))
-        elif how == "loop" and isinstance(parent, dict):   # a parent pointing into the tree
-            parent[key] = draw(st.sampled_from([str(p[-1]) for p in paths(data) if p] or ["x"]))
-        elif how == "deep":
-            parent[key] = deep(parent[key], draw(st.sampled_from([63, 65, 100])))
-        else:
-            parent[key] = draw(anything if how == "value" else st.sampled_from(HOSTILE) | number)
-    return data
-
-
 def to_bytes(kind: str, data) -> bytes:
     if kind in ("trimem", "memory-json"):
         data = data if isinstance(data, list) else [data]
@@ -256,22 +192,6 @@ def attempt(rt, kind: str, path, namespace):
     return report, refused, sum(r.type == "message" for r in records), read_refused
 
 
-def within_bound(fn):
-    box: dict = {}
-
-    def go():
-        try:
-            box["out"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised below, in the test
-            box["exc"] = exc
-    t = threading.Thread(target=go, daemon=True)
-    t0 = time.monotonic()
-    t.start()
-    t.join(BOUND_S)
-    took = time.monotonic() - t0
-    return box, took, t.is_alive()
-
-
 def check(home, kind: str, raw: bytes) -> None:
     rt, folder = home
     fig = FIGURES[kind]
@@ -314,11 +234,6 @@ def check(home, kind: str, raw: bytes) -> None:
     assert again is not None and again.messages_stored == again.curated_stored == 0, path
     assert state(rt) == after, f"{kind}: importing again changed the home ({path})"
     path.unlink()
-
-
-FUZZ = settings(deadline=None, derandomize=True, database=None,
-            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                   HealthCheck.data_too_large, HealthCheck.large_base_example])
 
 
 @pytest.mark.parametrize("kind", KINDS)
