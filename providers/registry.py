@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .base import LLM, Embedder
+if TYPE_CHECKING:   # base imports numpy: choosing an embedder at start-up must not
+    from .base import LLM, Embedder
 
 log = logging.getLogger(__name__)
 
