@@ -272,7 +272,7 @@ def run(args) -> dict:
                 "curated": args.curated, "consolidation": consolidation,
                 "embedder": rt.embedder_choice.as_dict() | {"model": rt.embedder.name}}
                 | ({"context_sha1": hashes} if args.hash_contexts else {})
-                | ({"per_question": {label(*k): [{f: r[f] for f in ("conv", "R", "H", "ms")}
+                | ({"per_question": {label(*k): [{f: r[f] for f in ("conv", "cat", "R", "H", "ms")}
                                                  for r in rows] for k, rows in results.items()}}
                    if args.per_question else {}))
 
