@@ -10,7 +10,6 @@ were actually stored. The small measurement helpers of the benchmark live at the
 from __future__ import annotations
 
 import random
-import resource
 import sys
 import threading
 import time
@@ -199,7 +198,9 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def rss_mb() -> tuple[float, float]:
-    """(peak, current) resident set size in MB."""
+    """(peak, current) resident set size in MB (POSIX: ``resource`` exists only there)."""
+    import resource
+
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     cur = next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
                if line.startswith("VmRSS:")) / 1024

@@ -2,6 +2,7 @@
 
     python -m trimem.bench.transfer locomo --data ../shared/data/locomo --convs 26,30
     python -m trimem.bench.transfer scale --turns 10000
+    python -m trimem.bench.transfer reading --conversations 1000
 
 ``locomo``: each conversation is remembered into a home, exported with the ``trimem export``
 code, imported into a fresh home with the ``trimem import`` code; every category 1-4 question is
@@ -11,6 +12,7 @@ are compared question by question. Curation is off unless ``--curate``: then bot
 questions, so the curating strategies are compared on memory each home built for itself.
 ``scale``: a synthetic namespace of ``--turns`` turns (bench/synth.py) is exported (JSONL and
 Markdown), imported into a fresh home, and imported again (nothing new): sizes and times.
+``reading``: a synthetic ChatGPT export is read and checked, nothing written (MiB/s).
 """
 
 from __future__ import annotations
@@ -168,6 +170,45 @@ def scale(args) -> dict:
                   "already_stored": again.messages_already_stored}
 
 
+def reading(args) -> dict:
+    """Read and check (no write) a synthetic ChatGPT export of ``--conversations`` chats of 40
+    turns of 80 words: what the import's time bound has to cover, per MiB."""
+    import random
+
+    from ..transfer import read_file
+    from ..transfer.bounds import Bounds, Deadline, Refusals
+    from ..transfer.plan import Plan
+
+    rnd = random.Random(1)
+    words = "the of and a to in is you that it was for on are as with they at be this".split()
+    convs = []
+    for c in range(args.conversations):
+        mapping = {"root": {"id": "root", "parent": None, "children": ["n0"], "message": None}}
+        for i in range(40):
+            mapping[f"n{i}"] = {"id": f"n{i}", "parent": f"n{i - 1}" if i else "root",
+                                "children": [f"n{i + 1}"] if i < 39 else [], "message": {
+                                    "id": f"c{c}-n{i}", "author": {"role": ("user", "assistant")[i % 2]},
+                                    "create_time": 1.7e9 + i, "content": {"parts": [
+                                        " ".join(rnd.choice(words) for _ in range(80))]}}}
+        convs.append({"conversation_id": f"c{c}", "title": f"chat {c}", "mapping": mapping})
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "conversations.json"
+        path.write_text(json.dumps(convs))
+        mib = path.stat().st_size / 2**20
+        rt = _rt(str(Path(tmp) / "home"))
+        rt.store.namespaces()   # LanceDB's import and the store's opening are not reading
+        refused, deadline = Refusals(), Deadline(Bounds().timeout_s)
+        t0 = time.perf_counter()
+        records = read_file("chatgpt", path, "bench", Bounds(), refused, deadline)
+        t1 = time.perf_counter()
+        Plan(rt, records, False, refused, deadline)
+        t2 = time.perf_counter()
+        rt.close()
+    return {"mib": round(mib, 1), "messages": sum(r.type == "message" for r in records),
+            "read_s": round(t1 - t0, 2), "check_s": round(t2 - t1, 2),
+            "mib_per_s": round(mib / (t2 - t0), 2)}
+
+
 def _stage(out: dict) -> None:
     """A long run reports each stage as it ends (stderr), so a stopped run still has figures."""
     import sys
@@ -188,8 +229,10 @@ def main(argv: list[str] | None = None) -> None:
                     help="both homes curate (for the curating strategies); settled before asking")
     sc = sub.add_parser("scale")
     sc.add_argument("--turns", type=int, default=10_000)
+    rd = sub.add_parser("reading", help="read and check a synthetic ChatGPT export (no write)")
+    rd.add_argument("--conversations", type=int, default=1_000)
     args = ap.parse_args(argv)
-    out = locomo(args) if args.cmd == "locomo" else scale(args)
+    out = {"locomo": locomo, "scale": scale, "reading": reading}[args.cmd](args)
     print(json.dumps(out, indent=2, default=str))
 
 

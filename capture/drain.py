@@ -13,9 +13,9 @@ the next hook, then exits. Nothing for the user to start, and nothing lost when 
   entry's own id) keep them from being stored twice;
 - a marker is deleted only after its transcript was read to the end, so a hook that fires
   while a drain is under way leaves a marker that the next round reads;
-- one drainer at a time (``CaptureState.drain_lock``, an OS lock the kernel frees when the
-  process dies); it looks for markers once more after letting go of the lock, so a marker
-  written just as it was leaving is not stranded.
+- one drainer at a time (``CaptureState.drain_lock``, a lease: taken over at once when its
+  holder died, after ``DRAIN_LEASE_S`` when it stopped or hung); it looks for markers once more
+  after letting go of the lock, so a marker written just as it was leaving is not stranded.
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING, Callable
 
 from . import digest
 from .hosts import reader_for
-from .state import CaptureState, read_json
+from .state import DRAIN_LEASE_S, CaptureState, read_json
 from .transcript import Entry
+
+REAP_WAIT_S = 3.0   # how long a new drainer waits for the lock of one that just died
 
 if TYPE_CHECKING:
     from ..tools.runtime import Runtime
@@ -209,7 +211,10 @@ def drain(rt_factory: Callable[[], Runtime], state: CaptureState, opts: Options)
     rt: Runtime | None = None
     try:
         while True:
-            with state.drain_lock() as got:
+            # a drainer started in place of a stopped or hung one waits out its lease; in place
+            # of a killed one, a moment for it to be reaped (its pid counts as alive till then)
+            with state.drain_lock(DRAIN_LEASE_S + 2 if state.holder_silent() else
+                                  REAP_WAIT_S) as got:
                 if not got:
                     return 0
                 state.clear_starting()

@@ -10,7 +10,8 @@ Under ``<home>/_capture/`` (for an object-store home, the user's state folder, o
   messages stored, already stored, skipped by reason, redactions, errors);
 - ``digest/<namespace key>.json``: the ``SessionStart`` context of a namespace, with the forget
   stamp it was built under (``storage/names.py``);
-- ``drain.lock``: held by the one process draining (an OS lock: released when it dies);
+- ``drain.lease``: held by the one process draining (a lease, ``storage/locks.py``: a drainer
+  that died is taken over at once, one stopped or hung after ``DRAIN_LEASE_S``);
 - ``drain.starting``: the pid of a drainer a hook has just started, until it holds the lock;
 - ``drain.log``: the drainer's stderr; ``errors.jsonl``: the last hook failures.
 
@@ -22,15 +23,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
 ERRORS_KEPT = 50
 STARTING_S = 30.0   # how long a started drainer counts as running before it holds the lock
+DRAIN_LEASE_S = 10.0   # a drainer silent this long (stopped, hung) loses the drain lock
 
 
 def capture_dir(home: str) -> Path:
@@ -75,6 +76,9 @@ class CaptureState:
     """The capture folder of one memory home."""
 
     def __init__(self, home: str):
+        from ..storage.private import private_umask
+
+        private_umask()   # markers, cursors, digests and logs are the user's alone
         self.home = home
         self.root = capture_dir(home)
 
@@ -136,14 +140,10 @@ class CaptureState:
             pass   # the error still went to stderr
 
     def drainer_pid(self) -> int | None:
-        """The pid the running drainer wrote, or None when no drainer runs."""
-        with self.drain_lock(owner=False) as got:
-            if got:
-                return None
-        try:
-            return int((self.root / "drain.lock").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
+        """The pid of the running drainer, or None when no drainer runs."""
+        from ..storage.locks import holder_pid
+
+        return holder_pid(self.drain_path) if self.drainer_running() else None
 
     def errors(self) -> list[dict]:
         try:
@@ -159,34 +159,47 @@ class CaptureState:
         return out
 
     # -- the one drainer ----------------------------------------------------------------------
+    @property
+    def drain_path(self) -> Path:
+        return self.root / "drain.lease"
+
     @contextmanager
-    def drain_lock(self, owner: bool = True) -> Iterator[bool]:
-        """Try to become the drainer: yields True when this process holds the lock. The
-        drainer (``owner``) writes its pid into the file; a check for a drainer does not."""
+    def drain_lock(self, wait_s: float = 0.0) -> Iterator[bool]:
+        """Try to become the drainer: yields True when this process holds the lock. ``wait_s``:
+        how long to wait for it (a drainer started in place of a silent one waits out the
+        lease); a lock path that is not a regular file raises ``storage.locks.LockUnusable``."""
+        from ..storage.locks import LockBusy, lease_lock
+
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fh = open(self.root / "drain.lock", "a+")
-        try:
-            got = _try_lock(fh)
-            if got and owner:
-                fh.seek(0)
-                fh.truncate()
-                fh.write(f"{os.getpid()}\n")
-                fh.flush()
+        lock = lease_lock(self.drain_path, DRAIN_LEASE_S, DRAIN_LEASE_S + 5)
+        with ExitStack() as stack:
             try:
-                yield got
-            finally:
-                if got:
-                    _unlock(fh)
-        finally:
-            fh.close()
+                stack.enter_context(lock.hold(wait_s))
+            except LockBusy:
+                yield False
+                return
+            yield True
+
+    def holder_silent(self) -> bool:
+        """The drain lock's marker exists but its holder has not refreshed it for a lease: the
+        drainer is stopped or hung (a new one may wait for the lease and take over)."""
+        try:
+            return time.time() - os.lstat(self.drain_path).st_mtime >= DRAIN_LEASE_S
+        except OSError:
+            return False
 
     def drainer_running(self) -> bool:
-        """A drainer holds the lock, or one was started under ``STARTING_S`` ago, is alive and
-        has not taken the lock yet (a fresh interpreter needs a moment: without this, a check
-        right after a start sees nobody, and a second start would race the first)."""
-        with self.drain_lock(owner=False) as got:
-            if not got:
-                return True
+        """A live drainer holds the lock (its marker names a process that runs and was
+        refreshed within a lease; the check takes no lock, so it never makes a drainer that is
+        starting find the lock taken), or one was started under ``STARTING_S`` ago, is alive
+        and has not taken the lock yet (a fresh interpreter needs a moment: without this, a
+        check right after a start sees nobody, and a second start would race the first)."""
+        from ..storage.locks import check_path, holder_pid
+
+        check_path(self.drain_path)   # a FIFO there: say so rather than read it
+        pid = holder_pid(self.drain_path)
+        if pid is not None and not self.holder_silent() and _alive(pid):
+            return True
         path = self.root / "drain.starting"
         try:
             age = time.time() - path.stat().st_mtime
@@ -232,31 +245,3 @@ def _now() -> str:
     from datetime import datetime, timezone
 
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-if sys.platform == "win32":   # msvcrt's byte-range lock; released when the process ends
-    import msvcrt
-
-    def _try_lock(fh) -> bool:
-        try:
-            fh.seek(0)
-            msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
-            return True
-        except OSError:
-            return False
-
-    def _unlock(fh) -> None:
-        fh.seek(0)
-        msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)
-else:
-    import fcntl
-
-    def _try_lock(fh) -> bool:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except OSError:
-            return False
-
-    def _unlock(fh) -> None:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

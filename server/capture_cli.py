@@ -164,7 +164,7 @@ def cmd_import_log(args) -> int:
     from pathlib import Path
 
     from ..capture.agentlog import default_path, find_logs, import_found
-    from .transfer_cli import bar, runtime
+    from .transfer_cli import bar, load, runtime
 
     where = Path(args.path) if args.path else default_path(args.source)
     try:
@@ -175,7 +175,7 @@ def cmd_import_log(args) -> int:
     if not found.logs:
         report, code = import_found(None, "", args.source, where, found)
     else:
-        with runtime(curate=args.curate) as rt, bar("import", "log", args.quiet) as b:
+        with runtime(load(args), curate=args.curate) as rt, bar("import", "log", args.quiet) as b:
             report, code = import_found(rt, rt.config.home, args.source, where, found,
                                         args.namespace, progress=b)
             if args.curate:

@@ -23,7 +23,6 @@ def cmd_serve(args) -> int:
     from .lifecycle import serve
     from .settings import load_settings
 
-    os.umask(0o077)   # memory, logs and tokens the server writes are its user's alone
     settings = load_settings(args.env_file)
     _logging(settings.log_level)
     server = build_server(settings)
@@ -138,6 +137,9 @@ def restore_memory(rt, namespace: str, memory_id: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from .. import __version__
+    from ..storage.private import private_umask
+
+    private_umask()   # memory, locks, logs and tokens any command writes: the user's alone
 
     ap = argparse.ArgumentParser(prog="trimem", description="Local-first long-term memory for "
                                  "LLM agents, over MCP. Settings: TRIMEM_* environment variables.")
@@ -173,11 +175,18 @@ def main(argv: list[str] | None = None) -> int:
 
     from .capture_cli import add_parsers as add_capture
 
-    more = add_parsers(sub) | add_view(sub) | add_capture(sub, common)
+    more = add_parsers(sub, common) | add_view(sub, common) | add_capture(sub, common)
     args = ap.parse_args(argv)
     handler = {"serve": cmd_serve, "demo": cmd_demo, "namespaces": cmd_namespaces,
                "consolidate": cmd_consolidate, "restore": cmd_restore, **more}[args.cmd]
-    return handler(args)
+    import os
+
+    # what any command writes (memory, exports, logs, tokens) is its user's alone
+    umask = os.umask(0o077)
+    try:
+        return handler(args)
+    finally:
+        os.umask(umask)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -63,11 +63,22 @@ class Settings(BaseSettings):
                                 "(the oldest go first)")
     recall_trace_max_bytes: int = Field(default=65_536, ge=1_024, description="largest trace kept per "
                                         "recall; bigger traces drop their largest fields")
+    lock_wait_s: float = Field(default=30.0, gt=0, le=3_600, description="the longest a call waits "
+                               "for a lock another process holds on the memory folder; it then "
+                               "fails with an error naming the lock (must exceed lock_lease_s)")
+    lock_lease_s: float = Field(default=10.0, ge=1, le=600, description="a lock whose holder went "
+                                "silent this long (stopped, hung) is taken over; every process on "
+                                "one memory folder must use the same value")
     max_messages: int = 1_000
     max_message_chars: int = 100_000
     max_call_chars: int = Field(default=4_000_000, description="characters per remember call, all "
                                 "messages (and curated memories) together")
     max_budget_tokens: int = 100_000
+    import_max_bytes: int = Field(default=512 * 2**20, ge=1, description="the largest file "
+                                  "`trimem import` reads (bytes)")
+    import_timeout_s: float = Field(default=1_800.0, gt=0, description="`trimem import` refuses a "
+                                    "file it has not read and checked within this long (the "
+                                    "write that follows is not limited: it is the embedder's time)")
     log_level: str = "WARNING"
     # capture through the host's hooks (`trimem hook`, docs/capture.md)
     hook_namespace: str | None = Field(default=None, description="the namespace every project's "
@@ -86,6 +97,14 @@ class Settings(BaseSettings):
     http_allowed_hosts: list[str] = Field(default_factory=list,
                                           description="extra Host/Origin names for `serve --http`")
 
+    @model_validator(mode="after")
+    def _wait_beyond_lease(self) -> "Settings":
+        if self.lock_wait_s <= self.lock_lease_s:
+            raise ValueError(f"TRIMEM_LOCK_WAIT_S ({self.lock_wait_s:g}) must exceed "
+                             f"TRIMEM_LOCK_LEASE_S ({self.lock_lease_s:g}): a lock whose holder "
+                             "stopped is only taken over after the lease")
+        return self
+
     def to_config(self):
         from ..tools.runtime import Config, Limits
 
@@ -102,7 +121,8 @@ class Settings(BaseSettings):
                       curation_delay_s=self.curation_delay_s, curation=self.curation,
                       consolidate_every_sessions=self.consolidate_every_sessions,
                       recall_log_days=self.recall_log_days, recall_log_max=self.recall_log_max,
-                      recall_trace_max_bytes=self.recall_trace_max_bytes, limits=limits)
+                      recall_trace_max_bytes=self.recall_trace_max_bytes,
+                      lock_wait_s=self.lock_wait_s, lock_lease_s=self.lock_lease_s, limits=limits)
 
 
 SETTINGS_FILE = "settings.env"

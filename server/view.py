@@ -147,9 +147,9 @@ def cmd_view(args) -> int:
     from ..tools.runtime import Runtime
     from .cli import _logging
     from .http import load_or_create_token, run_uvicorn
-    from .settings import Settings
+    from .settings import load_settings
 
-    settings = Settings()
+    settings = load_settings(args.env_file)   # settings.env in the home, as `serve` reads it
     _logging(settings.log_level)
     rt = Runtime(settings.to_config())
     rt.curation.stop(0)     # read-only: nothing is curated by the viewer
@@ -164,9 +164,9 @@ def cmd_view(args) -> int:
     return 0
 
 
-def add_parser(sub) -> dict:
-    v = sub.add_parser("view", help="browse memory in a local, read-only web page (the URL, "
-                       "with its token, is printed to stderr)")
+def add_parser(sub, common) -> dict:
+    v = sub.add_parser("view", parents=[common], help="browse memory in a local, read-only web "
+                       "page (the URL, with its token, is printed to stderr)")
     v.add_argument("--namespace", help="open this namespace's page")
     v.add_argument("--host", default="127.0.0.1")
     v.add_argument("--port", type=int, default=8766)

@@ -8,7 +8,6 @@ reach one at all: each namespace has its own tables (see ``schema``).
 from __future__ import annotations
 
 import atexit
-import fcntl
 import logging
 import os
 import random
@@ -18,7 +17,7 @@ import weakref
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # Rust logs go to stderr; keep them quiet
 
@@ -29,11 +28,12 @@ from .lance import deferred_validators  # noqa: E402
 with deferred_validators():   # 1.2-1.5 s less on the first tool call (lance.py)
     import lancedb  # noqa: E402
 
-from .errors import StorageError  # noqa: E402
+from .errors import StorageError, purged  # noqa: E402,F401 (purged: callers)
 from .names import namespace_key, write_forget_stamp  # noqa: E402,F401 (namespace_key: callers)
 from .schema import META, MIGRATIONS, NAMESPACES, SCHEMA_VERSION  # noqa: E402
 
 if TYPE_CHECKING:
+    from .locks import Held
     from .space import Space
 
 log = logging.getLogger(__name__)
@@ -63,16 +63,18 @@ def sql_in(column: str, values: Iterable[str]) -> str:
 def sql_time(column: str, op: str, when: datetime) -> str:
     """A timestamp comparison; ``when`` is a parsed datetime, never caller text. The year is
     always four digits (``strftime('%Y')`` writes year 999 as ``999``, which no filter parses)."""
-    assert op in {"<", "<=", ">", ">="}
+    assert op in {"<", "<=", ">", ">=", "="}
     utc = when.astimezone(timezone.utc).replace(tzinfo=None)
     return f"{column} {op} timestamp '{utc.isoformat(timespec='microseconds')}Z'"
 
 
-def retrying(fn: Callable[[], T], what: str, attempts: int = 12) -> T:
+def retrying(fn: Callable[[], T], what: str, attempts: int = 12, table: Any = None) -> T:
     """Run a write; on an optimistic-commit conflict (another writer won), back off and retry.
 
     LanceDB commits optimistically: two processes appending to one table can conflict, and the
-    loser must retry. A conflict is never dropped silently: after ``attempts`` it raises.
+    loser must retry. A conflict is never dropped silently: after ``attempts`` it raises. With
+    ``table`` (the handle ``fn`` writes through), a handle left on a version another process
+    purged is moved to the newest version and the write retried too.
     """
     for i in range(attempts):
         try:
@@ -80,8 +82,11 @@ def retrying(fn: Callable[[], T], what: str, attempts: int = 12) -> T:
         except (OSError, RuntimeError, ValueError) as exc:
             msg = str(exc).lower()
             transient = "conflict" in msg or "retry" in msg or "concurrent" in msg
-            if not transient or i == attempts - 1:
+            stale = table is not None and purged(exc)
+            if not (transient or stale) or i == attempts - 1:
                 raise
+            if table is not None and stale:
+                table.checkout_latest()
             time.sleep(min(0.5, 0.01 * 2 ** i) * (0.5 + random.random()))
             log.debug("retrying %s after conflict: %s", what, exc)
     raise AssertionError("unreachable")
@@ -141,9 +146,13 @@ class Store:
     def __init__(self, home: str | Path, *, vector_index_min_rows: int = 10_000,
                  source_copy_max_rows: int = 200_000,
                  optimize_every_rows: int = 2_000, optimize_every_commits: int = 64,
-                 optimize_idle_s: float = 3.0):
+                 optimize_idle_s: float = 3.0, lock_wait_s: float = 30.0,
+                 lock_lease_s: float = 10.0):
         self.uri = str(home)
         if "://" not in self.uri:
+            from .private import private_umask
+
+            private_umask()   # LanceDB's files, locks, logs: the user's alone (private.py)
             try:
                 private_folder(Path(self.uri))
             except OSError as exc:
@@ -153,6 +162,8 @@ class Store:
         self.optimize_every_rows = optimize_every_rows
         self.optimize_every_commits = optimize_every_commits
         self.optimize_idle_s = optimize_idle_s
+        self.lock_wait_s = lock_wait_s     # storage/locks.py
+        self.lock_lease_s = lock_lease_s
         # Another process (a second host's server on the same home) may write too: reads look
         # for newer versions at most once a second, so its writes show up without a restart.
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(seconds=1))
@@ -160,7 +171,7 @@ class Store:
         self._index_locks: dict[str, threading.RLock] = {}
         self._spaces: dict[str, Space] = {}
         self._tables: dict[str, Any] = {}   # lancedb tables
-        self._write_locks: dict[str, threading.Lock] = {}
+        self._write_locks: dict[str, threading.RLock] = {}   # object-store homes only
         self._migrate()
         from .forgets import ForgetMarks
 
@@ -213,26 +224,27 @@ class Store:
         return all([sp.close_upkeep(max(0.0, end - time.monotonic())) for sp in spaces])
 
     @contextmanager
-    def write_lock(self, namespace: str):
+    def write_lock(self, namespace: str, wait_s: float | None = None) -> Iterator[Held | None]:
         """Held while a writer checks what a namespace holds and then writes on that basis (the
-        remember dedup by ref): one thread at a time in this process, and, for a store in a local
-        folder, one process at a time (an ``flock`` on ``_locks/<key>.lock``; released by the
-        kernel if the process dies). LanceDB's optimistic commits cannot express "insert unless
-        present" across processes, so the check and the write must not interleave."""
-        with self.lock:
-            tlock = self._write_locks.setdefault(namespace, threading.Lock())
-        with tlock:
-            if "://" in self.uri:
-                yield
-                return
-            folder = Path(self.uri) / "_locks"
-            folder.mkdir(exist_ok=True)
-            with open(folder / f"{namespace_key(namespace)}.lock", "a") as fh:
-                fcntl.flock(fh, fcntl.LOCK_EX)
-                try:
-                    yield
-                finally:
-                    fcntl.flock(fh, fcntl.LOCK_UN)
+        remember dedup by ref), and by ``forget`` and the recall log's writes (a record must not
+        land after a forget looked for it): one thread at a time in this process and, for a store
+        in a local folder, one process at a time (a lease on ``_locks/<key>.lease``, see
+        ``locks.py``: bounded waits, a dead or stopped holder taken over). LanceDB's optimistic
+        commits cannot express "insert unless present" across processes. Re-entrant in a thread.
+        Yields the lease (None for an object-store home): ``check()`` it before writing.
+        ``wait_s``: the longest to wait (default ``lock_wait_s``), then ``locks.LockBusy``."""
+        if "://" in self.uri:
+            with self.lock:
+                tlock = self._write_locks.setdefault(namespace, threading.RLock())
+            with tlock:
+                yield None
+            return
+        from .locks import lease_lock
+
+        lock = lease_lock(Path(self.uri) / "_locks" / f"{namespace_key(namespace)}.lease",
+                          self.lock_lease_s, self.lock_wait_s)
+        with lock.hold(wait_s) as held:
+            yield held
 
     def stamp_forget(self, key: str, token: str) -> None:
         """After a forget's mark: the same token in a plain file (``names.write_forget_stamp``),
@@ -269,7 +281,7 @@ class Store:
     def set_meta(self, key: str, value: str) -> None:
         tbl = self.open_table("_meta", META)
         retrying(lambda: tbl.merge_insert("key").when_matched_update_all()
-                 .when_not_matched_insert_all().execute([{"key": key, "value": value}]), "meta")
+                 .when_not_matched_insert_all().execute([{"key": key, "value": value}]), "meta", table=tbl)
 
     def _migrate(self) -> None:
         current = int(self.get_meta("schema_version") or 0)
@@ -287,7 +299,7 @@ class Store:
         tbl = self.open_table("_namespaces", NAMESPACES)
         row = {"name": namespace, "key": namespace_key(namespace), "created_at": utcnow()}
         retrying(lambda: tbl.merge_insert("name").when_not_matched_insert_all().execute([row]),
-                 "register namespace")
+                 "register namespace", table=tbl)
 
     def namespaces(self) -> list[str]:
         tbl = self.open_table("_namespaces")

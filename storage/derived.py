@@ -109,8 +109,10 @@ class DerivedMixin(SpaceParts):
             if "vector" in r:
                 r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
         tbl = self.derived_table(kind, schema, create=True)
-        retrying(lambda: tbl.merge_insert(key).when_matched_update_all()
-                 .when_not_matched_insert_all().execute(rows), f"upsert {kind}")
+        with self.writing():
+            self.rewrote(tbl)
+            retrying(lambda: tbl.merge_insert(key).when_matched_update_all()
+                     .when_not_matched_insert_all().execute(rows), f"upsert {kind}", table=tbl)
         self.touch_copy(kind)
         self.after_write(kind, len(rows))
 
@@ -135,8 +137,9 @@ class DerivedMixin(SpaceParts):
                 for col, how in columns.items():
                     cfg = Bitmap() if how == "bitmap" else BTree()
                     if rebuild:
-                        retrying(lambda col=col, cfg=cfg: tbl.create_index(col, config=cfg, replace=True),
-                                 f"rebuild index {kind}.{col}")
+                        with self.writing():
+                            retrying(lambda col=col, cfg=cfg: tbl.create_index(col, config=cfg, replace=True),
+                                     f"rebuild index {kind}.{col}", table=tbl)
                     else:
                         ensure_index(tbl, col, cfg)
             done.add(kind)
@@ -176,7 +179,9 @@ class DerivedMixin(SpaceParts):
         tbl = self.derived_table(kind)
         w = _where(eq)
         if tbl is not None and w:
-            retrying(lambda: tbl.delete(w), f"delete {kind}")
+            with self.writing():
+                self.rewrote(tbl)
+                retrying(lambda: tbl.delete(w), f"delete {kind}", table=tbl)
             self.touch_copy(kind)
 
     def count_rows(self, kind: str, eq: dict[str, Any] | None = None) -> int:

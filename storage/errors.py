@@ -10,3 +10,12 @@ class NotFound(KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0]) if self.args else "not found"
+
+
+def purged(exc: BaseException) -> bool:
+    """Whether ``exc`` is LanceDB failing to find a file of the version a handle reads: a forget
+    in another process purged that version (``Space.optimize(purge=True)``). Reading again on
+    the newest version succeeds."""
+    msg = str(exc).lower()
+    return (isinstance(exc, (OSError, RuntimeError)) and "not found" in msg
+            and ("lance error" in msg or ".lance" in msg))

@@ -55,7 +55,7 @@ class ForgetMarks:
         row = {"key": key, "token": token, "at": utcnow(),
                "source_ids": list(source_ids)[:KEEP_IDS]}
         retrying(lambda: tbl.merge_insert("key").when_matched_update_all()
-                 .when_not_matched_insert_all().execute([row]), "forget mark")
+                 .when_not_matched_insert_all().execute([row]), "forget mark", table=tbl)
         with self._lock:
             self._seen[key] = token      # this process dropped its own caches already
         self.store.stamp_forget(key, token)

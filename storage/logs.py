@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -17,6 +19,8 @@ from .traces import compact, expand, fill, text_ids
 
 
 PRUNE_EVERY = 50   # recalls logged (per process and namespace) between two prunes
+SOURCE_ID = re.compile(r"\bsrc_[0-9a-f]{20}\b")   # remember's message ids (tools/remember.py)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,9 @@ class LogsMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for sessions, recalls and the audit log."""
 
     def _init_logs(self) -> None:
-        self._recall_writer = RecallWriter(self._write_recalls, "trimem-recall-log")
+        self._recall_writer = RecallWriter(self._write_recalls, "trimem-recall-log",
+                                           guard=lambda wait: self.store.write_lock(
+                                               self.namespace, wait))
         self._recall_policy = RecallPolicy()
         self._recalls_logged = 0   # records this process appended (pruning counts them)
 
@@ -62,8 +68,10 @@ class LogsMixin(SpaceParts):
     def put_session(self, row: dict) -> None:
         row = dict(row, namespace=self.namespace, updated_at=self.now())
         tbl = self.table("sessions", SESSIONS, create=True)
-        retrying(lambda: tbl.merge_insert("session_id").when_matched_update_all()
-                 .when_not_matched_insert_all().execute([row]), "session")
+        with self.writing():
+            self.rewrote(tbl)
+            retrying(lambda: tbl.merge_insert("session_id").when_matched_update_all()
+                     .when_not_matched_insert_all().execute([row]), "session", table=tbl)
         self.touch_copy("sessions")
         self.after_write("sessions")
 
@@ -100,7 +108,9 @@ class LogsMixin(SpaceParts):
     def delete_sessions(self, session_ids: list[str]) -> None:
         tbl = self.table("sessions")
         if tbl is not None and session_ids:
-            retrying(lambda: tbl.delete(sql_in("session_id", session_ids)), "delete sessions")
+            with self.writing():
+                self.rewrote(tbl)
+                retrying(lambda: tbl.delete(sql_in("session_id", session_ids)), "delete sessions", table=tbl)
             self.touch_copy("sessions")
 
     # -- recall log -----------------------------------------------------------------------------
@@ -130,10 +140,22 @@ class LogsMixin(SpaceParts):
         return True
 
     def _write_recalls(self, rows: list[dict]) -> None:
-        """Append ``rows`` to the log (the writer's batches) and prune it every few records."""
+        """Append ``rows`` to the log (the writer's batches) and prune it every few records.
+        Runs under the namespace's write lock (the writer's guard), like ``forget``: a record
+        naming a message that is no longer stored (forgotten by any process since the recall
+        read it) is dropped here, and one written before a forget is found by that forget."""
         rows = [dict(r, trace=r["trace"]()) if callable(r["trace"]) else r for r in rows]
+        named = {r["recall_id"]: set(r["source_ids"] or []) | set(SOURCE_ID.findall(r["trace"]))
+                 for r in rows}
+        wanted = set().union(*named.values())
+        gone = wanted - self.existing_sources(wanted) if wanted else set()
+        if gone:
+            rows = [r for r in rows if not named[r["recall_id"]] & gone]
+            log.info("recall record(s) of forgotten messages not logged (%d left)", len(rows))
+            if not rows:
+                return
         tbl = self.table("recalls", RECALLS, create=True)
-        retrying(lambda: tbl.add(rows), "recall log")
+        retrying(lambda: tbl.add(rows), "recall log", table=tbl)
         self.after_write("recalls")
         policy = self._recall_policy
         before = self._recalls_logged
@@ -160,7 +182,9 @@ class LogsMixin(SpaceParts):
         cutoff = self.now() - timedelta(days=policy.keep_days)
         old = tbl.count_rows(sql_time("created_at", "<", cutoff))
         if old:
-            retrying(lambda: tbl.delete(sql_time("created_at", "<", cutoff)), "prune recalls")
+            with self.writing():
+                self.rewrote(tbl)
+                retrying(lambda: tbl.delete(sql_time("created_at", "<", cutoff)), "prune recalls", table=tbl)
         extra, n = [], tbl.count_rows()
         if n > policy.keep_max:
             rows = tbl.search().select(["recall_id", "created_at"]).limit(None).to_list()
@@ -228,7 +252,10 @@ class LogsMixin(SpaceParts):
         if tbl is not None and recall_ids:
             for i in range(0, len(recall_ids), 500):
                 chunk = recall_ids[i:i + 500]
-                retrying(lambda chunk=chunk: tbl.delete(sql_in("recall_id", chunk)), "delete recalls")
+                with self.writing():
+                    self.rewrote(tbl)
+                    retrying(lambda chunk=chunk: tbl.delete(sql_in("recall_id", chunk)),
+                             "delete recalls", table=tbl)
 
     # -- audit ----------------------------------------------------------------------------------
     def audit(self, op: str, target_ids: list[str], detail: dict) -> str:
@@ -236,7 +263,9 @@ class LogsMixin(SpaceParts):
         aid = "aud_" + uuid.uuid4().hex[:20]
         row = {"id": aid, "namespace": self.namespace, "at": self.now(), "op": op,
                "target_ids": list(target_ids), "detail": self.dumps(detail)}
-        retrying(lambda: tbl.add([row]), "audit")
+        with self.writing():
+            retrying(lambda: tbl.add([row]), "audit", table=tbl)
+        self.touch_copy("audit")   # this process reads its own entry next (forget records)
         self.after_write("audit")
         return aid
 

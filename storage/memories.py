@@ -29,7 +29,11 @@ def _clean(row: dict) -> dict:
 class MemoriesMixin(SpaceParts):
     """Methods of :class:`~trimem.storage.space.Space` for the ``memories`` table."""
 
-    def add_memories(self, rows: list[dict]) -> None:
+    def add_memories(self, rows: list[dict], replacing: dict[str, list[str]] | None = None) -> None:
+        """Upsert ``rows``. ``replacing`` ({"session_id": [id], "origin": [...], "kind": [...]}):
+        in the same commit, delete that session's rows of those origins and kinds that ``rows``
+        does not hold (a curation replacing another: a crash leaves the old or the new, never
+        both)."""
         if not rows:
             return
         for r in rows:
@@ -40,8 +44,17 @@ class MemoriesMixin(SpaceParts):
             r.setdefault("status", "active")
             r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
         tbl = self.table("memories", create=True)
-        retrying(lambda: tbl.merge_insert("id").when_matched_update_all()
-                 .when_not_matched_insert_all().execute(rows), "add memories")
+
+        def merge():
+            m = tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+            if replacing:
+                m = m.when_not_matched_by_source_delete(" AND ".join(
+                    sql_in(col, vals) for col, vals in sorted(replacing.items())))
+            return m.execute(rows)
+
+        with self.writing():
+            self.rewrote(tbl)
+            retrying(merge, "add memories", table=tbl)
         self.touch_copy("memories")
         self.after_write("memories", len(rows))
         self.scalar_indexes("memories", MEMORY_INDEXES)   # once per process
@@ -92,7 +105,10 @@ class MemoriesMixin(SpaceParts):
         if tbl is not None and ids:
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
-                retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)), "delete memories")
+                with self.writing():
+                    self.rewrote(tbl)
+                    retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)),
+                             "delete memories", table=tbl)
             self.touch_copy("memories")
 
     def vector_memories(self, kind: str, vector: np.ndarray, limit: int,

@@ -153,17 +153,20 @@ class PassagesMixin(SpaceParts):
                     p["vector"] = np.asarray(v, dtype=np.float32).tolist()
         return out
 
-    def add_passages(self, sources: list[dict]) -> int:
+    def add_passages(self, sources: list[dict], rows: list[dict] | None = None) -> int:
         """Store the passages of the long ones among ``sources`` (idempotent: ids are the
-        source's id and the passage's number, so a retried write replaces, never doubles)."""
+        source's id and the passage's number, so a retried write replaces, never doubles).
+        ``rows``: their :meth:`passage_rows`, embedded beforehand (outside a lock)."""
         from .db import retrying
 
-        rows = self.passage_rows(sources)
+        rows = self.passage_rows(sources) if rows is None else rows
         if rows:
             tbl = self._passages(create=True)
             assert tbl is not None   # create=True opens or makes the table
-            retrying(lambda: tbl.merge_insert("id").when_matched_update_all()
-                     .when_not_matched_insert_all().execute(rows), "add passages")
+            with self.writing():
+                self.rewrote(tbl)
+                retrying(lambda: tbl.merge_insert("id").when_matched_update_all()
+                         .when_not_matched_insert_all().execute(rows), "add passages", table=tbl)
             self._passages_missing_at = float("-inf")
             self.after_write("passages", len(rows))
         return len(rows)
@@ -175,7 +178,9 @@ class PassagesMixin(SpaceParts):
         if tbl is not None and source_ids:
             for i in range(0, len(source_ids), 500):
                 chunk = source_ids[i:i + 500]
-                retrying(lambda c=chunk: tbl.delete(sql_in("source_id", c)), "delete passages")
+                with self.writing():
+                    self.rewrote(tbl)
+                    retrying(lambda c=chunk: tbl.delete(sql_in("source_id", c)), "delete passages", table=tbl)
         with self._span_lock:
             for s in source_ids:
                 self._spans.pop(s, None)
@@ -186,8 +191,9 @@ class PassagesMixin(SpaceParts):
             from .db import retrying
             from .sources import _fts
 
-            retrying(lambda: tbl.create_index("search_text", config=_fts(), replace=True),
-                     "passages fts rebuild")
+            with self.writing():
+                retrying(lambda: tbl.create_index("search_text", config=_fts(), replace=True),
+                         "passages fts rebuild", table=tbl)
 
     def backfill_passages(self) -> int:
         """Give a store written before passages existed (or with other passage sizes) its

@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from . import snapshot
-from .db import ensure_index, retrying, sql_in, sql_str
+from .db import ensure_index, retrying, sql_in, sql_str, sql_time
 from .filters import SourceFilter, where_of
 from .fts import match_rows
 from .parts import SpaceParts
@@ -71,8 +71,9 @@ class SourcesMixin(SpaceParts):
                 self._fts_ready = True
         return tbl
 
-    def add_sources(self, rows: list[dict]) -> None:
-        """Append rows (already validated and embedded). One commit: all or nothing."""
+    def add_sources(self, rows: list[dict], passages: list[dict] | None = None) -> None:
+        """Append rows (already validated and embedded). One commit: all or nothing.
+        ``passages``: the long rows' passages, embedded beforehand (``passage_rows``)."""
         if not rows:
             return
         for r in rows:
@@ -83,11 +84,42 @@ class SourcesMixin(SpaceParts):
             r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
         # passages first: derived and idempotent, so the sources commit stays the
         # acknowledgement point and a crash between the two is repaired by the retry
-        self.add_passages(rows)
+        self.add_passages(rows, passages)
         tbl = self._sources(create=True)
-        retrying(lambda: tbl.add(rows), "add sources")
+        with self.writing():
+            retrying(lambda: tbl.add(rows), "add sources", table=tbl)
         self._source_snap.touch()
         self.after_write("sources", len(rows))
+
+    def existing_sources(self, ids: set[str]) -> set[str]:
+        """Which of ``ids`` are stored now (read from the newest version, not a cache)."""
+        tbl = self._sources()
+        if tbl is None or not ids:
+            return set()
+        tbl.checkout_latest()
+        rows = tbl.search().where(sql_in("id", ids)).select(["id"]).limit(None).to_list()
+        return {r["id"] for r in rows}
+
+    def drop_twins(self, ids: list[str], created_at) -> int:
+        """Delete this write's copy (``created_at``) of each of ``ids`` that is stored twice: a
+        writer that lost the namespace lock while stopped, and committed after the process
+        that took it over stored the same refs (see ``tools/remember.py``)."""
+        tbl = self._sources()
+        if tbl is None or not ids:
+            return 0
+        tbl.checkout_latest()
+        rows = tbl.search().where(sql_in("id", set(ids))).select(["id"]).limit(None).to_list()
+        seen: dict[str, int] = {}
+        for r in rows:
+            seen[r["id"]] = seen.get(r["id"], 0) + 1
+        twins = sorted(i for i, n in seen.items() if n > 1)
+        if twins:
+            where = f"{sql_in('id', twins)} AND {sql_time('created_at', '=', created_at)}"
+            with self.writing():
+                self.rewrote(tbl)
+                retrying(lambda: tbl.delete(where), "drop twins", table=tbl)
+            self._source_snap.touch()
+        return len(twins)
 
     def count_sources(self, flt: SourceFilter | None = None) -> int:
         tbl = self._sources()
@@ -238,7 +270,9 @@ class SourcesMixin(SpaceParts):
         if tbl is not None and ids:
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
-                retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)), "delete sources")
+                with self.writing():
+                    self.rewrote(tbl)
+                    retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)), "delete sources", table=tbl)
             self._source_snap.touch()
 
     def rebuild_text_index(self) -> None:
@@ -246,8 +280,9 @@ class SourcesMixin(SpaceParts):
         of a deleted message survives in an old index segment)."""
         tbl = self._sources()
         if tbl is not None:
-            retrying(lambda: tbl.create_index("search_text", config=_fts(), replace=True),
-                     "fts rebuild")
+            with self.writing():
+                retrying(lambda: tbl.create_index("search_text", config=_fts(), replace=True),
+                         "fts rebuild", table=tbl)
         self.rebuild_passage_index()
 
 

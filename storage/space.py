@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from typing import Callable
 
 import numpy as np
@@ -56,6 +57,8 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
         self._source_snap = SourceSnapshot(namespace, store.source_copy_max_rows)
         self._copies: dict[str, TableCopy] = {}      # derived tables' copies, by kind
         self._fts_seen: dict[tuple[str, str], object] = {}   # (kind, column) -> a handle that had it
+        self._rewritten: set[str] = set()            # tables with rows deleted or replaced
+        self._rewritten_lock = threading.Lock()
 
     # -- naming -----------------------------------------------------------------------------
     def name(self, kind: str) -> str:
@@ -74,6 +77,26 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
             self.store.register_namespace(self.namespace)
             self._registered = True
         return self.store.open_table(self.name(kind), schema if create else None)
+
+    def writing(self):
+        """The namespace's write lock (``Store.write_lock``), held around every commit to its
+        tables, in every process: LanceDB then never sees two commits to one table at once, so
+        none fails on a conflict and leaves its files behind (a failed compaction's files hold
+        every row it read, forgotten ones included, for the seven days LanceDB keeps them),
+        and a forget holding the lock is not raced by a writer that read before it."""
+        return self.store.write_lock(self.namespace)
+
+    def rewrote(self, tbl) -> None:
+        """Note that a write deletes or replaces rows of ``tbl``: their bytes stay in its data
+        files until they are rewritten, which the next purge does (``optimize(purge=True)``)."""
+        with self._rewritten_lock:
+            self._rewritten.add(tbl.name)
+
+    def take_rewritten(self) -> set[str]:
+        """The tables :meth:`rewrote` named since the last call."""
+        with self._rewritten_lock:
+            out, self._rewritten = self._rewritten, set()
+            return out
 
     # -- the embedding model ------------------------------------------------------------------
     @property
@@ -122,8 +145,9 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
             vecs = embed([r.get("search_text") or r["text"] for r in batch])
             for r, v in zip(batch, vecs):
                 r["vector"], r["embed_model"] = v.astype(np.float32).tolist(), self.model
-            retrying(lambda batch=batch: new.merge_insert("id").when_not_matched_insert_all()
-                     .execute(batch), "re-embed")
+            with self.writing():
+                retrying(lambda batch=batch: new.merge_insert("id").when_not_matched_insert_all()
+                         .execute(batch), "re-embed")
         self.audit("reembed", [], {"table": kind, "from": old_name, "to": self.name(kind),
                                    "rows": len(rows)})
         self.store.drop_table(old_name)

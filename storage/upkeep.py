@@ -31,9 +31,12 @@ import warnings
 from datetime import timedelta
 
 from .db import retrying
+from .errors import StorageError
+from .locks import LockBusy
 from .parts import SpaceParts
 
 log = logging.getLogger(__name__)
+UPKEEP_LOCK_WAIT_S = 1.0   # how long a background compaction waits for the namespace's lock
 
 
 class UpkeepMixin(SpaceParts):
@@ -202,12 +205,18 @@ class UpkeepMixin(SpaceParts):
             name = name or self._settled_names.get(kind)
             tbl = self.store.open_table(name) if name else self.table(kind)
             if tbl is not None:
-                with self._maint_lock:
+                # under the namespace's write lock like every commit (``Space.writing``); a
+                # background run does not wait for it long: busy, it runs at the next turn
+                with self.store.write_lock(self.namespace, UPKEEP_LOCK_WAIT_S), self._maint_lock:
                     self._optimize(tbl)
                 if again:
                     with self._upkeep_lock:
                         self._prune_at[kind] = (time.monotonic()
                                                 + self.keep_versions.total_seconds() + 1)
+        except LockBusy:   # a forget or a long write holds the namespace: try again later
+            with self._upkeep_lock:
+                commits, rows = self._commits.get(kind, (0, 0))
+                self._commits[kind] = (max(commits, 1), rows)
         except Exception as exc:  # upkeep is an optimisation: log it, never fail a write
             log.warning("optimizing %s of %r failed: %s", kind, self.namespace, exc)
         finally:
@@ -222,7 +231,7 @@ class UpkeepMixin(SpaceParts):
         keep = timedelta(0) if purge else self.keep_versions
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # at 0 it warns: a purge means it
-            retrying(lambda: tbl.optimize(cleanup_older_than=keep), "optimize")
+            retrying(lambda: tbl.optimize(cleanup_older_than=keep), "optimize", table=tbl)
 
     def wait_upkeep(self, timeout: float = 60.0, flush: bool = False) -> bool:
         """Wait for running compactions and index builds; False if still busy at ``timeout``.
@@ -299,12 +308,21 @@ class UpkeepMixin(SpaceParts):
 
     # -- compaction on demand -------------------------------------------------------------------
     def optimize(self, purge: bool = False) -> list[str]:
-        """Compact every table and fold unindexed rows in. ``purge`` also deletes old versions
-        at once (what makes ``forget`` a hard delete on disk)."""
+        """Compact every table and fold unindexed rows in. ``purge`` also rewrites the data
+        files of each table that had rows deleted or replaced (:meth:`Space.rewrote`), so none
+        keeps a deleted row's bytes (``purge.scrub``), and deletes old versions at once: what
+        makes ``forget`` a hard delete on disk. It then checks that no table still lists a
+        version from before its purge: :class:`StorageError` if one does after a second try
+        (the forget then does not report done)."""
+        from .purge import scrub
+
         done = []
-        if purge:
-            self.wait_upkeep()   # a background compaction or build must not race the purge
+        if purge:   # a build in progress reads old versions: let it finish (a compaction in
+            for job in list(self._index_jobs.values()):   # the background waits for the lock)
+                job.join(60)
+        rewritten = self.take_rewritten() if purge else set()
         prefix = f"ns_{self.key}__"
+        left: list[str] = []
         for name in self.store.table_names():
             if not name.startswith(prefix):
                 continue
@@ -312,14 +330,31 @@ class UpkeepMixin(SpaceParts):
             # Purge: compact (deleted rows are dropped from rewritten files), then delete every
             # file only older versions use. Files no version names yet (a concurrent writer's,
             # not committed) are left alone: delete_unverified stays False.
-            with self._maint_lock:
-                self._optimize(tbl, purge)
+            with self.writing(), self._maint_lock:
+                if name in rewritten:
+                    scrub(tbl)
+                else:
+                    self._optimize(tbl, purge)
+                if purge and self._older_versions(tbl):
+                    self._optimize(tbl, purge)   # a commit raced the cleanup: once more
+                    if self._older_versions(tbl):
+                        left.append(name)
             done.append(name[len(prefix):])
+        if left:
+            raise StorageError(f"old versions of {sorted(left)} could not be deleted (another "
+                               "process keeps writing them); the forgotten text may still be on "
+                               "disk: call forget again")
         return done
+
+    @staticmethod
+    def _older_versions(tbl) -> int:
+        """How many versions older than the handle's own (just compacted) the table lists."""
+        now = tbl.version
+        return sum(1 for v in retrying(tbl.list_versions, "list versions") if v["version"] < now)
 
     def optimize_table(self, suffix: str) -> None:
         """Optimize one table, named as in :meth:`stats` (e.g. ``audit``)."""
         tbl = self.store.open_table(f"ns_{self.key}__{suffix}")
         if tbl is not None:
-            with self._maint_lock:
+            with self.writing(), self._maint_lock:
                 self._optimize(tbl)

@@ -25,10 +25,11 @@ class CuratedPlan:
     facts: list[dict]
 
 
-def check_curated(rt: Runtime, curated) -> CuratedPlan:
+def check_curated(rt: Runtime, curated, whole_session: bool = False) -> CuratedPlan:
+    """The memories, checked (``whole_session``: an import's, without the per-call count)."""
     lim = rt.limits
     n = len(curated.episodes) + len(curated.facts)
-    if n > lim.max_curated_items:
+    if n > lim.max_curated_items and not whole_session:
         raise ToolFailure(f"{n} curated memories in one call; the limit is {lim.max_curated_items}")
     episodes, facts = [], []
     for i, e in enumerate(curated.episodes):
@@ -90,17 +91,19 @@ def store_curated(space: Space, plan: CuratedPlan, session_id: str, by_ref: dict
     before anything was written, so a bad ref or a failed embedding rejects the whole call.
     A memory given without a timestamp takes ``session_time`` (when the session took place),
     not the time it was stored: temporal questions are about the conversation's time."""
-    from .remember import stable_id
-
     items = plan.episodes + plan.facts
-    if not items:
-        return []
+    ids = [memory_id(space.namespace, session_id, m) for m in items]
+    # the caller holds the write lock and saw the latest memories: one stored by another call
+    # (a retry, a second import of the same file) is not written twice
+    held = {m["id"] for m in space.get_memories(ids)} if ids else set()
     now = space.now()
     rows = []
-    for m, vec in zip(items, vectors):
+    for m, vec, mid in zip(items, vectors, ids):
+        if mid in held:
+            continue
+        held.add(mid)
         rows.append({
-            "id": stable_id("epi" if m["kind"] == "episode" else "fct", space.namespace, session_id,
-                            m["text"], *m["refs"]),
+            "id": mid,
             "kind": m["kind"],
             "origin": "host", "session_id": session_id, "timestamp": m["timestamp"] or session_time or now,
             "text": m["text"], "body": m["body"], "refs": m["refs"],
@@ -110,3 +113,11 @@ def store_curated(space: Space, plan: CuratedPlan, session_id: str, by_ref: dict
         })
     space.add_memories(rows)
     return [r["id"] for r in rows]
+
+
+def memory_id(namespace: str, session_id: str, m: dict) -> str:
+    """The stable id of a checked curated memory (``CuratedPlan`` item)."""
+    from .remember import stable_id
+
+    return stable_id("epi" if m["kind"] == "episode" else "fct", namespace, session_id, m["text"],
+                     *m["refs"])

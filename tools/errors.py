@@ -29,7 +29,13 @@ KNOWN = [
 
 
 def translate(exc: BaseException, home: str) -> ToolFailure | None:
-    """The user-fixable storage failure ``exc`` is, as a ``ToolFailure``; None if it is not one."""
+    """The user-fixable storage failure ``exc`` is, as a ``ToolFailure``; None if it is not one.
+    The storage layer's own errors (a lock that is busy or unusable, a store too new) carry a
+    message written for the user already."""
+    from ..storage.errors import StorageError
+
+    if isinstance(exc, StorageError):
+        return ToolFailure(str(exc))
     text = str(exc).lower()
     for needles, message in KNOWN:
         if any(n in text for n in needles):

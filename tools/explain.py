@@ -56,6 +56,13 @@ def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
     v.namespace(namespace, rt.limits)
     mid = v.text_field("id", id, rt.limits, required=True)
     ns = require(rt, namespace)
+    from .recall import reading
+
+    # read again on fresh handles when a forget in another process purged what this one read
+    return reading(rt.env(ns), lambda: _explain(rt, mid, ns))
+
+
+def _explain(rt: Runtime, mid: str, ns: str) -> Explanation:
     space = rt.space(ns)
     if mid.startswith("rcl_"):
         from ..storage import NotFound

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, Field
 
@@ -14,6 +16,12 @@ from .errors import ToolFailure
 from .namespaces import require
 from .params import TIME, Bool, DateTimeStr
 from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from ..storage.locks import Held
+
+log = logging.getLogger(__name__)
+LOCK_TRIES = 2   # a forget that lost its lock while stopped runs once more
 
 
 class ForgetResult(BaseModel):
@@ -35,6 +43,12 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     so the text is gone from disk, not just hidden. Memory ids in ``ids`` delete that memory only.
     Recall records (queries and what they returned) go by ``recall_ids``, by time
     (``recalls_before``: created at or before it) or all of them (``all_recalls``).
+
+    It runs under the namespace's write lock, which every process on the memory folder shares
+    (``Store.write_lock``): forgets in several processes run one after the other, each from
+    the newest table versions, and a recall record another process writes is either seen and
+    deleted or refused afterwards (``LogsMixin._write_recalls``). It answers only once no table
+    lists a version from before its purge.
     """
     v.namespace(namespace, rt.limits)
     ids = [v.text_field(f"ids[{k}]", x, rt.limits, required=True) for k, x in enumerate(ids or [])]
@@ -47,16 +61,51 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
         raise ToolFailure("say what to forget: ids, refs, session_id, recall_ids, recalls_before "
                         "or all_recalls")
     ns = require(rt, namespace)
-    with rt.namespace_lock(ns):
-        # refs are scoped by session (tools/refs.py); an ambiguous one fails before any deletion
-        named = by_ref.to_forget(rt.space(ns), refs, sid) if refs else {}
-        gone = _forget_recalls(rt, ns, rids, before, all_recalls)
-        if not (ids or refs or sid):
-            return gone
-        out = _forget(rt, ns, ids, refs, named, None if refs else sid)
-        out.removed_recalls += gone.removed_recalls
-        out.not_found += gone.not_found
-        return out
+    from ..storage.locks import LockLost
+
+    space = rt.space(ns)
+    space.flush_recalls()   # before the lock: the recall log's writer takes it too
+    found = Targets()
+    busy = rt.namespace_lock(ns)   # curation and consolidation of it, in this process
+    if not busy.acquire(timeout=rt.config.lock_wait_s):
+        raise ToolFailure(f"namespace {quoted(ns)} is busy in this process (a consolidation or a "
+                          f"curation has held it for over {rt.config.lock_wait_s:g} s): nothing "
+                          "was deleted; retry in a moment")
+    try:
+        for attempt in range(LOCK_TRIES):
+            try:
+                with space.store.write_lock(ns) as held:
+                    # another process's forget may have purged the versions this process's
+                    # handles and caches were made from: start from the newest
+                    from .recall import catch_up
+
+                    catch_up(rt.env(ns), force=True)
+                    # refs are scoped by session (tools/refs.py); an ambiguous one fails
+                    # before any deletion
+                    named = by_ref.to_forget(space, refs, sid) if refs else {}
+                    gone = _forget_recalls(rt, ns, rids, before, all_recalls)
+                    if not (ids or refs or sid):
+                        return gone
+                    out = _forget(rt, ns, ids, refs, named, None if refs else sid, found, held)
+                out.removed_recalls += gone.removed_recalls
+                out.not_found += gone.not_found
+                return out
+            except LockLost:   # stopped while holding the lock, which another process took over
+                if attempt == LOCK_TRIES - 1:
+                    raise
+                log.warning("forget: lost the namespace lock while stopped; forgetting again")
+    finally:
+        busy.release()
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class Targets:
+    """What a forget found to delete, kept across its attempts: one that lost its lock while
+    stopped runs again, and reports what the first attempt already deleted too."""
+
+    sources: dict[str, dict] = field(default_factory=dict)
+    memories: dict[str, dict] = field(default_factory=dict)
 
 
 def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) -> ForgetResult:
@@ -82,18 +131,22 @@ def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) 
 
 
 def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[str, list[dict]],
-            sid: str | None) -> ForgetResult:
-    """``named``: the messages of ``refs`` (tools/refs.py); ``sid``: a whole session to delete."""
+            sid: str | None, found: Targets, held: Held | None) -> ForgetResult:
+    """``named``: the messages of ``refs`` (tools/refs.py); ``sid``: a whole session to delete;
+    ``found``: what an earlier attempt of this forget found (and may have deleted)."""
     space = rt.space(ns)
-    sources = {r["id"]: r for r in space.get_sources(ids)}
-    memories = {m["id"]: m for m in space.get_memories([i for i in ids if i not in sources])}
+    sources, memories = found.sources, found.memories
+    sources.update({r["id"]: r for r in space.get_sources(ids)})
+    memories.update({m["id"]: m for m in space.get_memories([i for i in ids if i not in sources])})
     not_found = [i for i in ids if i not in sources and i not in memories]
+    found_refs = {r["ref"] for r in sources.values() if r.get("ref") in refs} | set(named)
     for rows in named.values():
         sources.update({r["id"]: r for r in rows})
-    not_found += [r for r in refs if r not in named]
+    not_found += [r for r in refs if r not in found_refs]
     if sid:
         session_rows = space.sources_by_session(sid)
-        if not session_rows and space.get_session(sid) is None:
+        if not session_rows and space.get_session(sid) is None and \
+                not any(r["session_id"] == sid for r in sources.values()):
             not_found.append(sid)
         sources.update({r["id"]: r for r in session_rows})
     if not sources and not memories:
@@ -105,6 +158,8 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[s
     recall_ids = space.recalls_citing(src_ids | set(memories))
     from ..strategies import aliasstats, registry
 
+    if held is not None:
+        held.check()   # nothing below runs for a process that lost the lock while stopped
     env = rt.env(ns)
     derived = {st.name: st.forget(env, src_ids) for st in registry.with_hook("forget")}
     aliasstats.drop(space, {r["session_id"] for r in sources.values()})   # counts may not move
@@ -115,7 +170,9 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[s
                if space.count_sources(SourceFilter(session_id=s)) == 0]
     space.delete_sessions(emptied)
     space.rebuild_text_index()
-    space.optimize(purge=True)
+    space.optimize(purge=True)   # then checks that no old version is left (else: an error)
+    if held is not None:
+        held.check()
     space.mark_forgotten(sorted(src_ids))   # other processes drop their caches (storage/forgets.py)
     env.ns.invalidate()
     if derived:  # what remains of a touched session is curated again, without the deleted text

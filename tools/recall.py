@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Callable, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from ..strategies.base import Env
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+READ_TRIES = 4   # a recall read again after a forget elsewhere purged what it read
 
 
 class RecallResult(BaseModel):
@@ -88,16 +90,7 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
     request = RecallRequest(query=query, budget_tokens=budget, since=t_since, until=t_until,
                             options=dict(options or {}))
     with rt.recalls:   # background curation lets running recalls pass (tools/curation.py)
-        catch_up(env)
-        out = _run(rt, strat, env, request)
-        # a forget (here or in another process) that landed during this recall and touched what
-        # it returned, or that this process's caches have not caught up with: drop the caches
-        # and answer again (a forget of memories only names no source: always answer again)
-        late = catch_up(env)
-        if late == set() or env.space.forgotten & _cited(out):
-            catch_up(env, force=True)
-            out = _run(rt, strat, env, request)
-            env.space.forgotten -= _cited(out)   # fresh caches cite it: stored again since
+        out = reading(env, lambda: _run(strat, env, request))
     tokens = tokens_of(out.context)
     if tokens > budget:  # a strategy bug must never reach the host as an over-budget answer
         raise ToolFailure(f"internal error: strategy {strategy} overran the budget ({tokens} > {budget})")
@@ -116,7 +109,8 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
     c = rt.config
     policy = RecallPolicy(c.recall_log_days, c.recall_log_max, c.recall_trace_max_bytes)
     try:
-        if not env.space.log_recall(recall_id, query, strategy, source_ids, trace, policy):
+        if not reading(env, lambda: env.space.log_recall(recall_id, query, strategy, source_ids,
+                                                        trace, policy)):
             out.route_reason += (" [not logged: the recall log is off]" if c.recall_log_days <= 0
                                  or c.recall_log_max <= 0 else
                                  " [not logged: nothing is stored in this namespace]")
@@ -132,14 +126,34 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
                         abstain=out.abstain)
 
 
-def _run(rt: Runtime, strat, env, request: RecallRequest):
-    try:
-        return strat.recall(env, request)
-    except RuntimeError as exc:   # a forget purged files under an older table handle
-        if "not found" not in str(exc).lower():
-            raise
-        rt.store.refresh()
-        return strat.recall(env, request)
+def _run(strat, env, request: RecallRequest):
+    catch_up(env)
+    out = strat.recall(env, request)
+    # a forget (here or in another process) that landed during this recall and touched what
+    # it returned, or that this process's caches have not caught up with: drop the caches
+    # and answer again (a forget of memories only names no source: always answer again)
+    late = catch_up(env)
+    if late == set() or env.space.forgotten & _cited(out):
+        catch_up(env, force=True)
+        out = strat.recall(env, request)
+        env.space.forgotten -= _cited(out)   # fresh caches cite it: stored again since
+    return out
+
+
+def reading(env: Env, fn: Callable[[], T], tries: int = READ_TRIES) -> T:
+    """``fn()``, again on fresh handles and caches when a forget in another process purged the
+    table versions it was reading (LanceDB then reports a file "not found")."""
+    from ..storage.errors import purged
+
+    for attempt in range(tries):
+        try:
+            return fn()
+        except (OSError, RuntimeError) as exc:
+            if not purged(exc) or attempt == tries - 1:
+                raise
+            log.info("a forget elsewhere purged what this read used; reading again: %s", exc)
+            catch_up(env, force=True)
+    raise AssertionError("unreachable")
 
 
 def _cited(out) -> set[str]:

@@ -17,9 +17,11 @@ from .params import TIME, DateTimeStr
 from .runtime import Runtime
 
 if TYPE_CHECKING:
+    from ..storage.locks import Held
     from ..storage.space import Space
 
 log = logging.getLogger(__name__)
+LOCK_TRIES = 3   # the locked check-and-write, again after losing the lock while stopped
 
 
 class Message(BaseModel):
@@ -81,15 +83,19 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:20]}"
 
 
-def _check_messages(rt: Runtime, messages: list[Message], session_time) -> list[dict]:
+def _check_messages(rt: Runtime, messages: list[Message], session_time,
+                    whole_session: bool = False) -> list[dict]:
+    """Rows for ``messages``, or ToolFailure naming the first bad one. ``whole_session``: the
+    per-call limits (message count, characters in all) do not apply: an import writes a session
+    that grew over many calls in one call (its file's size is bounded instead)."""
     lim = rt.limits
     if not messages:
         raise ToolFailure("messages is empty: pass at least one {content: ...}")
-    if len(messages) > lim.max_messages:
+    if len(messages) > lim.max_messages and not whole_session:
         raise ToolFailure(f"{len(messages)} messages in one call; the limit is {lim.max_messages}: "
                         "split them over several calls with the same session_id")
     total = sum(len(m.content or "") for m in messages)
-    if total > lim.max_call_chars:
+    if total > lim.max_call_chars and not whole_session:
         raise ToolFailure(f"the messages hold {total} characters in all; the limit per call is "
                         f"{lim.max_call_chars}: split them over several calls with the same "
                         "session_id")
@@ -121,6 +127,19 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
              curated: Curated | None = None, progress=None) -> RememberResult:
     """Validate everything, embed, then write: sources in one commit (all or nothing).
     ``progress(done, total, message)``, if given, hears how far the embedding got."""
+    return remember_session(rt, messages, session_id, session_time, namespace, curated,
+                            progress)[0]
+
+
+def remember_session(rt: Runtime, messages: list[Message], session_id: str | None = None,
+                     session_time: str | None = None, namespace: str = "default",
+                     curated: Curated | None = None, progress=None, *, whole_session=False,
+                     keep_ids: list[str | None] | None = None) -> tuple[RememberResult, list[str]]:
+    """:func:`remember`, and the ids of the curated memories it stored. For an import:
+    ``whole_session`` lifts the per-call limits (so a session is one write, whatever its size);
+    ``keep_ids[i]``, for a message without a ref, is the id it is stored under (the one it had
+    where it was exported, so forget records naming it hold here too); a message whose kept id
+    the session already holds is not stored again."""
     from .curated import check_curated, curated_texts, resolve_refs
 
     ns = v.namespace(namespace, rt.limits)
@@ -128,9 +147,12 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     if session_id is not None and not session_id.strip():
         raise ToolFailure("session_id must not be empty (omit it to start a new session)")
     stime = v.when("session_time", session_time)
-    rows = _check_messages(rt, messages, stime)
-    plan = check_curated(rt, curated) if curated is not None else None
-    if plan is not None:
+    rows = _check_messages(rt, messages, stime, whole_session)
+    for r, kept in zip(rows, keep_ids or []):
+        if kept is not None and r["ref"] is None:
+            r["id"] = v.text_field("id", kept, rt.limits, required=True)
+    plan = check_curated(rt, curated, whole_session) if curated is not None else None
+    if plan is not None and not whole_session:
         total = sum(len(r["text"]) for r in rows) + sum(len(t) for t in curated_texts(plan))
         if total > rt.limits.max_call_chars:
             raise ToolFailure(f"the messages and curated memories hold {total} characters in all; "
@@ -147,7 +169,10 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     # never duplicates memory.
     known = {r["ref"]: r["id"] for r in space.sources_by_refs([r["ref"] for r in rows if r["ref"]])
              if r["session_id"] == sid}
-    new_rows = [r for r in rows if r["ref"] not in known or r["ref"] is None]
+    kept = {r["id"] for r in rows if r["ref"] is None} if keep_ids else set()
+    have = _held(space, sid, rows, kept)
+    new_rows = [r for r in rows if (r["ref"] not in known or r["ref"] is None)
+                and r["id"] not in have]
     for r in new_rows:
         if r["ref"] is not None:
             r["id"] = stable_id("src", ns, sid, r["ref"])
@@ -159,6 +184,11 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     for r, vec in zip(new_rows, all_vecs[:len(new_rows)]):
         r["vector"] = vec
     cur_vecs = all_vecs[len(new_rows):]
+    # the passages of long messages are embedded here too, not under the lock below: a lock
+    # is held for writes only (other processes wait for it, storage/locks.py)
+    when = stime or space.now()
+    passages = space.passage_rows([dict(r, session_id=sid, timestamp=r["timestamp"] or when)
+                                   for r in new_rows])
 
     from ..strategies import registry
 
@@ -167,14 +197,29 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     # another call's (a retry arriving twice at once, here or in another process): under the
     # namespace's write lock the refs are checked again, and the offset and the session row are
     # read from what is stored now, so n_messages stays the number of stored messages.
-    with space.store.write_lock(ns):
-        space.see_latest("sources", "sessions")   # another process's write, committed just now
-        session = space.get_session(sid)
-        again = {r["ref"]: r["id"] for r in space.sources_by_refs(
-            [r["ref"] for r in new_rows if r["ref"]]) if r["session_id"] == sid}
-        known.update(again)
-        new_rows = [r for r in new_rows if r["ref"] is None or r["ref"] not in again]
-        memory_ids = _write(space, sid, stime, session, new_rows, plan, by_ref, cur_vecs, curates)
+    from ..storage.locks import LockLost
+
+    candidates, memory_ids = new_rows, []
+    for attempt in range(LOCK_TRIES):
+        try:
+            with space.store.write_lock(ns) as held:
+                # another process's write, committed just now (its curated memories too: stored once)
+                space.see_latest("sources", "sessions",
+                                 *(["memories"] if plan is not None else []))
+                session = space.get_session(sid)
+                again = {r["ref"]: r["id"] for r in space.sources_by_refs(
+                    [r["ref"] for r in candidates if r["ref"]]) if r["session_id"] == sid}
+                known.update(again)
+                have |= _held(space, sid, candidates, kept)
+                new_rows = [r for r in candidates if (r["ref"] is None or r["ref"] not in again)
+                            and r["id"] not in have]
+                memory_ids = _write(space, sid, stime, session, new_rows, plan, by_ref, cur_vecs,
+                                    curates, held, passages)
+            break
+        except LockLost:   # stopped while holding the lock, which another process took over
+            if attempt == LOCK_TRIES - 1:
+                raise
+            log.warning("remember: lost the namespace lock while stopped; checking again")
     ids = [known.get(r["ref"]) or r["id"] for r in rows]
     try:
         space.audit("remember", [r["id"] for r in new_rows] + memory_ids,
@@ -188,14 +233,37 @@ def remember(rt: Runtime, messages: list[Message], session_id: str | None = None
     if progress is not None:
         progress(len(new_rows) + len(extra), len(new_rows) + len(extra), "stored")
     return RememberResult(session_id=sid, source_ids=ids, stored=len(new_rows),
-                          curation="queued" if curates else "done")
+                          curation="queued" if curates else "done"), memory_ids
+
+
+def _held(space: Space, sid: str, rows: list[dict], kept: set[str]) -> set[str]:
+    """Which kept ids of ``rows`` this session already holds. A kept id another session holds
+    names another message (ids are unique in a namespace): that row is given a stable id of
+    its own instead (of this session and the kept id, so a second import finds it again)."""
+    def sessions(ids: set[str]) -> dict[str, str]:
+        return {r["id"]: r["session_id"] for r in space.get_sources(sorted(ids))} if ids else {}
+
+    found = sessions({r["id"] for r in rows if r["ref"] is None} & kept)
+    moved = set()
+    for r in rows:
+        if r["ref"] is None and found.get(r["id"], sid) != sid:
+            r["id"] = stable_id("src", space.namespace, sid, "", r["id"])
+            kept.add(r["id"])
+            moved.add(r["id"])
+    found |= sessions(moved)
+    return {i for i, s in found.items() if s == sid}
 
 
 def _write(space: Space, sid: str, stime, session, new_rows: list[dict], plan, by_ref, cur_vecs,
-           curates: bool) -> list[str]:
+           curates: bool, held: Held | None, passages: list[dict]) -> list[str]:
     """Number the new rows after what the session holds, then write (the caller holds the
-    namespace's write lock). Returns the ids of the curated memories stored."""
+    namespace's write lock, ``held``: checked before each write, so a process that was stopped
+    and lost it writes nothing more). Returns the ids of the curated memories stored."""
     from .curated import store_curated
+
+    def check() -> None:
+        if held is not None:
+            held.check()
 
     now = space.now()
     offset = space.count_sources(SourceFilter(session_id=sid))
@@ -203,12 +271,16 @@ def _write(space: Space, sid: str, stime, session, new_rows: list[dict], plan, b
         r.update(session_id=sid, seq=offset + k, created_at=now,
                  timestamp=r["timestamp"] or stime or now)
     times = [r["timestamp"] for r in new_rows] or [stime or now]
+    by_id = {r["id"]: r for r in new_rows}
+    passages = [dict(p, timestamp=by_id[p["source_id"]]["timestamp"]) for p in passages
+                if p["source_id"] in by_id]
     # Write order, for crash safety and honest errors: what only describes or derives from the
     # messages goes first (curated memories and the session row, both idempotent on retry); the
     # sources commit is the acknowledgement point; the audit entry after it is best effort.
     # So an error always means "the messages were not stored", and a crash before the sources
     # commit leaves a session that resumes curation from whatever it holds.
     session_time = (session or {}).get("session_time") or stime or min(times)
+    check()
     # curated memories given without a timestamp happened when the session did: this call's
     # session_time, else the session's stored time (for a new session: its earliest message)
     memory_ids = (store_curated(space, plan, sid, by_ref, cur_vecs, stime or session_time)
@@ -221,13 +293,18 @@ def _write(space: Space, sid: str, stime, session, new_rows: list[dict], plan, b
         "created_at": (session or {}).get("created_at") or now, "updated_at": now,
     })
     try:
-        space.add_sources(new_rows)
+        check()
+        space.add_sources(new_rows, passages)
     except BaseException:   # nothing was stored: the session row must not claim otherwise
         try:
             space.put_session(session) if session is not None else space.delete_sessions([sid])
         except Exception as exc:
             log.error("remember: could not restore session %s after a failed write: %s", sid, exc)
         raise
+    if held is not None and held.lost():
+        # stopped in the middle of the write, and another process took the lock over meanwhile:
+        # it may have stored the same refs (same ids); keep one copy of each
+        space.drop_twins([r["id"] for r in new_rows if r["ref"] is not None], now)
     return memory_ids
 
 

@@ -60,6 +60,8 @@ class Config:
     recall_log_days: float = 30.0         # see storage.logs.RecallPolicy
     recall_log_max: int = 10_000
     recall_trace_max_bytes: int = 65_536
+    lock_wait_s: float = 30.0             # see storage.locks
+    lock_lease_s: float = 10.0
     limits: Limits = Limits()
 
 
@@ -109,7 +111,9 @@ class Runtime:
                 try:
                     self._store = open_store(self.config.home,
                                              vector_index_min_rows=self.config.vector_index_min_rows,
-                                             source_copy_max_rows=self.config.source_copy_max_rows)
+                                             source_copy_max_rows=self.config.source_copy_max_rows,
+                                             lock_wait_s=self.config.lock_wait_s,
+                                             lock_lease_s=self.config.lock_lease_s)
                 except (StorageError, OSError) as exc:
                     raise ToolFailure(f"cannot open the memory store at {self.config.home}: {exc}. "
                                     "Set TRIMEM_HOME to a writable folder.") from exc

@@ -13,7 +13,7 @@ import json
 from datetime import datetime, timezone
 from typing import Callable, Iterator
 
-from .format import CuratedRec, ForgetRec, Header, MessageRec, SessionRec
+from .format import VERSION, CuratedRec, ForgetRec, Header, MessageRec, SessionRec
 
 Progress = Callable[[int, int, str], None]
 CURATED_KINDS = ("episode", "fact")
@@ -79,7 +79,7 @@ def export_records(rt, namespaces: list[str], progress: Progress | None = None):
     """(header, records) for ``namespaces`` (each must exist)."""
     from .. import __version__
 
-    header = Header(format="trimem-export", version=1, exported_at=datetime.now(timezone.utc),
+    header = Header(format="trimem-export", version=VERSION, exported_at=datetime.now(timezone.utc),
                     producer=f"trimem {__version__}", namespaces=namespaces)
 
     def records():

@@ -1,83 +1,129 @@
 """Importers for files users already hold, turned into ``trimem-export`` records (then imported
-like any export: validated whole, idempotent, through ``remember``).
+like any export, through ``remember``, idempotent).
 
 - ``memory-json``: the official MCP memory server's ``memory.json`` (JSON lines of
   ``{"type": "entity", "name", "entityType", "observations": [...]}`` and
   ``{"type": "relation", "from", "to", "relationType"}``). Each entity becomes a session of its
   observations (speaker: the entity's name, ref ``entity:<name>#<k>``); each relation a curated
   fact citing the first observation of both ends (when they have one).
-- ``chatgpt``: ChatGPT's ``conversations.json`` (a list of conversations with ``title``,
-  ``create_time``, ``mapping`` of nodes ``{message: {author: {role}, content: {parts}, create_time},
-  parent, children}``): the branch ending at ``current_node`` (else the longest) becomes a
-  session; user / assistant turns keep their role as speaker and their time; system and tool
-  turns and empty ones are left out.
+- ``chatgpt``: ChatGPT's ``conversations.json`` (``transfer/chatgpt.py``).
 - ``claude``: Claude's export ``conversations.json`` (``uuid``, ``name``, ``created_at``,
   ``chat_messages: [{uuid, sender: human|assistant, text, created_at}]``): one session per
   conversation, ``human`` as speaker ``user``.
+
+Every file is read within :mod:`transfer.bounds`. A file that is not of its kind is refused
+whole; inside one, an entity, relation, conversation or message that does not have the shape
+its kind documents is refused alone and named in the report (``Refusals``), never guessed at.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from . import FOREIGN  # noqa: F401 - re-exported
+from .bounds import Bounds, Deadline, FileRefused, Refusals, load_json, read_text, show
+from .chatgpt import Bad, chatgpt
 from .format import CuratedRec, MessageRec, SessionRec
 
 
-def _epoch(t: Any) -> datetime | None:
-    if isinstance(t, (int, float)) and t > 0:
-        return datetime.fromtimestamp(t, tz=timezone.utc)
-    return None
-
-
-def _iso(t: Any) -> datetime | None:
-    if not isinstance(t, str) or not t.strip():
+def iso(name: str, t: Any) -> datetime | None:
+    if t is None or (isinstance(t, str) and not t.strip()):
         return None
+    if not isinstance(t, str):
+        raise Bad(f"{name} {show(t)} is not an ISO-8601 time")
     try:
         dt = datetime.fromisoformat(t.strip().replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ValueError(f"{t!r} is not an ISO-8601 time") from exc
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+        dt = dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+        dt.astimezone(timezone.utc)
+    except (ValueError, OverflowError):
+        raise Bad(f"{name} {show(t)} is not an ISO-8601 time of years 0001 to 9999") from None
+    return dt
 
 
-def memory_json(text: str, ns: str) -> list:
-    entities, relations = [], []
-    for no, line in enumerate(text.splitlines(), 1):
+def _rows(text: str, bounds: Bounds, refused: Refusals, deadline: Deadline) -> list[tuple[int, dict]]:
+    rows = []
+    for no, line in enumerate(text.split("\n"), 1):   # not splitlines: U+2028 is text
+        if no % 1024 == 0:
+            deadline.check()
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"line {no}: not JSON ({exc.msg})") from exc
-        kind = row.get("type") if isinstance(row, dict) else None
-        if kind == "entity" and isinstance(row.get("name"), str):
-            entities.append(row)
-        elif kind == "relation" and all(isinstance(row.get(k), str)
-                                        for k in ("from", "to", "relationType")):
-            relations.append(row)
+            if len(line) > bounds.max_line_bytes:
+                raise FileRefused(f"the line is longer than {bounds.max_line_bytes} characters")
+            row = load_json(line, bounds)
+        except FileRefused as exc:
+            refused.add(f"line {no}", str(exc))
+            continue
+        if isinstance(row, dict) and row.get("type") in ("entity", "relation"):
+            rows.append((no, row))
         else:
-            raise ValueError(f"line {no}: neither an entity nor a relation")
+            refused.add(f"line {no}", "neither an entity nor a relation")
+    if not rows and refused.listed:
+        first = refused.listed[0]
+        raise FileRefused(f"not a memory-json file: no line is an entity or a relation "
+                          f"({first.record}: {first.reason})")
+    return rows
+
+
+def _entity(row: dict) -> list[str]:
+    """The entity's observations; Bad when it does not have the documented shape."""
+    if not isinstance(row.get("name"), str) or not row["name"].strip():
+        raise Bad("an entity needs a name (a string)")
+    if row.get("entityType") is not None and not isinstance(row["entityType"], str):
+        raise Bad("entityType is not a string")
+    obs = row.get("observations", [])
+    if not isinstance(obs, list):
+        raise Bad(f"observations is {'a string' if isinstance(obs, str) else type(obs).__name__}, "
+                  "not a list of strings")
+    return obs
+
+
+def memory_json(text: str, ns: str, bounds: Bounds, refused: Refusals, deadline: Deadline) -> list:
     out: list = []
     first_ref: dict[str, str] = {}
-    for e in entities:
-        sid = f"entity:{e['name']}"
-        obs = [o for o in e.get("observations") or [] if isinstance(o, str) and o.strip()]
-        if not obs:
+    relations, names = [], set()
+    for no, row in _rows(text, bounds, refused, deadline):
+        if row["type"] == "relation":
+            relations.append((no, row))
+            continue
+        where = f"line {no}, entity {show(row.get('name'))}"
+        try:
+            obs = _entity(row)
+            if row["name"] in names:
+                raise Bad("the same entity name again (the first was imported)")
+        except Bad as exc:
+            given = row.get("observations")
+            refused.add(where, str(exc), messages=len(given) if isinstance(given, list) else 1)
+            continue
+        names.add(row["name"])
+        kept = []
+        for k, o in enumerate(obs):
+            if isinstance(o, str):
+                if o.strip():
+                    kept.append(o)
+            else:
+                refused.add(f"{where}, observation #{k}", f"not a string but {show(o)}", messages=1)
+        sid = f"entity:{row['name']}"
+        if not kept:
             continue
         out.append(SessionRec(type="session", namespace=ns, session_id=sid))
-        for k, o in enumerate(obs):
+        for k, o in enumerate(kept):
             ref = f"{sid}#{k}"
-            first_ref.setdefault(e["name"], ref)
+            first_ref.setdefault(row["name"], ref)
             out.append(MessageRec(type="message", namespace=ns, session_id=sid, seq=k, ref=ref,
-                                  speaker=e["name"], content=o,
-                                  metadata={"entityType": e.get("entityType")}))
-    for r in relations:
+                                  speaker=row["name"], content=o,
+                                  metadata={"entityType": row.get("entityType")}))
+    for no, r in relations:
+        where = f"line {no}, relation {show(r.get('relationType'))}"
+        if not all(isinstance(r.get(k), str) and r[k].strip() for k in ("from", "to", "relationType")):
+            refused.add(where, "a relation needs from, to and relationType (strings)", curated=1)
+            continue
         refs = [first_ref[n] for n in (r["from"], r["to"]) if n in first_ref]
         if not refs:
-            continue   # a fact must cite a message: both ends have no observation
+            refused.add(where, "neither end is an entity with an observation to cite", curated=1)
+            continue
         home = f"entity:{r['from'] if r['from'] in first_ref else r['to']}"
         out.append(CuratedRec(type="curated", namespace=ns, session_id=home, kind="fact",
                               subject=r["from"], relation=r["relationType"], object=r["to"],
@@ -85,82 +131,81 @@ def memory_json(text: str, ns: str) -> list:
     return out
 
 
-def _parts(content: Any) -> str:
-    if not isinstance(content, dict):
-        return ""
-    parts = content.get("parts") or []
-    return "\n".join(p for p in parts if isinstance(p, str)).strip()
+def _claude_messages(c: dict, where: str, refused: Refusals) -> list[tuple[str, str, Any, str]]:
+    msgs, refs = [], set()
+    raw = c.get("chat_messages")
+    for k, m in enumerate(raw if isinstance(raw, list) else []):
+        at = f"{where}, message #{k}"
+        try:
+            if not isinstance(m, dict):
+                raise Bad(f"not an object but {show(m)}")
+            if m.get("sender") not in ("human", "assistant"):
+                continue
+            if not isinstance(m.get("text"), str):
+                raise Bad("text is not a string")
+            if not m["text"].strip():
+                continue
+            uid = m.get("uuid")
+            if uid is not None and not isinstance(uid, (str, int)):
+                raise Bad("uuid is not a string")
+            ref = str(uid if uid is not None and uid != "" else len(msgs))
+            if ref in refs:
+                raise Bad(f"the same uuid {show(ref)} again (the first was imported)")
+            when = iso("created_at", m.get("created_at"))
+        except Bad as exc:
+            refused.add(at, str(exc), messages=1)
+            continue
+        refs.add(ref)
+        msgs.append((ref, "user" if m["sender"] == "human" else "assistant", when, m["text"]))
+    return msgs
 
 
-def _branch(conv: dict) -> list[dict]:
-    mapping = conv.get("mapping") or {}
-    node = conv.get("current_node")
-    if node not in mapping:   # no current node: the deepest leaf
-        def depth(n):
-            d = 0
-            while n in mapping and mapping[n].get("parent"):
-                n, d = mapping[n]["parent"], d + 1
-            return d
-        leaves = [k for k, v in mapping.items() if not v.get("children")]
-        node = max(sorted(leaves), key=depth, default=None)
-    chain, seen = [], set()
-    while node in mapping and node not in seen:
-        seen.add(node)
-        chain.append(mapping[node])
-        node = mapping[node].get("parent")
-    return chain[::-1]
-
-
-def chatgpt(text: str, ns: str) -> list:
-    convs = json.loads(text)
-    if not isinstance(convs, list):
-        raise ValueError("expected a list of conversations")
+def claude(data: Any, ns: str, refused: Refusals, deadline: Deadline) -> list:
+    if not isinstance(data, list):
+        raise FileRefused("not a claude conversations.json (expected a list of conversations)")
+    if data and not any(isinstance(c, dict) and "chat_messages" in c for c in data):
+        raise FileRefused("not a claude conversations.json (no conversation has chat_messages)")
     out: list = []
-    for c in convs:
-        sid = f"chatgpt:{c.get('conversation_id') or c.get('id') or c.get('title')}"
-        msgs = []
-        for node in _branch(c):
-            m = node.get("message") or {}
-            role = (m.get("author") or {}).get("role")
-            body = _parts(m.get("content"))
-            if role in ("user", "assistant") and body:
-                msgs.append((m.get("id") or node.get("id"), role, _epoch(m.get("create_time")), body))
+    seen: set[str] = set()
+    for i, c in enumerate(data):
+        deadline.check()
+        uid = c.get("uuid") if isinstance(c, dict) else None
+        where = f"conversation #{i}" + (f" {show(uid)}" if uid is not None else "")
+        try:
+            if not isinstance(c, dict):
+                raise Bad("not an object")
+            if not isinstance(uid, str) or not uid.strip():
+                raise Bad("no uuid (a string)")
+            if uid in seen:
+                raise Bad("the same uuid again (the first was imported)")
+            seen.add(uid)
+            when = iso("created_at", c.get("created_at"))
+        except Bad as exc:
+            refused.add(where, str(exc))
+            continue
+        msgs = _claude_messages(c, where, refused)
         if not msgs:
             continue
-        out.append(SessionRec(type="session", namespace=ns, session_id=sid,
-                              session_time=_epoch(c.get("create_time"))))
-        for k, (mid, role, when, body) in enumerate(msgs):
-            out.append(MessageRec(type="message", namespace=ns, session_id=sid, seq=k,
-                                  ref=str(mid), speaker=role, timestamp=when, content=body,
-                                  metadata={"title": c.get("title")} if k == 0 else None))
+        sid = f"claude:{uid}"
+        title = c.get("name") if isinstance(c.get("name"), str) else None
+        out.append(SessionRec(type="session", namespace=ns, session_id=sid, session_time=when))
+        for k, (ref, speaker, t, body) in enumerate(msgs):
+            meta = {"title": title[:1_000]} if k == 0 and title is not None else None
+            out.append(MessageRec(type="message", namespace=ns, session_id=sid, seq=k, ref=ref,
+                                  speaker=speaker, timestamp=t, content=body, metadata=meta))
     return out
 
 
-def claude(text: str, ns: str) -> list:
-    convs = json.loads(text)
-    if not isinstance(convs, list):
-        raise ValueError("expected a list of conversations")
-    out: list = []
-    for c in convs:
-        sid = f"claude:{c.get('uuid')}"
-        msgs = [m for m in c.get("chat_messages") or []
-                if m.get("sender") in ("human", "assistant") and str(m.get("text") or "").strip()]
-        if not msgs:
-            continue
-        out.append(SessionRec(type="session", namespace=ns, session_id=sid,
-                              session_time=_iso(c.get("created_at"))))
-        for k, m in enumerate(msgs):
-            out.append(MessageRec(type="message", namespace=ns, session_id=sid, seq=k,
-                                  ref=str(m.get("uuid") or k),
-                                  speaker="user" if m["sender"] == "human" else "assistant",
-                                  timestamp=_iso(m.get("created_at")), content=m["text"],
-                                  metadata={"title": c.get("name")} if k == 0 else None))
-    return out
-
-
-def read_foreign(kind: str, path: Path, namespace: str) -> list:
-    text = path.read_text(encoding="utf-8")
-    try:
-        return {"memory-json": memory_json, "chatgpt": chatgpt, "claude": claude}[kind](text, namespace)
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"not a {kind} file ({type(exc).__name__}: {exc})") from exc
+def read_foreign(kind: str, path: Path, namespace: str, bounds: Bounds, refused: Refusals,
+                 deadline: Deadline) -> list:
+    """The records of another tool's file (:class:`FileRefused` when it cannot be read)."""
+    text = read_text(path, bounds)
+    if kind == "memory-json":
+        return memory_json(text, namespace, bounds, refused, deadline)
+    data = load_json(text, bounds)
+    deadline.check()
+    if kind == "chatgpt":
+        return chatgpt(data, namespace, refused, deadline)
+    if kind == "claude":
+        return claude(data, namespace, refused, deadline)
+    raise FileRefused(f"unknown kind {kind!r} (known: {', '.join(FOREIGN)})")

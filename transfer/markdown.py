@@ -1,7 +1,8 @@
 """A readable Markdown rendering of namespaces: one folder per namespace with ``sessions.md``
 (sessions by date, each message with its speaker, time and ref) and ``wiki/`` (the Memory Wiki
 pages, when curation built them). Stored strings are data: every one is escaped so that it cannot
-start a heading, a list, a link or HTML, nor end the quote it stands in.
+start a heading, a list, a link or HTML, nor end the quote it stands in. Folders are 0700 and
+files 0600, each written beside and renamed into place (``transfer/files.py``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from .export import namespace_records
+from .files import private_dir, write_private
 
 Progress = Callable[[int, int, str], None]
 _SPECIAL = re.compile(r"([\\`*_\[\]<>#|~!{}()])")
@@ -29,6 +31,21 @@ def quote(text: str) -> str:
     lines = str(text).splitlines() or [""]
     return "\n".join("> " + _LEAD.sub(lambda m: m.group(1) + "\\" + m.group(2),
                                       _SPECIAL.sub(r"\\\1", ln)) for ln in lines)
+
+
+_MARK = re.compile(r"^(#{1,6} |- )?(.*)$")
+
+
+def page_markdown(text: str) -> str:
+    """A wiki page's text for a Markdown file: the page's own structure (its headings and list
+    items, which start every line it builds) is kept; everything else on a line derives from
+    stored strings and is escaped like :func:`esc`."""
+    out = []
+    for line in str(text).splitlines():
+        m = _MARK.match(line)
+        mark, rest = (m.group(1) or "", m.group(2)) if m else ("", line)
+        out.append(mark + esc(rest))
+    return "\n".join(out)
 
 
 def folder_name(namespace: str) -> str:
@@ -72,17 +89,13 @@ def wiki_pages(space) -> list[dict]:
 
 
 def write_markdown(rt, namespaces: list[str], out: Path, progress: Progress | None = None) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
+    private_dir(out)
     files = []
     for ns in namespaces:
         space = rt.space(ns)
-        d = out / folder_name(ns)
-        (d / "wiki").mkdir(parents=True, exist_ok=True)
-        f = d / "sessions.md"
-        f.write_text(render_sessions(space, progress), encoding="utf-8")
-        files.append(f)
+        d = private_dir(out / folder_name(ns) / "wiki").parent
+        files.append(write_private(d / "sessions.md", render_sessions(space, progress)))
         for p in wiki_pages(space):
             page = d / "wiki" / (re.sub(r"[^A-Za-z0-9_.-]+", "_", p["id"])[:100] + ".md")
-            page.write_text(p["text"] + "\n", encoding="utf-8")
-            files.append(page)
+            files.append(write_private(page, page_markdown(p["text"]) + "\n"))
     return files

@@ -125,12 +125,12 @@ def curate(env: Env, session_id: str) -> dict:
             "episodes": len(episodes), "facts": len(tuples)}
 
 
-def write(env: Env, rows: list[dict]) -> None:
+def write(env: Env, rows: list[dict], replacing: dict[str, list[str]] | None = None) -> None:
     if rows:
         vecs = env.embed([r["text"] for r in rows])
         for r, v in zip(rows, vecs):
             r["vector"] = v
-        env.space.add_memories(rows)
+        env.space.add_memories(rows, replacing)
 
 
 def replace_session(env: Env, session_id: str, episodes: list[dict], tuples: list[dict],
@@ -145,11 +145,16 @@ def replace_session(env: Env, session_id: str, episodes: list[dict], tuples: lis
     now = space.now()
     rows = build_rows(episodes, tuples, session_id, sess.get("session_time"), "sampled", now,
                       written_by)
-    # the new rows first: a failure leaves the old ones; a row the session already holds under
-    # the same (stable) id is kept as it is, neither written twice nor deleted
+    # one commit writes the new rows and deletes the heuristic / LLM ones: a crash leaves the
+    # old curation or the new, never both. A row the session already holds under the same
+    # (stable) id is kept as it is, neither written twice nor deleted.
     have = {r["id"] for r in existing}
-    write(env, [r for r in rows if r["id"] not in have])
+    fresh = [r for r in rows if r["id"] not in have]
     new = {r["id"] for r in rows}
-    space.delete_memories([r["id"] for r in existing
-                           if r["origin"] in DERIVED_ORIGINS and r["id"] not in new])
-    return {"origin": "sampled", "added": len(rows), "removed": len(existing)}
+    stale = [r["id"] for r in existing if r["origin"] in DERIVED_ORIGINS and r["id"] not in new]
+    if fresh:
+        write(env, fresh, replacing={"session_id": [session_id], "origin": list(DERIVED_ORIGINS),
+                                     "kind": list(KINDS)})
+    elif stale:   # the new rows were written already: deleting the old is one commit too
+        space.delete_memories(stale)
+    return {"origin": "sampled", "added": len(rows), "removed": len(stale)}

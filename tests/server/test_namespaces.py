@@ -9,7 +9,7 @@ from urllib.parse import quote
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from helpers import error_text, payload, turns
+from helpers import error_text, payload, resource_text, turns
 
 pytestmark = pytest.mark.anyio
 
@@ -93,12 +93,11 @@ async def test_every_valid_namespace_name_round_trips_through_its_resources(home
         for k, ns in enumerate(ODD_NAMES):
             seg = quote(ns, safe="")   # RFC 6570 simple expansion: all but unreserved encoded
             try:
-                status = json.loads((await client.read_resource(
-                    f"trimem://{seg}/status")).contents[0].text)
+                status = json.loads(resource_text(await client.read_resource(f"trimem://{seg}/status")))
                 if (status["namespace"], status["sources"]) != (ns, k + 1):
                     wrong.append((ns, "status", status["namespace"]))
                 for tail in ("wiki", "wiki/index"):
-                    text = (await client.read_resource(f"trimem://{seg}/{tail}")).contents[0].text
+                    text = resource_text(await client.read_resource(f"trimem://{seg}/{tail}"))
                     if f"in namespace {one_line(ns)!r}; read trimem://{seg}/wiki/index" not in text:
                         wrong.append((ns, tail, text[:80]))
             except MCPError as exc:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from helpers import payload, resource_text
+from helpers import payload, resource_text, text_of
 
 pytestmark = pytest.mark.anyio
 STRATEGIES = ("plain", "hybrid", "workspace", "wiki", "auto")
@@ -238,7 +238,7 @@ async def test_the_class_through_what_the_model_reads(server):
         payload(await c.call_tool("remember", {"messages": msgs, "namespace": "class"}))
         res = await c.call_tool("recall", {"query": "quay bell batch", "strategy": "plain",
                                            "namespace": "class", "budget_tokens": 40000})
-    text = res.content[0].text
+    text = text_of(res)
     shown_batches = len(set(re.findall(r"Quay bell batch (\d+)", text)))
     print(f"{len(sample)} payloads in {len(msgs)} messages; {shown_batches} recalled")
     assert shown_batches == len(msgs)

@@ -81,8 +81,9 @@ async def test_round_trip_into_a_fresh_home(tmp_path, monkeypatch, capsys):
     dump = tmp_path / "all.jsonl"
     assert run(capsys, "export", str(dump), "--quiet")[0] == 0
     lines = [json.loads(x) for x in dump.read_text().splitlines()]
-    assert lines[0]["format"] == "trimem-export" and lines[0]["version"] == 1
-    assert {x["type"] for x in lines[1:]} == {"session", "message", "curated", "forget"}
+    assert lines[0]["format"] == "trimem-export" and lines[0]["version"] == 2
+    assert {x["type"] for x in lines[1:-1]} == {"session", "message", "curated", "forget"}
+    assert lines[-1] == {"type": "end", "records": len(lines) - 2}
     assert "4421" not in dump.read_text()            # the forgotten text is not exported
 
     env(monkeypatch, b)
