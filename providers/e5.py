@@ -77,6 +77,7 @@ class E5Embedder:
 
     name = "multilingual-e5-small-q4"
     dim = 384
+    asymmetric = True   # queries and documents get different prefixes (strategies/auto/relevance.py)
 
     def __init__(self, *, threads: int | None = None) -> None:
         self._threads = threads or min(2, os.cpu_count() or 1)

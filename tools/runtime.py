@@ -269,4 +269,5 @@ class Runtime:
         llm = self.llm if self.config.llm == "openai" else None
         return Env(space=self.space(namespace), ns=self.context(namespace),
                    embed_query=self.embed_query, embed_queries=self.embed_queries,
-                   embed=self.embed, llm=llm)
+                   embed=self.embed, llm=llm,
+                   asymmetric=bool(getattr(self.embedder, "asymmetric", False)))
