@@ -22,7 +22,7 @@ PYTEST  = $(BIN)/pytest -q -n 2 --dist worksteal
 test: $(BIN)/.installed      ## install, then run the whole test suite (slow tests included)
 	$(PYTEST)
 
-test-fast: $(BIN)/.installed ## the suite without the tests marked slow (README: Testing)
+test-fast: $(BIN)/.installed ## the suite without the tests marked slow (docs/operations.md: Testing)
 	$(PYTEST) -m "not slow"
 
 serve: $(BIN)/.installed     ## run the MCP server over stdio, as a host would

@@ -1,6 +1,6 @@
 """Write a conversation as a Claude Code session transcript (JSON Lines), as the host would.
 
-The shape of each line follows Claude Code's session files (docs/capture.md, "The transcript"):
+The shape of each line follows Claude Code's session files (docs/capture.md, "The host formats"):
 ``type``, ``uuid``, ``parentUuid``, ``sessionId``, ``timestamp``, ``isSidechain``, ``cwd`` and
 ``message`` (``role`` and ``content``: a string for a typed prompt, a list of blocks otherwise);
 an assistant reply with a tool call is one entry per block, and the tool's result comes back as

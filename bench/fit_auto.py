@@ -15,7 +15,7 @@
 
    * ``equal`` — every voter weight 1; only the RRF constant k is chosen (1 parameter);
    * ``subset`` — which voters vote, each with weight 1 or 0, and k (15 subsets x 3 k values;
-     the model of the fit that ships: bench/README.md, "Tenth session");
+     the model of the fit that ships: bench/README.md, "What is in-sample");
    * ``global`` — one weight per voter, plain's fixed at 1 (scale-free), and k (4 parameters);
    * ``kinds`` — ``global``, then per question kind a coordinate search from the global weights
      (kinds with fewer than --min-kind questions keep them): up to 4 x 5 parameters.

@@ -19,7 +19,7 @@ Design choices:
   onnxruntime's official Linux builds (1.29+) collect telemetry: on creating its environment it
   writes ``~/.cache/Microsoft/DeveloperTools/.onnxruntime/{deviceid,onnxruntime.db}`` and
   ``$TMPDIR/.ses``, and about ten seconds later looks up its collector's host name.
-  ``ORT_DISABLE_TELEMETRY=1`` (the variable the 1.32 library reads) set before the first session
+  ``ORT_DISABLE_TELEMETRY=1`` (the variable the 1.32 library reads) set before the first inference session
   stops all of it; :func:`import_onnxruntime` sets it, and also calls
   ``disable_telemetry_events()`` (the runtime switch, which alone does not stop those files).
 * **Throughput.** Texts are tokenised in one Rust call, sorted by token length and cut into

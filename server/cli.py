@@ -137,6 +137,7 @@ def restore_memory(rt, namespace: str, memory_id: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from .. import __version__
+    from .settings import SettingsError
     from ..storage.private import private_umask
 
     private_umask()   # memory, locks, logs and tokens any command writes: the user's alone
@@ -185,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     umask = os.umask(0o077)
     try:
         return handler(args)
+    except SettingsError as exc:
+        print(f"trimem {args.cmd}: {exc}", file=sys.stderr)
+        return 2
     finally:
         os.umask(umask)
 

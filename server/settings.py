@@ -147,12 +147,30 @@ def settings_file(env_file: str | os.PathLike | None = None) -> Path | None:
 def load_settings(env_file: str | os.PathLike | None = None) -> Settings:
     """Settings from the environment over :func:`settings_file` (never a ``.env`` in the
     working directory)."""
+    from pydantic import ValidationError
+
     path = settings_file(env_file)
-    if path is None:
-        return Settings()
-    # ``_env_file`` is an argument of BaseSettings.__init__, which pyright does not see (it
-    # synthesises the constructor from the fields)
-    if env_file or os.environ.get("TRIMEM_ENV_FILE"):
-        return Settings(_env_file=path)  # pyright: ignore[reportCallIssue]
-    # the home's own file cannot move the home elsewhere
-    return Settings(_env_file=path, home=str(path.parent))  # pyright: ignore[reportCallIssue]
+    try:
+        if path is None:
+            return Settings()
+        # ``_env_file`` is an argument of BaseSettings.__init__, which pyright does not see (it
+        # synthesises the constructor from the fields)
+        if env_file or os.environ.get("TRIMEM_ENV_FILE"):
+            return Settings(_env_file=path)  # pyright: ignore[reportCallIssue]
+        # the home's own file cannot move the home elsewhere
+        return Settings(_env_file=path, home=str(path.parent))  # pyright: ignore[reportCallIssue]
+    except ValidationError as exc:
+        raise SettingsError(exc) from None
+
+
+class SettingsError(ValueError):
+    """Settings that do not validate (a TRIMEM_ variable or a line of the settings file): one
+    line per setting, instead of pydantic's report."""
+
+    def __init__(self, exc):
+        lines = []
+        for e in exc.errors(include_url=False, include_input=False):
+            field = ".".join(str(x) for x in e["loc"])
+            msg = e["msg"].removeprefix("Value error, ")
+            lines.append(f"TRIMEM_{field.upper()}: {msg}" if field else msg)
+        super().__init__("bad settings (nothing was done): " + "; ".join(lines))

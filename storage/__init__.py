@@ -1,9 +1,9 @@
 """Persistence: LanceDB tables under TRIMEM_HOME. The only package that imports lancedb."""
 
-from .errors import NotFound, StorageError
+from .errors import ForgetRaced, NotFound, StorageError
 from .filters import SourceFilter
 
-__all__ = ["NotFound", "SourceFilter", "StorageError", "open_store"]
+__all__ = ["ForgetRaced", "NotFound", "SourceFilter", "StorageError", "open_store"]
 
 
 def open_store(home, **kw):

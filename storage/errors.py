@@ -5,6 +5,12 @@ class StorageError(RuntimeError):
     """The store could not complete an operation (unwritable folder, disk full, conflict)."""
 
 
+class ForgetRaced(StorageError):
+    """A write computed under ``Space.fenced`` met a forget made since (by another process):
+    what it computed may quote the forgotten text, so nothing of it was written. Compute it
+    again: the forgotten rows are gone now."""
+
+
 class NotFound(KeyError):
     """No row with that id (in that namespace)."""
 

@@ -77,6 +77,11 @@ class ForgetMarks:
             self._seen[key] = mark[0]
             return set(mark[1])
 
+    def seen(self, key: str) -> str | None:
+        """The token of the latest forget in namespace ``key`` this process has handled."""
+        with self._lock:
+            return self._seen.get(key)
+
     def _refresh(self) -> None:
         tbl = self.store.open_table(TABLE)
         if tbl is None:

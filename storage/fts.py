@@ -6,7 +6,7 @@ the execution, then each batch and the end of the stream. Every call is a hand-o
 threads, and while other Python threads of the server run (``auto``'s voters) each hand-off
 waits for the GIL, up to the interpreter's switch interval (5 ms) at a time. Measured on a
 settled LoCoMo conversation: an ``auto`` recall made 23 such calls, 12 of them for its two
-BM25 searches of the sources (bench/README.md, nineteenth session).
+BM25 searches of the sources (bench/README.md, "LanceDB round trips per recall").
 
 :func:`match_rows` builds the same query with lancedb's public async API, in the order its own
 synchronous path builds it (``AsyncTable._sync_query_to_async``: limit, columns, filter, then

@@ -5,7 +5,7 @@ generated client of the Lance REST namespace service, some 370 API functions wra
 pydantic's ``validate_call`` and a few hundred pydantic models, each validator built as its
 module is imported. Here that is 1.2-1.5 s of the 2.7-3.0 s that ``import lancedb`` takes on a
 quiet machine (twice as much under load), and every server process pays it on its first tool
-call (measured in bench/README.md, tenth session). trimem talks to a local folder or an object
+call (measured in bench/README.md, "Cold start"). trimem talks to a local folder or an object
 store, never to that service.
 
 pydantic builds a validator on first use instead of at definition when its ``defer_build``

@@ -10,7 +10,7 @@ rows: it is its own only passage, and searching it works exactly as before.
 
 Why these sizes: measured with the model's own tokenizer, its WordPiece vocabulary gives
 4.0-5.7 characters per piece on the long messages of real chats (4.4 on average), 3.4 on Python
-source and 3.0 on markdown with tables (``bench/README.md``). 254 pieces (256 less ``[CLS]`` and
+source and 3.0 on markdown with tables (bench/README.md, "Long messages"). 254 pieces (256 less ``[CLS]`` and
 ``[SEP]``) thus hold ~750 characters of the densest text, so a passage of at most 700 characters
 plus its speaker prefix is not truncated; on prose it is ~160 pieces, short enough for one
 vector to stay specific. Consecutive passages overlap by 175 characters (a quarter, cut at a

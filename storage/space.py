@@ -13,14 +13,17 @@ import json
 import logging
 import re
 import threading
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import numpy as np
 
 from .db import Store, namespace_key, retrying, utcnow
 from .derived import DerivedMixin
+from .errors import ForgetRaced
 from .logs import LogsMixin
 from .memories import MemoriesMixin
+from .names import read_forget_stamp
 from .passages import PassagesMixin
 from .schema import memories_schema, passages_schema, sources_schema
 from .snapshot import SourceSnapshot, TableCopy
@@ -28,6 +31,7 @@ from .sources import SourcesMixin
 from .upkeep import UpkeepMixin
 
 log = logging.getLogger(__name__)
+_FENCES = threading.local()   # per thread: namespace key -> the forget stamp its fence saw
 EmbedFn = Callable[[list[str]], np.ndarray]
 VECTOR_KINDS = {"sources": sources_schema, "memories": memories_schema,
                 "passages": passages_schema}
@@ -78,13 +82,40 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
             self._registered = True
         return self.store.open_table(self.name(kind), schema if create else None)
 
-    def writing(self):
+    @contextmanager
+    def writing(self) -> Iterator[object]:
         """The namespace's write lock (``Store.write_lock``), held around every commit to its
         tables, in every process: LanceDB then never sees two commits to one table at once, so
         none fails on a conflict and leaves its files behind (a failed compaction's files hold
         every row it read, forgotten ones included, for the seven days LanceDB keeps them),
-        and a forget holding the lock is not raced by a writer that read before it."""
-        return self.store.write_lock(self.namespace)
+        and a forget holding the lock is not raced by a writer that read before it. Inside
+        :meth:`fenced`, a forget made since the fence began fails the write (``ForgetRaced``)."""
+        with self.store.write_lock(self.namespace) as held:
+            seen = getattr(_FENCES, "seen", {}).get(self.key)
+            if seen is not None and read_forget_stamp(self.store.uri, self.key) != seen:
+                raise ForgetRaced(f"a forget in namespace {self.namespace!r} since this "
+                                  "curation read its messages: nothing more of it was written")
+            yield held
+
+    @contextmanager
+    def fenced(self) -> Iterator[str]:
+        """Around work that reads messages and writes what it derives from them in several
+        commits, outside the namespace lock (curation): a forget by another process in between
+        makes each later commit of this thread fail with ``ForgetRaced`` instead of writing
+        text the forget removed (a forget writes its stamp under the lock, after its deletes).
+        Yields the stamp it saw ("" when no forget was ever made): reads inside must start from
+        after that forget (``tools.recall.catch_up`` when :meth:`forget_handled` says no). A home
+        in object storage keeps no stamp: there the fence sees nothing."""
+        fences = _FENCES.__dict__.setdefault("seen", {})
+        before = fences.get(self.key)
+        stamp = fences[self.key] = read_forget_stamp(self.store.uri, self.key)
+        try:
+            yield stamp
+        finally:
+            if before is None:
+                fences.pop(self.key, None)
+            else:
+                fences[self.key] = before
 
     def rewrote(self, tbl) -> None:
         """Note that a write deletes or replaces rows of ``tbl``: their bytes stay in its data
@@ -175,6 +206,10 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
             self.store.refresh(f"ns_{self.key}__")
             self._note_forgotten(gone)
         return gone
+
+    def forget_handled(self, stamp: str) -> bool:
+        """Whether this process has applied the forget whose stamp is ``stamp`` (or none)."""
+        return not stamp or self.store.forgets.seen(self.key) == stamp
 
     def mark_forgotten(self, source_ids: list[str]) -> None:
         """After this process's forget committed: tell the other processes."""

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 
 log = logging.getLogger(__name__)
 YIELD_MAX_S = 2.0
+FENCE_TRIES = 3           # a curation that met another process's forget starts again
 FAILURES_KEPT = 20        # per namespace, for the status resource
 FAILURE_CHARS = 300       # of each error message
 
@@ -218,7 +219,6 @@ class CurationWorker:
 
     def _curate(self, namespace: str, session_id: str) -> str | None:
         """Run every curating strategy on one session: "done", "failed", or None (forgotten)."""
-        from ..storage.snapshot import bulk
         from ..strategies import aliasstats, registry
 
         env = self.rt.env(namespace)
@@ -232,8 +232,7 @@ class CurationWorker:
             for strat in group:
                 self.rt.recalls.wait_clear(YIELD_MAX_S)   # recalls first (module docstring)
                 try:
-                    with bulk():   # its reads do not reload the tables it rewrites (storage/snapshot)
-                        strat.curate(env, session_id)
+                    _fenced_curate(env, strat, session_id)
                 except Exception as exc:  # one strategy's failure must not stop the others
                     log.exception("curation of %s/%s by %s failed", namespace, session_id, strat.name)
                     self.failures.add(namespace, session_id, f"{strat.name}: {exc}")
@@ -259,3 +258,29 @@ class CurationWorker:
         if sess is not None:
             env.space.put_session(dict(sess, curation=state))
         return state
+
+
+def _fenced_curate(env, strat, session_id: str) -> None:
+    """``strat.curate`` inside the namespace's forget fence (``Space.fenced``): a forget by
+    another process while it runs fails its later commits instead of letting them write text
+    the forget removed; it then starts again from what is stored now (the session itself may
+    be gone: then there is nothing to curate)."""
+    from ..storage import ForgetRaced
+    from ..storage.snapshot import bulk
+    from .recall import catch_up
+
+    for attempt in range(FENCE_TRIES):
+        try:
+            with env.space.fenced() as stamp:
+                if attempt or not env.space.forget_handled(stamp):
+                    catch_up(env, force=True)   # read from after the forget
+                    if env.space.get_session(session_id) is None:
+                        return
+                with bulk():   # its reads do not reload the tables it rewrites (storage/snapshot)
+                    strat.curate(env, session_id)
+            return
+        except ForgetRaced:
+            if attempt == FENCE_TRIES - 1:
+                raise
+            log.info("curation of %s by %s met a forget elsewhere; curating it again",
+                     session_id, strat.name)

@@ -30,7 +30,7 @@ Which periods (``periods_named``), choices the rule needs:
 
 A period is the stored timestamps' calendar day or month (UTC unless the host stored offsets).
 ``W_DATED`` = 1 (one voter's weight) was the best of 0.5 / 1 / 2 on both development sets at
-2,000 tokens, with each conversation left out in turn (bench/README.md, twentieth session).
+2,000 tokens, with each conversation left out in turn (bench/README.md, "What is in-sample").
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ above them still gets in (an answer another person gave stays reachable).
 (``user`` / ``assistant``) are named by nobody, so they are never touched.
 
 ``UNNAMED_W`` = 0.7 was chosen on both development sets among 1 (off), 0.7 and 0.4, at 2,000
-tokens (bench/README.md, nineteenth session, with each conversation left out in turn); it is
+tokens (bench/README.md, "What is in-sample", with each conversation left out in turn); it is
 the one number of this rule.
 """
 

@@ -13,7 +13,7 @@ Two signals, each read off the namespace itself rather than fixed to a benchmark
 The recall abstains when ``z < Z_CLOSE`` (the best turn is less than one spread above a typical
 pair) and at most ``COVER`` (half) of the query's content words occur in that evidence: neither
 the meaning nor the words of the question are in memory. Both are round values, chosen on the
-dev conversations (bench/README.md: the off-topic questions of bench/offtopic.txt and the
+dev conversations (bench/README.md, "Abstain": the off-topic questions of bench/offtopic.txt and the
 benchmarks' answerable ones, so in-sample there); a model whose cosines run higher or lower moves
 ``mu`` and ``sd`` with it. Below ``MIN_TURNS`` turns there are too few pairs to say what is
 typical, and the recall abstains only when it found nothing. The calibration is kept in the

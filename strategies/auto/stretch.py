@@ -12,8 +12,8 @@ which turns make the budget.
 
 ``WINDOW`` = 20 and ``LIFT`` = 0.1 were chosen together on both development sets at 2,000
 tokens, among windows 10 / 20 / 30 / the whole session and lifts 0.05 / 0.1 / 0.15, with each
-conversation left out in turn (all ten folds pick 20 / 0.1; bench/README.md, twentieth
-session). ``TOP`` = 3 was not varied. On LoCoMo it gains about a point; on the real chats of
+conversation left out in turn (all ten folds pick 20 / 0.1; bench/README.md, "What is
+in-sample"). ``TOP`` = 3 was not varied. On LoCoMo it gains about a point; on the real chats of
 REALTALK, whose sessions are whole days of mixed topics, it changes almost nothing.
 """
 

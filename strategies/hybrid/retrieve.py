@@ -6,7 +6,7 @@ k = 10. Choices the paper leaves open (it hands everything to an answering model
 contract is a budgeted context whose quoted sources must be verbatim):
 
 * Each search is fused with BM25 over the same texts by reciprocal rank fusion (option
-  ``fts=0`` turns it off; bench/README.md shows what it adds).
+  ``fts=0`` turns it off; bench/README.md, "Tried and not kept", shows what it adds).
 * The raw evidence is chosen by one weighted RRF over four rankings of source turns: the BM25
   and dense turn searches (``search.search_turns``, without the name-free variant), the turns
   cited by the ranked tuples, and the turns of the ranked

@@ -1,6 +1,6 @@
 """Session curation into the ``memories`` table: which curator runs, and the rows it writes.
 
-Order of preference for each session (issue 3): host-curated memories (``origin="host"``, written
+Order of preference for each session: host-curated memories (``origin="host"``, written
 by ``remember(curated=...)``, or ``origin="sampled"``, written by the host's model through MCP
 sampling during ``consolidate``) > an LLM when one is configured (``origin="llm"``) >
 deterministic heuristics (``origin="heuristic"``). Curation is idempotent: it first deletes the

@@ -17,7 +17,7 @@ it supersedes, which are marked ``[changed later: DATE]``; ``revisions.py``), ``
 the paper draws evidence from the k selected trajectories; ``sel_w`` adds that much to the score
 of their turns and brings all their turns into the pool. Measured on four dev conversations
 at 2,000 tokens it cost LoCoMo up to 4 R and gained REALTALK at most 1.4, so it is off;
-bench/README.md, "Evidence from the selected trajectories").
+bench/README.md, "Tried and not kept").
 """
 
 from __future__ import annotations

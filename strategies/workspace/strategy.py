@@ -8,7 +8,7 @@ under the objective J_q (eq. 6-9), then renders the chosen units verbatim with `
 which is within-thread order).
 
 Beyond the paper (each switchable per call through ``request.options``; defaults in ``OPTIONS``;
-the LoCoMo figures that motivated them are in the closing report of issue 4):
+the LoCoMo figures that motivated them are in CHANGELOG.md, 2026-11-30):
 - **Seeding** ``seeding="hybrid"`` (default): the thread index distance d_idx is the smaller of the
   head distance and the distance of the thread's best unit among the query's dense hits, and the
   threads holding the ``lex_seeds`` (60) best BM25+dense turns (RRF, as ``plain``) join the

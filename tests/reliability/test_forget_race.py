@@ -126,3 +126,45 @@ def test_forgets_in_three_processes_at_once_finish_and_leave_nothing(tmp_path):
     assert not [s for r in reports for s in r["stale"]]
     assert not res["forgotten_found"], res["forgotten_found"]
     assert len(res["kept_found"]) == res["kept_planted"]   # the search sees what is stored
+
+
+class _ForgetsMidway:
+    """A curating strategy (the registry's ``curate`` hook) that reads the session's messages,
+    lets another store forget one of them, then writes what it derived from what it read: what
+    a curation in one process does while another process forgets."""
+
+    name = "midway"
+
+    def __init__(self, other: Runtime):
+        self.other, self.runs, self.written = other, 0, []
+
+    def curate(self, env, session_id: str) -> None:
+        import pyarrow as pa
+
+        texts = [r["text"] for r in env.space.sources_by_session(session_id)]
+        self.runs += 1
+        if self.runs == 1:
+            forget(self.other, refs=["secret"], namespace="ns")
+        schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("text", pa.string())])
+        env.space.upsert("midway", schema, [{"id": "summary", "text": " | ".join(texts)}])
+        self.written.append(texts)
+
+
+def test_a_curation_that_read_before_another_process_forgot_writes_nothing_of_it(tmp_path):
+    """Seen failing before the forget fence: the summary held the forgotten text, written after
+    the forget had answered (the race that left wiki pages quoting a forgotten message)."""
+    from trimem.tools.curation import _fenced_curate
+
+    home = tmp_path / "home"
+    a, b = runtime(home), runtime(home)   # two stores: what two processes hold
+    try:
+        seed(a, n=2)
+        strat = _ForgetsMidway(other=a)
+        _fenced_curate(b.env("ns"), strat, "s")
+        assert strat.runs == 2   # the first run's write was refused, the second read again
+        rows = b.space("ns").rows("midway")
+        assert rows and all(SECRET not in r["text"] for r in rows), rows
+        assert KEPT in rows[0]["text"]
+    finally:
+        a.close(30)
+        b.close(30)

@@ -1,4 +1,4 @@
-"""Item 1 of issue 14: a forget in one ``trimem serve`` process holds in a second process on the
+"""A forget in one ``trimem serve`` process holds in a second process on the
 same memory folder within 2 s, for every strategy (two real servers over stdio, real MCP client)."""
 
 from __future__ import annotations

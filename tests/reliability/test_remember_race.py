@@ -1,4 +1,4 @@
-"""Item 3 of issue 14: a retried ``remember`` arriving several times at once is stored once, in
+"""A retried ``remember`` arriving several times at once is stored once, in
 one server (concurrent calls through the real MCP client) and across two ``trimem serve``
 processes on one memory folder; the session's ``n_messages`` stays the number stored."""
 

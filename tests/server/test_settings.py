@@ -104,3 +104,20 @@ def test_load_settings_sources_and_precedence(tmp_path, monkeypatch):
     assert load_settings().max_messages == 2                    # the environment wins
     with pytest.raises(ValueError, match="does not exist"):
         load_settings(tmp_path / "missing.env")
+
+
+@pytest.mark.parametrize("env, says", [
+    ({"TRIMEM_HOOK_START_TOKENS": "abc"}, "TRIMEM_HOOK_START_TOKENS: Input should be a valid integer"),
+    ({"TRIMEM_LOCK_WAIT_S": "5"}, "TRIMEM_LOCK_WAIT_S (5) must exceed TRIMEM_LOCK_LEASE_S"),
+])
+def test_a_bad_setting_is_one_clear_line_not_a_traceback(tmp_path, env, says):
+    import subprocess
+
+    for cmd in (["namespaces"], ["status"], ["export", str(tmp_path / "out.jsonl")]):
+        out = subprocess.run([sys.executable, "-m", "trimem.server.cli", *cmd], text=True,
+                             capture_output=True, timeout=60,
+                             env=os.environ | {"TRIMEM_HOME": str(tmp_path / "home")} | env)
+        assert out.returncode in (1, 2), out.stderr   # the command's own failure status
+        assert "Traceback" not in out.stderr and says in out.stderr, out.stderr
+        assert out.stderr.count("\n") == 1 and "nothing was done" in out.stderr
+    assert not (tmp_path / "home").exists() and not (tmp_path / "out.jsonl").exists()

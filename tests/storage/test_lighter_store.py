@@ -1,4 +1,4 @@
-"""Issue 15, a lighter store: recall traces hold ids and scores (explain reads the text back by
+"""A lighter store: recall traces hold ids and scores (explain reads the text back by
 id, and says when a source has been forgotten since), superseded table versions are deleted
 soon after a compaction instead of after LanceDB's seven days."""
 

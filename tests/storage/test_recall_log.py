@@ -1,4 +1,4 @@
-"""Item 8 of issue 14: what is kept after forget, and growth through reads. The recall log has a
+"""What is kept after forget, and growth through reads. The recall log has a
 retention policy and a size bound (TRIMEM_RECALL_LOG_*), ``forget`` removes recall records (by
 id, by time, all, and those citing forgotten sources), and reads create no tables."""
 

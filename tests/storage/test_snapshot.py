@@ -280,7 +280,7 @@ def test_a_look_begun_before_a_delete_does_not_hide_it(tmp_path, monkeypatch):
 def test_a_read_during_another_threads_reload_waits_for_the_new_rows(tmp_path, monkeypatch):
     """Another thread (curation) looks at the version after this process's write and starts
     loading the new rows: a read meanwhile must not take that look as proof that the copy it
-    holds is current. CI saw recalls answered from the first session's rows alone."""
+    holds is current. CI saw recalls answered from the rows of the first remember alone."""
     import threading
 
     from trimem.storage.snapshot import SourceSnapshot

@@ -13,12 +13,14 @@ corrupted bytes. Each file goes through what the command runs (``transfer.read_f
   nothing (every session it wrote is whole).
 
 The normal suite runs ``EXAMPLES`` files per format (a few seconds each); the slow-marked run
-``SLOW_EXAMPLES``. ``print_figures`` prints what was tried (``pytest -s``).
+``SLOW_EXAMPLES`` (``TRIMEM_FUZZ_EXAMPLES`` sets it: a longer run is a benchmark, not the
+suite's job). ``print_figures`` prints what was tried (``pytest -s``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import defaultdict
@@ -33,7 +35,7 @@ from trimem.transfer.bounds import Bounds, Deadline, FileRefused, Refusals
 from trimem.transfer.importer import import_records
 
 BOUND_S = 10.0
-EXAMPLES, SLOW_EXAMPLES = 25, 400
+EXAMPLES, SLOW_EXAMPLES = 25, int(os.environ.get("TRIMEM_FUZZ_EXAMPLES", "200"))
 FIGURES: dict[str, dict] = defaultdict(lambda: {"cases": 0, "refused_whole": 0, "imported": 0,
                                                "messages_read": 0, "messages_stored": 0,
                                                "messages_refused": 0,

@@ -60,9 +60,9 @@ async def test_more_curated_memories_than_one_call_takes_import_whole(trimem, tm
     facts = [rec("curated", session_id="s2", kind="fact", subject=f"p{i}", relation="knows",
                  object=f"q{i}", refs=["m1"]) for i in range(2_001)]
     f = write_json(tmp_path / "many.jsonl", [HEADER, rec("session", session_id="s1"),
-                                             msg("s1", 0, "first session", "m0"),
+                                             msg("s1", 0, "the message of s1", "m0"),
                                              rec("session", session_id="s2"),
-                                             msg("s2", 0, "second session", "m1"), *facts],
+                                             msg("s2", 0, "the message of s2", "m1"), *facts],
                    lines=True)
     rep = trimem.ok("import", "--quiet", str(f), timeout=180)
     assert rep["messages_stored"] == 2 and rep["curated_stored"] == 2_001
@@ -240,7 +240,7 @@ async def test_an_id_another_session_holds_is_not_taken(trimem, tmp_path):
 
 async def test_a_memory_citing_a_ref_of_several_other_sessions_is_refused_before_writing(
         trimem, tmp_path):
-    """The home holds ref m0 in two sessions; a file whose memory (of a third session) cites
+    """The home holds ref m0 in two sessions; a file whose memory (of another session) cites
     m0 is refused whole by the check, not half-written by ``remember`` refusing the memory."""
     first = write_json(tmp_path / "first.jsonl", [HEADER, msg("s1", 0, "one", "m0"),
                                                   msg("s2", 0, "two", "m0")], lines=True)
