@@ -65,6 +65,8 @@ def calibration(ns, space, embed_queries: Callable[[list[str]], Any] | None = No
         pairs, kind = (v @ v.T)[np.triu_indices(len(v), 1)], "passage-passage"
     else:
         pairs, kind = _query_pairs(space, embed_queries), "query-passage"
+    if pairs.size == 0:
+        return None
     cal = {"turns": n, "mu": float(pairs.mean()), "sd": float(pairs.std()), "pairs": kind}
     ns.put(CAL_KEY, cal)
     return cal if cal["sd"] > 0 else None
