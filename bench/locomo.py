@@ -2,6 +2,9 @@
 
     python -m trimem.bench.locomo --data ../shared/data/locomo --strategies plain,auto --budget 2000
 
+The embedder is the one ``TRIMEM_EMBEDDER`` names (``local`` when unset); the report says which
+ran (``embedder``).
+
 Each conversation goes into its own namespace through ``tools.remember.remember`` (one call per
 session, turn ``dia_id`` as ``ref``, the session's date as timestamp); every category 1-4 question
 goes through ``tools.recall.recall``. A gold evidence turn counts as covered only when ``sources``
@@ -266,8 +269,12 @@ def run(args) -> dict:
                 "ingest_turns_per_s": round(n_turns / t_ingest, 1) if n_turns else None,
                 "results": {label(*k): summarise(rows, cats) | abstain_rates(rows, off_abstain[k])
                             for k, rows in results.items() if rows},
-                "curated": args.curated, "consolidation": consolidation}
-                | ({"context_sha1": hashes} if args.hash_contexts else {}))
+                "curated": args.curated, "consolidation": consolidation,
+                "embedder": rt.embedder_choice.as_dict() | {"model": rt.embedder.name}}
+                | ({"context_sha1": hashes} if args.hash_contexts else {})
+                | ({"per_question": {label(*k): [{f: r[f] for f in ("conv", "cat", "R", "H", "ms")}
+                                                 for r in rows] for k, rows in results.items()}}
+                   if args.per_question else {}))
 
     for name, raw in load(Path(args.data), args.convs):
         conv = raw.get("conversation", raw)
@@ -307,7 +314,7 @@ def run(args) -> dict:
                             time.sleep(args.pause_s)
                         r = score(out, gold, texts, str(qa.get("answer", "")), b)
                         results[(s, b, mode)].append(r | {"cat": qa["category"], "ms": ms,
-                                                          "kind": kind})
+                                                          "kind": kind, "conv": name})
                         if args.hash_contexts:   # to compare two runs question by question
                             hashes.setdefault(label(s, b, mode), []).append(
                                 hashlib.sha1(out.context.encode()).hexdigest()[:12])
@@ -389,6 +396,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--hash-contexts", action="store_true",
                     help="also write each question's context hash (per strategy@budget, in "
                          "question order) to --json, to compare two runs exactly")
+    ap.add_argument("--per-question", action="store_true",
+                    help="also write each question's R, H, latency and conversation (per "
+                         "strategy@budget, in question order) to --json, for paired comparisons "
+                         "(bench/paired.py)")
     args = ap.parse_args(argv)
     out = run(args)
     if args.json:

@@ -145,7 +145,9 @@ def measure_recall(rt, space, questions: list[str], warmup: int) -> dict:
         t2 = time.perf_counter()
         space.vector_sources(qv, 100)
         t3 = time.perf_counter()
-        emb.append(t1 - t0), fts.append(t2 - t1), vec.append(t3 - t2)
+        emb.append(t1 - t0)
+        fts.append(t2 - t1)
+        vec.append(t3 - t2)
     floor = {"embed_p50": pct(emb, 50), "fts_p50": pct(fts, 50), "vector_p50": pct(vec, 50)}
     floor["sum_p50"] = round(sum(floor.values()), 2)
     return {"queries": len(lat), "warmup": warmup, "p50": pct(lat, 50), "p95": pct(lat, 95),

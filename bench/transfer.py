@@ -123,7 +123,8 @@ def locomo(args) -> dict:
                 same_ctx[s] += outs["a"].context == outs["b"].context
                 same_src[s] += ([x.ref for x in outs["a"].sources]
                                 == [x.ref for x in outs["b"].sources])
-    a.close(), b.close()
+    a.close()
+    b.close()
     summ = {k: {m: round(sum(r[m] for r in v) / len(v), 4) for m in ("R", "H")}
             for k, v in rows.items() if v}
     return {"convs": [ns for ns, _ in convs], "records": n, "bytes": dump.stat().st_size,

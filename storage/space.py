@@ -164,7 +164,9 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
 
     def _reembed(self, kind: str, old_name: str, embed: EmbedFn) -> None:
         old = self.store.open_table(old_name)
-        new = self.table(kind, create=True)
+        # the sources' full-text and look-up indexes are built where the table is created for a
+        # write (``_sources``); a switch followed by recalls only would otherwise search without BM25
+        new = self._sources(create=True) if kind == "sources" else self.table(kind, create=True)
         done = {r["id"] for r in new.search().select(["id"]).limit(None).to_list()}
         rows = [r for r in old.search().limit(None).to_list() if r["id"] not in done]
         log.info("re-embedding %d %s rows of namespace %r with %s", len(rows), kind,

@@ -95,6 +95,9 @@ class Env:
     embed: Callable[[list[str]], Any]  # list[str] -> np.ndarray (n, dim)
     llm: LLM | None = None             # None: heuristics only
     turns: TurnSearch | None = None    # the search auto shares with its voters, or None
+    # the embedder embeds a query differently from a document of the same text (e5's "query: "
+    # and "passage: "): a query's cosines to turns do not run like two turns' cosines
+    asymmetric: bool = False
 
 
 @runtime_checkable

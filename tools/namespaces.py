@@ -85,4 +85,5 @@ def status(rt: Runtime, namespace: str) -> dict[str, Any]:
             "trigger": json.loads(last["detail"]).get("trigger", "request")},
         "bytes_on_disk": space.disk_bytes(),
         "tables": space.stats(),
+        "embedder": rt.embedder_choice.as_dict() | {"model": rt.embedder.name},
     }

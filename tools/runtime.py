@@ -91,6 +91,7 @@ class Runtime:
         self._lock = threading.RLock()
         self._store = None
         self._embedder = None
+        self._embedder_choice = None
         self._llm = None
         self._ctx_lock = threading.Lock()   # not _lock: that one is held while the store opens
         self._contexts: dict = {}           # namespace -> strategies.context.NamespaceContext
@@ -121,6 +122,24 @@ class Runtime:
             return self._store
 
     @property
+    def embedder_choice(self):
+        """Which embedder runs (``providers.registry.EmbedderChoice``), decided once, cheaply
+        (nothing loads). When the one asked for cannot run here, says so on the log (stderr)."""
+        with self._lock:
+            if self._embedder_choice is None:
+                from ..providers.registry import choose_embedder
+
+                try:
+                    choice = choose_embedder(self.config.embedder)
+                except ValueError as exc:
+                    raise ToolFailure(f"embedder settings: {exc}") from exc
+                if choice.reason:
+                    log.warning("TRIMEM_EMBEDDER=%s cannot run here: %s", choice.requested,
+                                choice.reason)
+                self._embedder_choice = choice
+            return self._embedder_choice
+
+    @property
     def embedder(self):
         with self._lock:
             if self._embedder is None:
@@ -128,7 +147,7 @@ class Runtime:
 
                 c = self.config
                 try:
-                    self._embedder = make_embedder(c.embedder, model=c.embed_model,
+                    self._embedder = make_embedder(self.embedder_choice.running, model=c.embed_model,
                                                    base_url=c.embed_base_url,
                                                    api_key=c.embed_api_key)
                 except ValueError as exc:
@@ -250,4 +269,5 @@ class Runtime:
         llm = self.llm if self.config.llm == "openai" else None
         return Env(space=self.space(namespace), ns=self.context(namespace),
                    embed_query=self.embed_query, embed_queries=self.embed_queries,
-                   embed=self.embed, llm=llm)
+                   embed=self.embed, llm=llm,
+                   asymmetric=bool(getattr(self.embedder, "asymmetric", False)))

@@ -167,7 +167,8 @@ def _judged(env: Env, out: Recollection, best_cosine: float | None, texts: list[
             query: str) -> Recollection:
     """Abstain also when the best evidence is off the query (``relevance.py``); the context
     stays as it is."""
-    verdict = judge(env.ns, env.space, best_cosine, coverage(query, texts))
+    verdict = judge(env.ns, env.space, best_cosine, coverage(query, texts),
+                    env.embed_queries if env.asymmetric else None)
     out.trace["relevance"] = verdict
     if verdict["abstain"] and out.items:
         out.route_reason += f"; abstains: {verdict['why']}"

@@ -30,9 +30,9 @@ CI_VARS = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "CIRCLECI", "BUILDKITE", "TEAMCI
 XDG = ("XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR")
 
 
-def empty_user_env(tmp_path: Path) -> tuple[dict[str, str], list[Path]]:
+def empty_user_env(tmp_path: Path, embedder: str = "local") -> tuple[dict[str, str], list[Path]]:
     """The current environment with HOME, TMPDIR and every XDG folder pointed at new empty
-    folders, TRIMEM_HOME elsewhere, and no CI markers."""
+    folders, TRIMEM_HOME elsewhere, no CI markers, and ``embedder`` as TRIMEM_EMBEDDER."""
     env = {k: v for k, v in os.environ.items() if k not in CI_VARS and not k.startswith("TRIMEM_")}
     watched = []
     for var in ("HOME", "TMPDIR", *XDG):
@@ -42,7 +42,24 @@ def empty_user_env(tmp_path: Path) -> tuple[dict[str, str], list[Path]]:
         watched.append(d)
     env["TRIMEM_HOME"] = str(tmp_path / "memory")
     env["TRIMEM_CURATION"] = "false"   # only the raw path: curation writes nowhere else either
+    env["TRIMEM_EMBEDDER"] = embedder
     return env, watched
+
+
+def _embedders():
+    from trimem.providers.e5_check import unavailable_reason
+
+    why = unavailable_reason()
+    return ["local", pytest.param("e5-small", marks=pytest.mark.skipif(
+        why is not None, reason=f"e5 cannot run here: {why}"))]
+
+
+TAGS = {"local": "__all_minilm_l6_v2_int8_384", "e5-small": "__multilingual_e5_small_q4_384"}
+
+
+def embedded_by(home: Path, embedder: str) -> bool:
+    """The store's source vectors are ``embedder``'s (its tables are keyed by the model)."""
+    return any("__sources__" in p.name and TAGS[embedder] in p.name for p in home.rglob("*"))
 
 
 def written(dirs: list[Path]) -> list[str]:
@@ -65,26 +82,29 @@ def trimem_command() -> str:
     return str(Path(sys.executable).parent / "trimem")
 
 
-async def test_nothing_written_outside_trimem_home(tmp_path):
-    env, watched = empty_user_env(tmp_path)
+@pytest.mark.parametrize("embedder", _embedders())
+async def test_nothing_written_outside_trimem_home(tmp_path, embedder):
+    env, watched = empty_user_env(tmp_path, embedder)
     await remember_recall(StdioServerParameters(command=trimem_command(), args=["serve"], env=env,
                                                 cwd=str(tmp_path)))
-    assert (tmp_path / "memory").is_dir()
+    assert (tmp_path / "memory").is_dir() and embedded_by(tmp_path / "memory", embedder)
     assert written(watched) == []
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (apt-get install strace)")
-async def test_no_network_attempt(tmp_path):
-    """Under strace, for longer than onnxruntime's uploader waits: no socket leaves the host."""
-    env, watched = empty_user_env(tmp_path)
+@pytest.mark.parametrize("embedder", _embedders())
+async def test_no_network_attempt(tmp_path, embedder):
+    """Under strace, for longer than onnxruntime's uploader waits: no socket leaves the host.
+    (The e5 embedder does not use onnxruntime: no wait for an uploader there.)"""
+    env, watched = empty_user_env(tmp_path, embedder)
     log = tmp_path / "strace.txt"
     await remember_recall(StdioServerParameters(
         command="strace", args=["-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", str(log),
                                 trimem_command(), "serve"], env=env, cwd=str(tmp_path)),
-        linger_s=15.0)
+        linger_s=15.0 if embedder == "local" else 2.0)
     assert log.is_file()  # strace ran
     calls = log.read_text()
     inet = [ln for ln in calls.splitlines() if re.search(r"AF_INET6?\b|htons\(53\)", ln)]
     assert inet == [], inet[:5]
-    assert written(watched) == []
+    assert written(watched) == [] and embedded_by(tmp_path / "memory", embedder)

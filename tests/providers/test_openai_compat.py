@@ -354,7 +354,7 @@ def test_registry_builds_providers(server, monkeypatch, tmp_path):
 
 @pytest.mark.parametrize(("call", "pattern"), [
     (lambda: make_embedder("bert", model=None, base_url=None, api_key=None),
-     r"TRIMEM_EMBEDDER='bert'.*local, openai"),
+     r"TRIMEM_EMBEDDER='bert'.*local, e5-small, openai"),
     (lambda: make_llm("gpt", model=None, base_url=None, api_key=None),
      r"TRIMEM_LLM='gpt'.*none, openai"),
     (lambda: make_embedder("openai", model="m", base_url=None, api_key=None),

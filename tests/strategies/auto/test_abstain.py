@@ -45,3 +45,37 @@ async def test_auto_abstains_off_topic_only(client, server):
         for q in ANSWERABLE:
             out = payload(await client.call_tool("recall", {"query": q}))
             assert not out["abstain"], (q, out["route_reason"])
+
+
+# paraphrases: at most a third of each one's content words occur in the conversation, so the
+# flag rests on the cosine alone (read against turn pairs, their z was 0.24, -0.03 and -0.19;
+# against query-to-turn pairs 1.64, 1.34 and 1.16)
+PARAPHRASED = ["Which dog breed did she get?", "What exercise does she do before her job?",
+               "What went wrong with the cup he made?"]
+
+
+async def test_e5_paraphrases_are_not_off_topic(home):
+    """With e5 a query and a document carry different prefixes, so two stored turns lie closer
+    together than any query comes to its answer: read against pairs of turns, every paraphrase
+    here abstained. ``relevance.py`` reads an asymmetric embedder's query against query-to-turn
+    cosines; off-topic questions still abstain."""
+    from mcp import Client
+
+    from trimem.providers.e5_check import unavailable_reason
+    from trimem.server.app import build_server
+    from trimem.server.settings import Settings
+
+    if unavailable_reason() is not None:
+        pytest.skip(f"e5 cannot run here: {unavailable_reason()}")
+    server = build_server(Settings(home=str(home), embedder="e5-small", curation=False))
+    msgs = [{"content": text, "speaker": who, "ref": f"m{i}"} for i, (who, text) in enumerate(CHAT)]
+    async with Client(server) as client:
+        payload(await client.call_tool("remember", {"messages": msgs, "session_id": "s1",
+                                                    "session_time": "2024-03-02T10:00:00Z"}))
+        assert server.runtime.embedder.name == "multilingual-e5-small-q4"
+        for q in PARAPHRASED:
+            out = payload(await client.call_tool("recall", {"query": q}))
+            assert not out["abstain"], (q, out["route_reason"])
+        for q in OFF_TOPIC:
+            out = payload(await client.call_tool("recall", {"query": q}))
+            assert out["abstain"], (q, out["route_reason"])
