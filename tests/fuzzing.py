@@ -95,3 +95,19 @@ def within_bound(fn):
     t.join(BOUND_S)
     took = time.monotonic() - t0
     return box, took, t.is_alive()
+
+
+def answered(fig: dict, what: str, where, fn):
+    """``fn()`` within :data:`BOUND_S`, counted in ``fig`` (``max_s``, ``hangs``, ``crashes``):
+    its result, or the test fails naming ``what`` and ``where``."""
+    import pytest
+
+    box, took, hung = within_bound(fn)
+    fig["max_s"] = max(fig["max_s"], took)
+    if hung:
+        fig["hangs"] += 1
+        pytest.fail(f"{what}: no answer within {BOUND_S} s for {where}")
+    if "exc" in box:
+        fig["crashes"] += 1
+        raise AssertionError(f"{what}: {box['exc']!r} for {where}") from box["exc"]
+    return box["out"]

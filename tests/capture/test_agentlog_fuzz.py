@@ -30,7 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from fuzzing import BOUND_S, FUZZ, HOSTILE, mutated, text, within_bound, words
+from fuzzing import FUZZ, HOSTILE, answered, mutated, text, words
 from hypothesis import given, settings, strategies as st
 
 from trimem.capture.agentlog import find_logs, import_found
@@ -267,15 +267,7 @@ def check(home, host: str, log: tuple[str, bytes], whole: bool, root: str | None
     path = next(p for p in top.rglob("*") if p.is_file() and p.name.startswith(("rollout", "session")))
     where = top if whole else path
     before = messages(rt)
-    box, took, hung = within_bound(lambda: run(rt, host, where))
-    fig["max_s"] = max(fig["max_s"], took)
-    if hung:
-        fig["hangs"] += 1
-        pytest.fail(f"{host}: no answer within {BOUND_S} s for {path}")
-    if "exc" in box:
-        fig["crashes"] += 1
-        raise AssertionError(f"{host}: {box['exc']!r} for {path}") from box["exc"]
-    rep = box["out"]
+    rep = answered(fig, host, path, lambda: run(rt, host, where))
     failed = [e for x in rep["logs"] for e in x["errors"] if not e.startswith(REFUSALS)]
     if failed or rep["not_read"]:
         fig["crashes"] += 1

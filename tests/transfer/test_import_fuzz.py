@@ -24,7 +24,7 @@ import os
 from collections import defaultdict
 
 import pytest
-from fuzzing import BOUND_S, FUZZ, mutated, text, within_bound, words
+from fuzzing import FUZZ, answered, mutated, text, words
 from hypothesis import given, settings, strategies as st
 
 from trimem.server.settings import Settings
@@ -200,15 +200,7 @@ def check(home, kind: str, raw: bytes) -> None:
     path.write_bytes(raw)
     namespace = None if kind == "trimem" else NAMESPACES[fig["cases"] % 2]
     before = state(rt)
-    box, took, hung = within_bound(lambda: attempt(rt, kind, path, namespace))
-    fig["max_s"] = max(fig["max_s"], took)
-    if hung:
-        fig["hangs"] += 1
-        pytest.fail(f"{kind}: no answer within {BOUND_S} s for {path}")
-    if "exc" in box:
-        fig["crashes"] += 1
-        raise AssertionError(f"{kind}: {box['exc']!r} for {path}") from box["exc"]
-    report, refused, n_messages, read_refused = box["out"]
+    report, refused, n_messages, read_refused = answered(fig, kind, path, lambda: attempt(rt, kind, path, namespace))
     after = state(rt)
     if report is None:
         fig["refused_whole"] += 1
