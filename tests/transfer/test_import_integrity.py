@@ -47,6 +47,16 @@ async def fill(home: Path, ns: str = "work", **extra) -> dict:
         server.runtime.close()
 
 
+async def filled_export(trimem, tmp_path, monkeypatch):
+    """A home ``a`` filled by :func:`fill` and its export (TRIMEM_HOME left at ``a``)."""
+    a = tmp_path / "a"
+    await fill(a)
+    monkeypatch.setenv("TRIMEM_HOME", str(a))
+    dump = tmp_path / "a.jsonl"
+    trimem.ok("export", "--quiet", str(dump))
+    return a, dump
+
+
 async def forget(home: Path, ns: str = "work", **what) -> dict:
     server = build_server(Settings(home=str(home), curation=False))
     try:
@@ -102,11 +112,7 @@ async def test_forget_records_are_checked_like_any_record(trimem, tmp_path):
 
 async def test_a_forgotten_message_without_a_ref_is_not_imported_again(trimem, tmp_path,
                                                                        monkeypatch):
-    a = tmp_path / "a"
-    await fill(a)
-    monkeypatch.setenv("TRIMEM_HOME", str(a))
-    dump = tmp_path / "a.jsonl"
-    trimem.ok("export", "--quiet", str(dump))
+    a, dump = await filled_export(trimem, tmp_path, monkeypatch)
     monkeypatch.setenv("TRIMEM_HOME", str(trimem.home))
     trimem.ok("import", "--quiet", str(dump))
     plain = [s for s in contents(trimem.home, "work")["sources"] if s[2] is None]
@@ -118,11 +124,7 @@ async def test_a_forgotten_message_without_a_ref_is_not_imported_again(trimem, t
 
 
 async def test_a_forgotten_curated_memory_is_not_imported_again(trimem, tmp_path, monkeypatch):
-    a = tmp_path / "a"
-    await fill(a)
-    monkeypatch.setenv("TRIMEM_HOME", str(a))
-    dump = tmp_path / "a.jsonl"
-    trimem.ok("export", "--quiet", str(dump))
+    a, dump = await filled_export(trimem, tmp_path, monkeypatch)
     monkeypatch.setenv("TRIMEM_HOME", str(trimem.home))
     trimem.ok("import", "--quiet", str(dump))
     (fact,) = contents(trimem.home, "work")["curated"]
@@ -140,11 +142,7 @@ async def test_a_forgotten_curated_memory_is_not_imported_again(trimem, tmp_path
 
 
 async def test_namespace_moves_a_trimem_export(trimem, tmp_path, monkeypatch):
-    a = tmp_path / "a"
-    await fill(a)
-    monkeypatch.setenv("TRIMEM_HOME", str(a))
-    dump = tmp_path / "a.jsonl"
-    trimem.ok("export", "--quiet", str(dump))
+    a, dump = await filled_export(trimem, tmp_path, monkeypatch)
     await forget(a, refs=["r1"])
     after = tmp_path / "after.jsonl"
     trimem.ok("export", "--quiet", str(after))
@@ -165,11 +163,7 @@ async def test_namespace_moves_a_trimem_export(trimem, tmp_path, monkeypatch):
 
 
 async def test_a_truncated_export_is_refused(trimem, tmp_path, monkeypatch):
-    a = tmp_path / "a"
-    await fill(a)
-    monkeypatch.setenv("TRIMEM_HOME", str(a))
-    dump = tmp_path / "a.jsonl"
-    trimem.ok("export", "--quiet", str(dump))
+    a, dump = await filled_export(trimem, tmp_path, monkeypatch)
     lines = dump.read_text().splitlines(keepends=True)
     monkeypatch.setenv("TRIMEM_HOME", str(trimem.home))
     for keep in (len(lines) - 1, 2):
