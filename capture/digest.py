@@ -60,17 +60,11 @@ def _asks(space, session_id: str) -> list[str]:
 
 
 def _threads(space) -> list[str]:
-    from ..strategies.wiki.store import TRAJ
+    from ..tools.wiki_pages import recurring_threads   # the wiki loads only for this
 
-    if space.table(TRAJ) is None:
-        return []
-    rows = space.rows(TRAJ, columns=["title", "sessions", "last_time", "status"])
-    rows = [r for r in rows if len(r.get("sessions") or []) >= 2 and r.get("status") != "merged"]
-    rows.sort(key=lambda r: (-len(r["sessions"]), -(r["last_time"].timestamp()
-                                                   if r.get("last_time") else 0)))
     return [f"- {frame.one_line(frame.neutralise(r.get('title') or ''))[:160]} "
             f"({len(r['sessions'])} sessions, last {_day(r.get('last_time'))})"
-            for r in rows[:THREADS] if r.get("title")]
+            for r in recurring_threads(space, 2, THREADS) if r.get("title")]
 
 
 def build(rt: Runtime, namespace: str, budget_tokens: int) -> str:

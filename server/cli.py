@@ -73,10 +73,6 @@ def cmd_consolidate(args) -> int:
     return 0
 
 
-class CommandError(Exception):
-    """A one-line message for the user; the command exits with status 1."""
-
-
 def cmd_restore(args) -> int:
     """Make a merged or superseded hybrid memory active again; print what changed as JSON."""
     import json
@@ -88,51 +84,18 @@ def cmd_restore(args) -> int:
     _logging(settings.log_level)
     rt = Runtime(settings.to_config())
     rt.curation.stop(0)   # a one-shot command: queued sessions stay queued for the server
+    from ..tools.consolidate import restore
+    from ..tools.errors import ToolFailure
+
     try:
-        out = restore_memory(rt, args.namespace, args.memory_id)
-    except CommandError as exc:
+        out = restore(rt, args.namespace, args.memory_id)
+    except ToolFailure as exc:
         print(f"trimem restore: {exc}", file=sys.stderr)
         return 1
     finally:
         rt.close()
     print(json.dumps(out, indent=2, default=str))
     return 0
-
-
-def restore_memory(rt, namespace: str, memory_id: str) -> dict:
-    """Check that ``memory_id`` names a restorable memory of ``namespace``, then restore it
-    through the hybrid strategy (under the namespace lock, like curation and forget)."""
-    from typing import cast
-
-    from ..tools.errors import ToolFailure
-
-    from ..strategies import registry
-    from ..strategies.hybrid.store import KINDS
-    from ..strategies.hybrid.strategy import HybridStrategy
-
-    try:
-        if namespace not in rt.store.namespaces():
-            raise CommandError(f"no namespace {namespace!r} in {rt.config.home} "
-                               "(`trimem namespaces` lists them)")
-        env = rt.env(namespace)
-    except ToolFailure as exc:   # the store cannot be opened, or the embedder is misconfigured
-        raise CommandError(str(exc)) from exc
-    found = env.space.get_memories([memory_id])
-    if not found:
-        what = "a raw message, not a memory" if env.space.get_sources([memory_id]) else "unknown"
-        raise CommandError(f"{memory_id!r} is {what} in namespace {namespace!r}; give the id of "
-                           "an episode or fact that consolidation merged or superseded "
-                           "(`explain` on the survivor lists them)")
-    mem = found[0]
-    if mem["kind"] not in KINDS:
-        raise CommandError(f"{memory_id!r} is a {mem['kind']}; only hybrid episodes and facts "
-                           "can be restored")
-    if mem["status"] not in ("merged", "superseded"):
-        raise CommandError(f"{memory_id!r} is {mem['status']}: only a merged or superseded "
-                           "memory can be restored")
-    with rt.namespace_lock(namespace):
-        out = cast(HybridStrategy, registry.get("hybrid")).restore(env, memory_id)
-    return {"namespace": namespace, "kind": mem["kind"], "text": mem["text"], **out}
 
 
 def main(argv: list[str] | None = None) -> int:

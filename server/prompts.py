@@ -14,8 +14,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ..strategies.hybrid.llm_curate import EPISODIC_PROMPT, RELATIONAL_PROMPT
 from ..tools.answer import doc, quoted
+from ..tools.host_curation import EPISODIC_PROMPT, RELATIONAL_PROMPT
 
 NS = Annotated[str, Field(description="The memory namespace to write to / read from.")]
 SESSION = Annotated[str, Field(description="The session id of this conversation (reuse it for "

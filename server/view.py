@@ -66,10 +66,11 @@ def routes(rt):
 
     def namespace(q):
         from ..capture.status import capture_status
-        from .view_data import sessions, wiki_pages
+        from ..tools.wiki_pages import page_list
+        from .view_data import sessions
 
         ns, space = space_of(q)
-        return V.namespace(ns, sessions(space), wiki_pages(space),
+        return V.namespace(ns, sessions(space), page_list(space),
                            capture_status(rt.config.home, ns))
 
     def session(q):
@@ -81,7 +82,7 @@ def routes(rt):
         return V.session(ns, sid, space.get_session(sid), msgs)
 
     def wiki(q):
-        from .view_data import page_with_claims
+        from ..tools.wiki_pages import page_with_claims
 
         ns, space = space_of(q)
         p, trajs, claims = page_with_claims(space, q.get("id") or "")

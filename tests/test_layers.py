@@ -48,7 +48,9 @@ def _imported(path: Path, root: Path) -> list[tuple[int, str]]:
             else:
                 target = node.module or ""
             found.append((node.lineno, target))
-            if _layer(target) is None:  # ``from .. import tools`` names a subpackage
+            if _layer(target) is None or target.count(".") == 1:
+                # ``from .. import tools`` names a layer, ``from ..strategies import frame`` a
+                # module of one
                 found += [(node.lineno, f"{target}.{alias.name}") for alias in node.names]
     return found
 
@@ -89,6 +91,44 @@ def test_checker_sees_lazy_and_relative_imports(tmp_path):
     bad = violations(tmp_path)
     assert len(bad) >= 2, bad
     assert all("storage/x.py:2" in b or "storage/x.py:3" in b for b in bad)
+
+
+# What of ``strategies/`` the layers above ``tools/`` may import: the strategy-neutral modules
+# (the result and request types and their constants, the framing of stored text for a model,
+# stable ids). Stores, strategies and the registry are reached only through ``tools/``.
+NEUTRAL = {"trimem.strategies.base", "trimem.strategies.frame", "trimem.strategies.ids"}
+
+
+def past_tools(root: Path = ROOT) -> list[str]:
+    """Imports from a layer above ``tools/`` (server, transfer, capture) into the strategies'
+    stores and implementations; ``server/`` imports nothing of ``strategies/`` at all."""
+    bad: list[str] = []
+    for layer in (lay for lay in RANK if RANK[lay] > RANK["tools"]):
+        for path in sorted((root / layer).rglob("*.py")):
+            for line, target in _imported(path, root):
+                if _layer(target) != "strategies" or target == "trimem.strategies":
+                    continue
+                if layer == "server" or target not in NEUTRAL:
+                    bad.append(f"{path.relative_to(root)}:{line}: {layer} imports {target}")
+    return bad
+
+
+def test_the_strategies_are_reached_through_tools():
+    bad = past_tools()
+    assert not bad, "past tools/ into strategies:\n" + "\n".join(bad)
+
+
+def test_past_tools_checker_sees_a_store_import(tmp_path):
+    for layer in RANK:
+        (tmp_path / layer).mkdir()
+    (tmp_path / "server" / "a.py").write_text("from ..strategies.base import Item\n")
+    (tmp_path / "capture" / "b.py").write_text(
+        "from ..strategies import frame\n\ndef f():\n    from ..strategies.wiki.store import TRAJ\n"
+        "    from ..strategies import registry\n")
+    bad = past_tools(tmp_path)
+    assert sorted(bad) == ["capture/b.py:4: capture imports trimem.strategies.wiki.store",
+                           "capture/b.py:5: capture imports trimem.strategies.registry",
+                           "server/a.py:1: server imports trimem.strategies.base"], bad
 
 
 SQL_HELPERS = {"sql_str", "sql_in", "sql_time"}

@@ -194,3 +194,35 @@ def curate_queued(rt: Runtime, namespace: str) -> list[str]:
     for sid in queued:
         rt.curation.curate_now(ns, sid)
     return queued
+
+
+def restore(rt: Runtime, namespace: str, memory_id: str) -> dict:
+    """Make a merged or superseded hybrid memory active again (``trimem restore``), under the
+    namespace lock like curation and forget; what changed, or a :class:`ToolFailure` saying why
+    ``memory_id`` cannot be restored."""
+    from typing import cast
+
+    from ..strategies import registry   # the strategies load on first use, not at start-up
+    from ..strategies.hybrid.store import KINDS
+    from ..strategies.hybrid.strategy import HybridStrategy
+
+    if namespace not in rt.store.namespaces():
+        raise ToolFailure(f"no namespace {namespace!r} in {rt.config.home} "
+                          "(`trimem namespaces` lists them)")
+    env = rt.env(namespace)
+    found = env.space.get_memories([memory_id])
+    if not found:
+        what = "a raw message, not a memory" if env.space.get_sources([memory_id]) else "unknown"
+        raise ToolFailure(f"{memory_id!r} is {what} in namespace {namespace!r}; give the id of "
+                          "an episode or fact that consolidation merged or superseded "
+                          "(`explain` on the survivor lists them)")
+    mem = found[0]
+    if mem["kind"] not in KINDS:
+        raise ToolFailure(f"{memory_id!r} is a {mem['kind']}; only hybrid episodes and facts "
+                          "can be restored")
+    if mem["status"] not in ("merged", "superseded"):
+        raise ToolFailure(f"{memory_id!r} is {mem['status']}: only a merged or superseded "
+                          "memory can be restored")
+    with rt.namespace_lock(namespace):
+        out = cast(HybridStrategy, registry.get("hybrid")).restore(env, memory_id)
+    return {"namespace": namespace, "kind": mem["kind"], "text": mem["text"], **out}

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from ..tools.wiki_pages import page_list
 from .export import namespace_records
 from .files import private_dir, write_private
 
@@ -81,13 +82,6 @@ def render_sessions(space, progress: Progress | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def wiki_pages(space) -> list[dict]:
-    from ..strategies.wiki.store import PAGE, ensure
-
-    ensure(space)
-    return sorted(space.rows(PAGE, columns=["id", "type", "title", "text"]), key=lambda p: p["id"])
-
-
 def write_markdown(rt, namespaces: list[str], out: Path, progress: Progress | None = None) -> list[Path]:
     private_dir(out)
     files = []
@@ -95,7 +89,7 @@ def write_markdown(rt, namespaces: list[str], out: Path, progress: Progress | No
         space = rt.space(ns)
         d = private_dir(out / folder_name(ns) / "wiki").parent
         files.append(write_private(d / "sessions.md", render_sessions(space, progress)))
-        for p in wiki_pages(space):
+        for p in sorted(page_list(space, with_text=True), key=lambda p: p["id"]):
             page = d / "wiki" / (re.sub(r"[^A-Za-z0-9_.-]+", "_", p["id"])[:100] + ".md")
             files.append(write_private(page, page_markdown(p["text"]) + "\n"))
     return files

@@ -141,9 +141,9 @@ async def test_wiki_page_with_claim_histories_in_headless_chromium(served):
     base, rt = served
     from urllib.parse import urlencode
 
-    from trimem.server.view_data import wiki_pages
+    from trimem.tools.wiki_pages import page_list
 
-    target = next(p for p in wiki_pages(rt.space("team")) if p["id"] == "wiki-entity-ana")
+    target = next(p for p in page_list(rt.space("team")) if p["id"] == "wiki-entity-ana")
     out = Path(os.environ.get("TRIMEM_ARTIFACTS") or tempfile.mkdtemp(prefix="trimem-view-"))
     out.mkdir(parents=True, exist_ok=True)
     async with pw.async_playwright() as p:
