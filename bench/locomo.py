@@ -228,10 +228,56 @@ def abstain_rates(rows: list[dict], off: list[bool]) -> dict:
     return out
 
 
+def parse_options(pairs: list[str]) -> dict:
+    """``--opt KEY=VALUE`` pairs; numbers stay numbers, the rest are strings."""
+    options: dict = dict(kv.split("=", 1) for kv in pairs)
+    for k, val in options.items():
+        try:
+            options[k] = json.loads(val)
+        except ValueError:
+            pass
+    return options
+
+
+def questions(raw: dict, cats, turn_ids: set, max_questions: int | None) -> tuple[list, int, int]:
+    """The scored questions of one conversation with their gold turns; evidence ids that name
+    no turn dropped (counted), questions left without evidence dropped (counted)."""
+    qas, dropped, dropped_questions = [], 0, 0
+    for qa in raw["qa"]:
+        if qa.get("category") not in cats:
+            continue
+        gold, d = norm_evidence(qa.get("evidence", []), turn_ids)
+        dropped += d
+        dropped_questions += not gold
+        if gold and not (max_questions and len(qas) >= max_questions):
+            qas.append((qa, gold))
+    return qas, dropped, dropped_questions
+
+
+def ask(rt, ns: str, qa: dict, gold, texts: dict, strategies: list[str], budgets: list[int],
+        options: dict, pause_s: float | None) -> dict:
+    """One question through every strategy at every budget: (strategy, budget) -> (scored row,
+    the context)."""
+    from ..strategies.auto.features import features
+    from ..tools.recall import recall
+
+    kind = features(qa["question"])["kind"]
+    out: dict = {}
+    for s in strategies:
+        for b in budgets:
+            t1 = time.perf_counter()
+            got = recall(rt, qa["question"], s, ns, b, options=options)
+            ms = 1000 * (time.perf_counter() - t1)
+            if pause_s:   # a host reads each answer before its next call
+                time.sleep(pause_s)
+            r = score(got, gold, texts, str(qa.get("answer", "")), b)
+            out[(s, b)] = (r | {"cat": qa["category"], "ms": ms, "kind": kind}, got.context)
+    return out
+
+
 def run(args) -> dict:
     from ..server.settings import Settings
     from ..tools.recall import recall
-    from ..strategies.auto.features import features
     from ..tools.runtime import Runtime
 
     home = args.home or tempfile.mkdtemp(prefix="trimem-locomo-")
@@ -242,12 +288,7 @@ def run(args) -> dict:
     modes = [("" if m == "heuristics" else m) for m in str(args.curated).split(",")]
     if set(modes) - {"", "observations"}:
         raise SystemExit(f"--curated: unknown store in {args.curated!r}")
-    options = dict(kv.split("=", 1) for kv in args.opt)
-    for k, val in options.items():   # numbers stay numbers, the rest are strings
-        try:
-            options[k] = json.loads(val)
-        except ValueError:
-            pass
+    options = parse_options(args.opt)
     budgets = [int(b) for b in str(args.budget).split(",")]
     def label(s, b, m):
         return f"{s}@{b}" + (f" {m or 'heuristics'}" if len(modes) > 1 else "")
@@ -279,16 +320,8 @@ def run(args) -> dict:
     for name, raw in load(Path(args.data), args.convs):
         conv = raw.get("conversation", raw)
         texts = {t["dia_id"]: norm_ws(turn_text(t)) for _, _, ts in sessions(conv) for t in ts}
-        qas = []
-        for qa in raw["qa"]:
-            if qa.get("category") not in cats:
-                continue
-            gold, d = norm_evidence(qa.get("evidence", []), set(texts))
-            dropped += d
-            dropped_questions += not gold
-            if gold and not (args.max_questions and len(qas) >= args.max_questions):
-                qas.append((qa, gold))
-        n_q += len(qas)
+        qas, d, dq = questions(raw, cats, set(texts), args.max_questions)
+        dropped, dropped_questions, n_q = dropped + d, dropped_questions + dq, n_q + len(qas)
         for mode in modes:
             ns = name if mode == modes[0] else f"{name}-{mode or 'heuristics'}"
             t0 = time.perf_counter()
@@ -304,20 +337,12 @@ def run(args) -> dict:
             # the questions' own recall-log writes never leave the idle moment that would do it)
             rt.space(ns).wait_upkeep(timeout=600, flush=True)
             for qa, gold in qas:
-                kind = features(qa["question"])["kind"]
-                for s in strategies:
-                    for b in budgets:
-                        t1 = time.perf_counter()
-                        out = recall(rt, qa["question"], s, ns, b, options=options)
-                        ms = 1000 * (time.perf_counter() - t1)
-                        if args.pause_s:   # a host reads each answer before its next call
-                            time.sleep(args.pause_s)
-                        r = score(out, gold, texts, str(qa.get("answer", "")), b)
-                        results[(s, b, mode)].append(r | {"cat": qa["category"], "ms": ms,
-                                                          "kind": kind, "conv": name})
-                        if args.hash_contexts:   # to compare two runs question by question
-                            hashes.setdefault(label(s, b, mode), []).append(
-                                hashlib.sha1(out.context.encode()).hexdigest()[:12])
+                for (s, b), (r, context) in ask(rt, ns, qa, gold, texts, strategies, budgets,
+                                                options, args.pause_s).items():
+                    results[(s, b, mode)].append(r | {"conv": name})
+                    if args.hash_contexts:   # to compare two runs question by question
+                        hashes.setdefault(label(s, b, mode), []).append(
+                            hashlib.sha1(context.encode()).hexdigest()[:12])
             for q in off_q:   # questions this memory cannot answer: a recall should abstain
                 for s in strategies:
                     for b in budgets:

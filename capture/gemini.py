@@ -144,6 +144,15 @@ class _Reader:
         sid = st.get("sid") or "unknown"
         ts = m.get("timestamp") if isinstance(m.get("timestamp"), str) else None
         parts = _parts(m.get("content"))
+        self._text(m, kind, sid, mid, ts, parts)
+        self._parts_tools(sid, mid, ts, parts)
+        calls = m.get("toolCalls")
+        if kind == "gemini" and isinstance(calls, list):
+            self._tool_calls(sid, ts, calls)
+
+    def _text(self, m: dict, kind: str, sid: str, mid: str, ts: str | None, parts: list[dict]) -> None:
+        """The message's own words (for a user, what was shown: ``displayContent``); thinking
+        is counted, never stored."""
         shown = _parts(m.get("displayContent")) if kind == "user" and m.get("displayContent") else parts
         texts = []
         for p in shown:
@@ -157,6 +166,9 @@ class _Reader:
         if text and self._said(kind, text):
             self.add(f"gemini:{sid}:msg:{mid}", "user" if kind == "user" else "assistant",
                      text, ts, self.max_chars)
+
+    def _parts_tools(self, sid: str, mid: str, ts: str | None, parts: list[dict]) -> None:
+        """Function calls and responses inside the content parts; other non-text parts counted."""
         for i, p in enumerate(parts):
             call, resp = p.get("functionCall"), p.get("functionResponse")
             if isinstance(call, dict):
@@ -169,8 +181,10 @@ class _Reader:
                          TOOL_RESULT_CHARS)
             elif not isinstance(p.get("text"), str):
                 self.skipped[f"block:{next(iter(p), 'empty')}"[:40]] += 1
-        calls = m.get("toolCalls")
-        for tc in calls if kind == "gemini" and isinstance(calls, list) else []:
+
+    def _tool_calls(self, sid: str, ts: str | None, calls: list) -> None:
+        """A reply's ``toolCalls`` (the CLI's own record): a note per call, its result excerpted."""
+        for tc in calls:
             cid = _key(tc.get("id")) if isinstance(tc, dict) else None
             if not cid:
                 self.skipped["malformed"] += 1

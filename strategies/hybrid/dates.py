@@ -56,41 +56,44 @@ def _num(s: str) -> int:
     return int(s) if s.isdigit() else NUM.get(s, 1)
 
 
-def _resolve(kind: str, m: re.Match, ref: date) -> str | None:
-    g = [x.lower() if x else x for x in m.groups()]
-    if kind == "word":
-        w = g[0]
-        if w in ("yesterday", "last night"):
-            return fmt_day(ref - timedelta(days=1))
-        if w in ("today", "tonight"):
-            return fmt_day(ref)
-        if w == "tomorrow":
-            return fmt_day(ref + timedelta(days=1))
-        if w == "the day before yesterday":
-            return fmt_day(ref - timedelta(days=2))
-        return f"a few days before {fmt_day(ref)}"
-    if kind in ("ago", "in"):
-        n, unit = _num(g[0]), g[1]
-        sign = -1 if kind == "ago" else 1
-        if unit == "day":
-            return fmt_day(ref + sign * timedelta(days=n))
-        if unit in ("week", "weekend"):
-            return f"the week of {fmt_day(ref + sign * timedelta(weeks=n))}"
-        if unit == "month":
-            return fmt_month(ref.year, ref.month + sign * n)
-        return str(ref.year + sign * n)
-    if kind == "rel_day":
-        which, day = g[0], DAYS.index(g[1])
-        delta = (ref.weekday() - day) % 7 or 7
-        if which in ("next", "this coming", "coming"):
-            d = ref + timedelta(days=(day - ref.weekday()) % 7 or 7)
-            return f"{DAYS[day].title()}, {fmt_day(d)}"
-        if which == "this" and day >= ref.weekday():
-            d = ref + timedelta(days=day - ref.weekday())
-            return f"{DAYS[day].title()}, {fmt_day(d)}"
-        d = ref - timedelta(days=delta)
-        return f"the {DAYS[day].title()} before {fmt_day(ref)}, {fmt_day(d)}"
-    which, unit = g
+def _word(w: str, ref: date) -> str:
+    if w in ("yesterday", "last night"):
+        return fmt_day(ref - timedelta(days=1))
+    if w in ("today", "tonight"):
+        return fmt_day(ref)
+    if w == "tomorrow":
+        return fmt_day(ref + timedelta(days=1))
+    if w == "the day before yesterday":
+        return fmt_day(ref - timedelta(days=2))
+    return f"a few days before {fmt_day(ref)}"
+
+
+def _shifted(kind: str, n: int, unit: str, ref: date) -> str:
+    """"N units ago" / "in N units"."""
+    sign = -1 if kind == "ago" else 1
+    if unit == "day":
+        return fmt_day(ref + sign * timedelta(days=n))
+    if unit in ("week", "weekend"):
+        return f"the week of {fmt_day(ref + sign * timedelta(weeks=n))}"
+    if unit == "month":
+        return fmt_month(ref.year, ref.month + sign * n)
+    return str(ref.year + sign * n)
+
+
+def _weekday(which: str, day: int, ref: date) -> str:
+    """"next Friday", "this Monday", "last Sunday"."""
+    if which in ("next", "this coming", "coming"):
+        d = ref + timedelta(days=(day - ref.weekday()) % 7 or 7)
+        return f"{DAYS[day].title()}, {fmt_day(d)}"
+    if which == "this" and day >= ref.weekday():
+        d = ref + timedelta(days=day - ref.weekday())
+        return f"{DAYS[day].title()}, {fmt_day(d)}"
+    d = ref - timedelta(days=(ref.weekday() - day) % 7 or 7)
+    return f"the {DAYS[day].title()} before {fmt_day(ref)}, {fmt_day(d)}"
+
+
+def _period(which: str, unit: str, ref: date) -> str:
+    """"last week", "this month", "next year", "last summer"."""
     off = {"last": -1, "this past": -1, "past": -1, "this": 0, "next": 1}[which]
     if unit in ("week", "weekend"):
         word = {-1: "before", 0: "of", 1: "after"}[off]
@@ -101,6 +104,17 @@ def _resolve(kind: str, m: re.Match, ref: date) -> str | None:
         return str(ref.year + off)
     season_year = ref.year + off if off or unit != "winter" else ref.year
     return f"{unit} {season_year}"
+
+
+def _resolve(kind: str, m: re.Match, ref: date) -> str | None:
+    g = [x.lower() if x else x for x in m.groups()]
+    if kind == "word":
+        return _word(g[0], ref)
+    if kind in ("ago", "in"):
+        return _shifted(kind, _num(g[0]), g[1], ref)
+    if kind == "rel_day":
+        return _weekday(g[0], DAYS.index(g[1]), ref)
+    return _period(g[0], g[1], ref)
 
 
 def find_dates(text: str, when: datetime | date | None) -> list[tuple[int, int, str]]:
