@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, runtime_chec
 
 from pydantic import BaseModel, Field
 
+from .options import RecallOptions
+
 if TYPE_CHECKING:
     from ..providers.base import LLM
     from ..storage.space import Space
@@ -67,7 +69,7 @@ class RecallRequest:
     budget_tokens: int
     since: datetime | None = None
     until: datetime | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    options: RecallOptions = field(default_factory=RecallOptions)   # options.py
     # asked by ``auto`` for a voter's ranking: the items, route_reason and abstain are used, the
     # trace is not, so a strategy may leave out the parts of it that cost time to build
     ranking_only: bool = False
@@ -112,6 +114,9 @@ class Strategy(Protocol):
     - ``forget(env, source_ids: set[str]) -> int``: delete (and, where needed, rebuild) derived
       data that cites any of ``source_ids``; returns the number of rows removed.
     - ``explain(env, id) -> dict | None``: explain one of this strategy's own ids, or None.
+
+    Optional attribute ``Options``: the frozen dataclass of the recall options it reads
+    (``options.py``), read with ``request.options.of(Options)``.
     """
 
     name: str

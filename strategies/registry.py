@@ -55,6 +55,19 @@ def with_hook(hook: str) -> list[Any]:
     return [s for s in (get(n) for n in names()) if callable(getattr(s, hook, None))]
 
 
+def option_keys() -> set[str]:
+    """Every recall option some registered strategy declares (its ``Options`` class,
+    ``options.py``), loading them all; ``tools/recall.py`` checks a call's options against it."""
+    from .options import declared
+
+    out: set[str] = set()
+    for n in names():
+        cls = getattr(get(n), "Options", None)
+        if cls is not None:
+            out |= declared(cls)
+    return out
+
+
 def curates() -> bool:
     """Whether any registered strategy curates sessions (without importing them all)."""
     return bool(with_hook("curate"))

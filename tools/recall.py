@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from ..strategies import registry
 from ..strategies.base import Item, RecallRequest, SourceRef, tokens_of
+from ..strategies.options import OptionError, RecallOptions
 from ..strategies.registry import StrategyName
 from . import validate as v
 from .answer import doc
@@ -87,8 +88,12 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
 
     t0 = time.perf_counter()
     env = rt.env(ns)
+    try:   # only experiments pass options: then every strategy loads, to know their keys
+        opts = RecallOptions.parse(options, registry.option_keys() if options else None)
+    except OptionError as exc:
+        raise ToolFailure(str(exc)) from exc
     request = RecallRequest(query=query, budget_tokens=budget, since=t_since, until=t_until,
-                            options=dict(options or {}))
+                            options=opts)
     with rt.recalls:   # background curation lets running recalls pass (tools/curation.py)
         out = reading(env, lambda: _run(strat, env, request))
     tokens = tokens_of(out.context)

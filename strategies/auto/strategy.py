@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 
 from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
@@ -50,22 +51,46 @@ VOTERS = ("plain", "hybrid", "workspace", "wiki")
 PLAIN_FRESH = 1.0   # plain's least weight while sessions of the namespace await curation
 
 
+@dataclass(frozen=True)
+class AutoOptions:
+    """Experiments' knobs (``bench/``): the query ``kind``, RRF ``k`` and a voter's weight
+    ``w_<strategy>`` override the fit; ``expand``, ``share_depth``, ``w_dated``, ``unnamed_w``,
+    ``stretch_lift`` and ``current_first`` are the module docstring's numbers."""
+
+    kind: str | None = None
+    k: float | None = None
+    expand: float = fitted.EXPAND
+    share_depth: int = DEPTH
+    w_dated: float = W_DATED
+    unnamed_w: float = UNNAMED_W
+    stretch_lift: float = LIFT
+    current_first: int = 1
+    w_plain: float | None = None
+    w_hybrid: float | None = None
+    w_workspace: float | None = None
+    w_wiki: float | None = None
+
+    def weights(self) -> dict[str, float]:
+        """The voters' weights the caller set."""
+        w = {"plain": self.w_plain, "hybrid": self.w_hybrid, "workspace": self.w_workspace,
+             "wiki": self.w_wiki}
+        return {s: v for s, v in w.items() if v is not None}
+
+
 class AutoStrategy:
     name = "auto"
+    Options = AutoOptions
 
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
         from ..registry import get, names
 
-        opt = request.options
+        opt = request.options.of(AutoOptions)
         f = features(request.query)
-        kind = str(opt.get("kind", f["kind"]))
+        kind = opt.kind if opt.kind is not None else str(f["kind"])
         fit = fitted_for(request.budget_tokens)
-        weights = dict(fit["weights"].get(kind) or fit["weights"]["*"])
-        for s in VOTERS:   # bench/experiments: --opt w_wiki=2
-            if f"w_{s}" in opt:
-                weights[s] = float(opt[f"w_{s}"])
-        k = float(opt.get("k", fit["k"]))
-        expand = float(opt.get("expand", fitted.EXPAND))
+        weights = dict(fit["weights"].get(kind) or fit["weights"]["*"]) | opt.weights()
+        k = opt.k if opt.k is not None else float(fit["k"])
+        expand = opt.expand
         ready = _ready(env, [s for s in VOTERS if s in names()])
         waiting = set(env.space.uncurated_sessions()) if ready != ["plain"] else set()
         fresh = len(waiting)
@@ -86,12 +111,12 @@ class AutoStrategy:
                            request.query)
 
         runs, failed, ms, turns = vote(env, request, voters, expand,
-                                       int(opt.get("share_depth", DEPTH)))
+                                       opt.share_depth)
         if not runs:   # every voter failed: the plain path reports its own error, if any
             return get("plain").recall(env, request)
         voters = list(runs)
         rankings = {s: ranked_sources(out) for s, out in runs.items()}
-        w_dated = float(opt.get("w_dated", W_DATED))
+        w_dated = opt.w_dated
         periods = periods_named(request.query, env.space.latest_session_time) if w_dated else []
         dated = period_rankings(env, request, periods, turns.qv) if periods else {}
         fused = fuse(rankings | dated, {s: weights[s] for s in voters} |
@@ -101,13 +126,13 @@ class AutoStrategy:
                                 {s: weights[s] for s in voters}, k)
         by_id = {r["id"]: r for r in turns.rows([i for i, _, _ in fused])}   # read once
         fused, named, unnamed_w = weigh_named(env, request.query, fused, by_id,
-                                              float(opt.get("unnamed_w", UNNAMED_W)))
-        fused, raised = lift_stretches(fused, by_id, float(opt.get("stretch_lift", LIFT)))
+                                              opt.unnamed_w)
+        fused, raised = lift_stretches(fused, by_id, opt.stretch_lift)
         info = {sid: (score, ranks) for sid, score, ranks in fused}
         ids = [sid for sid, _, _ in fused]
         changed = (revisions.changes(env.space, ids[:DEPTH], slotted_claims(env.ns, env.space))
                    if "wiki" in ready and
-                   int(opt.get("current_first", 1)) else {})
+                   opt.current_first else {})
         ranked = revisions.current_first(ids, changed, request.query)
         added = set(ranked) - info.keys()
         for i in added:   # a current value no voter ranked: listed unscored
@@ -128,7 +153,7 @@ class AutoStrategy:
                       "ready": ready, "uncurated_sessions": fresh, "fit": fit["summary"],
                       "named_speakers": sorted(named), "unnamed_w": unnamed_w,
                       "periods": {p: w_dated for p in dated},
-                      "stretch": {"lift": float(opt.get("stretch_lift", LIFT)), "window": WINDOW}},
+                      "stretch": {"lift": opt.stretch_lift, "window": WINDOW}},
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
                                "abstain": out.abstain, "ms": ms[s]} for s, out in runs.items()},
             "shared": dict(turns.hits),

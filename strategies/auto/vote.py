@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from ..aliases import namespace_speakers, speaker_aliases
 from ..base import Env, RecallRequest, Recollection
+from ..options import RecallOptions
 from ..search import Once, TurnSearch
 from ..speakers import without_speakers
 from .relevance import TOP
@@ -33,7 +34,8 @@ def vote(env: Env, request: RecallRequest, voters: list[str], expand: float,
     # current_first 0: auto orders changed facts once, on the fused ranking (``recall``)
     sub = RecallRequest(query=request.query,
                         budget_tokens=max(1, int(request.budget_tokens * expand)),
-                        since=request.since, until=request.until, options={"current_first": 0},
+                        since=request.since, until=request.until,
+                        options=RecallOptions.parse({"current_first": 0}),
                         ranking_only=True)
     guess = _name_free_guess(env, request.query)
     qv: Future = Future()

@@ -19,18 +19,31 @@ contract is a budgeted context whose quoted sources must be verbatim):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..base import Env, RecallRequest
 from ..frame import CLOSE, OPEN, one_line, shown
 from ..search import ranked_lists, rrf, search_turns, turn_search
 
-DEFAULTS = {"k": 10, "fts": 1, "notes": 0.15, "per_episode": 3, "candidates": 100,
-            "w_bm25": 1.0, "w_dense": 1.0, "w_fact": 1.0, "w_episode": 0.5, "max_notes": 12}
+@dataclass(frozen=True)
+class HybridOptions:
+    """See the module docstring; ``candidates``: the turn search's depth, ``max_notes``: at
+    most this many note lines."""
 
+    k: int = 10
+    fts: int = 1
+    notes: float = 0.15
+    per_episode: int = 3
+    candidates: int = 100
+    w_bm25: float = 1.0
+    w_dense: float = 1.0
+    w_fact: float = 1.0
+    w_episode: float = 0.5
+    max_notes: int = 12
 
-def opts(request: RecallRequest) -> dict:
-    out = dict(DEFAULTS)
-    out.update({k: v for k, v in request.options.items() if k in DEFAULTS})
-    return out
+    def weight(self, ranking: str) -> float:
+        return {"bm25": self.w_bm25, "dense": self.w_dense, "fact": self.w_fact,
+                "episode": self.w_episode}[ranking]
 
 
 def search_memories(env: Env, request: RecallRequest, qv, kind: str, n: int, fts: bool):
@@ -129,14 +142,14 @@ def with_notes(context: str, notes: str) -> str:
     return context.replace(OPEN, OPEN + notes, 1)
 
 
-def candidate_sources(env: Env, request: RecallRequest, o: dict, episodes, facts, qv):
-    n = int(o["candidates"])
+def candidate_sources(env: Env, request: RecallRequest, o: HybridOptions, episodes, facts, qv):
+    n = o.candidates
     turns = turn_search(env, request, n, qv)
     order, parts = search_turns(env, request, n, names=False, turns=turns)
     rankings = ranked_lists(parts, ("bm25", "dense"))
     rankings["fact"] = [s for f in facts for s in f["source_ids"]]
-    rankings["episode"] = episode_turns(env, episodes, qv, int(o["per_episode"]))
-    weights = {n: float(o[f"w_{n}"]) for n in rankings}
+    rankings["episode"] = episode_turns(env, episodes, qv, o.per_episode)
+    weights = {n: o.weight(n) for n in rankings}
     fused = rrf(rankings, weights=weights)
     for i, p in parts.items():
         fused[i].update({k: round(v, 4) for k, v in p.items() if k in ("bm25", "cosine")})

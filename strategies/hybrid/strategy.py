@@ -8,6 +8,8 @@ written so far (sessions not yet curated are still found through their raw turns
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
 from ..search import source_ref
@@ -16,6 +18,7 @@ from . import retrieve as R
 
 class HybridStrategy:
     name = "hybrid"
+    Options = R.HybridOptions
 
     def has_memory(self, env: Env) -> bool:
         """Whether the namespace holds any active episode or fact (``auto`` asks)."""
@@ -23,16 +26,15 @@ class HybridStrategy:
 
     # -- recall ------------------------------------------------------------------------------
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
-        o = R.opts(request)
-        k = int(o["k"])
+        o = request.options.of(R.HybridOptions)
+        k = o.k
         qv = env.embed_query(request.query)
-        fts = bool(o["fts"])
+        fts = bool(o.fts)
         episodes, ep_parts = R.search_memories(env, request, qv, "episode", k, fts)
         facts, fa_parts = R.search_memories(env, request, qv, "fact", 2 * k, fts)
         rows, fused = R.candidate_sources(env, request, o, episodes, facts, qv)
         limit = request.budget_tokens * 4
-        notes, kept, dropped = R.notes_block(episodes, facts, int(limit * float(o["notes"])),
-                                             int(o["max_notes"]))
+        notes, kept, dropped = R.notes_block(episodes, facts, int(limit * o.notes), o.max_notes)
         packed = pack_sources(rows, request.budget_tokens, extra_chars=len(notes))
         context = R.with_notes(packed.context, notes)   # notes alone still get the frame
         if len(context) > limit:  # cannot happen with pack_sources' accounting; stay safe anyway
@@ -52,7 +54,7 @@ class HybridStrategy:
         trace = {
             "method": f"top-{k} episodes + top-{2 * k} tuples (dense{' + BM25' if fts else ''}, RRF)"
                       "; their turns fused with the BM25 + dense turn search by weighted RRF",
-            "options": o,
+            "options": asdict(o),
             "episodes": [self._mem_trace(r, ep_parts, kept_ids, quoted) for r in episodes],
             "facts": [self._mem_trace(r, fa_parts, kept_ids, quoted) for r in facts],
             "notes_dropped": [{"id": i, "why": why} for i, why in dropped],

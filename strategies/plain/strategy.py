@@ -14,9 +14,24 @@ every other strategy must beat.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..base import Env, Item, ItemKind, RecallRequest, Recollection, SourceRef
 from ..render import pack_sources
 from ..search import RRF_K, search_turns, source_ref, turn_search
+
+
+@dataclass(frozen=True)
+class PlainOptions:
+    """``candidates``: each list's depth; ``rrf_k``: the fusion's k; ``strip_names`` (1/0),
+    ``content_dense``, ``dense_weight``, ``speaker_dense``: see ``search.search_turns``."""
+
+    candidates: int = 100
+    rrf_k: int = RRF_K
+    strip_names: int = 1
+    content_dense: float = 1.0
+    dense_weight: float = 1.0
+    speaker_dense: float = 1.0
 
 
 def finish(packed, parts: dict[str, dict], kind: ItemKind = "source") -> tuple[list[Item], list[SourceRef]]:
@@ -28,18 +43,14 @@ def finish(packed, parts: dict[str, dict], kind: ItemKind = "source") -> tuple[l
 
 class PlainStrategy:
     name = "plain"
-    candidates = 100
+    Options = PlainOptions
 
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
-        opts = request.options
-        n = int(opts.get("candidates", self.candidates))
-        k = int(opts.get("rrf_k", RRF_K))
-        named = bool(int(opts.get("strip_names", 1)))
+        o = request.options.of(PlainOptions)
+        n, k, named = o.candidates, o.rrf_k, bool(o.strip_names)
         turns = turn_search(env, request, n)
-        order, parts = search_turns(env, request, n, names=named, k=k,
-                                    content_w=float(opts.get("content_dense", 1.0)),
-                                    dense_w=float(opts.get("dense_weight", 1.0)),
-                                    speaker_w=float(opts.get("speaker_dense", 1.0)), turns=turns)
+        order, parts = search_turns(env, request, n, names=named, k=k, content_w=o.content_dense,
+                                    dense_w=o.dense_weight, speaker_w=o.speaker_dense, turns=turns)
         for p in parts.values():   # the trace shows raw scores at 4 places
             for key in ("bm25", "cosine"):
                 if key in p:

@@ -8,7 +8,7 @@ them verbatim with ``render.pack_sources`` (same frame and session-date grouping
 If the evidence looks insufficient, one controlled retry reroutes with hints; if it is still
 insufficient the recollection says ``abstain`` (its context is still returned).
 
-Options (``request.options``): ``t`` (15), ``k`` (15), ``routing`` ("wiki" | "direct"),
+Options (``WikiOptions``): ``t`` (15), ``k`` (15), ``routing`` ("wiki" | "direct"),
 ``candidates`` (turn search depth, 200), ``retry`` (1/0), ``strip_names`` (1/0: search a query
 that names speakers without their names, ``search.search_turns``), ``content_dense`` (1.0),
 ``speaker_dense`` (1.0: the named speakers' own turns, ranked by the name-free query),
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,9 +44,27 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class WikiOptions:
+    """The module docstring lists each (``rrf_k``: the turn search's fusion k)."""
+
+    t: int = 15
+    k: int = 15
+    routing: str = "wiki"
+    candidates: int = 200
+    retry: int = 1
+    strip_names: int = 1
+    content_dense: float = 1.0
+    rrf_k: int = RRF_K
+    speaker_dense: float = 1.0
+    current_first: int = 1
+    sel_w: float = 0.0
+
+
 class WikiStrategy:
     name = "wiki"
-    m, t, k, n_turns = 15, 15, 15, 200
+    Options = WikiOptions
+    m = 15   # a trajectory's length at which it is closed (paper 003's m)
 
     def has_memory(self, env: Env) -> bool:
         """Whether curation has built any trajectory in this namespace yet (``auto`` asks)."""
@@ -90,11 +109,11 @@ class WikiStrategy:
     # -- recall ---------------------------------------------------------------------------
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
         store.ensure(env.space)
-        opt = request.options
-        t, k = int(opt.get("t", self.t)), int(opt.get("k", self.k))
-        direct = opt.get("routing", "wiki") == "direct"
+        o = request.options.of(WikiOptions)
+        t, k = o.t, o.k
+        direct = o.routing == "direct"
         qv = env.embed_query(request.query)
-        n = int(opt.get("candidates", self.n_turns))
+        n = o.candidates
         turns = turn_search(env, request, n, qv)
         reads = _Reads(env.space, turns)
         # the pages are routed from the query alone: in the namespace's pool, beside the turn
@@ -103,15 +122,13 @@ class WikiStrategy:
         routed = (lambda: []) if direct else ahead(env.ns.pool(), route.route_pages, env.space,
                                                    qv, request.query, f, t)
         order, parts = search_turns(   # named speakers: see search.search_turns
-            env, request, n, names=bool(int(opt.get("strip_names", 1))),
-            content_w=float(opt.get("content_dense", 1.0)), k=int(opt.get("rrf_k", RRF_K)),
-            speaker_w=float(opt.get("speaker_dense", 1.0)),
-            turns=turns)
+            env, request, n, names=bool(o.strip_names), content_w=o.content_dense, k=o.rrf_k,
+            speaker_w=o.speaker_dense, turns=turns)
         fused = {i: p["score"] for i, p in parts.items()}
         first = self._attempt(env, reads, request, request.query, qv, fused, order, t, k, direct,
                               parts, routed=(f, routed()))
         final, retry = first, None
-        if not first["suff"]["sufficient"] and int(opt.get("retry", 1)):
+        if not first["suff"]["sufficient"] and o.retry:
             hint = ev.hints(first["f"], first["chosen"], first["suff"])
             q2 = request.query + (" " + " ".join(hint) if hint else "")
             qv2 = ev.mean_vec([qv, env.embed_query(q2)])
@@ -140,11 +157,11 @@ class WikiStrategy:
         maps = turnmap.turn_maps(state_of(env.ns).maps, space)
         order2, sc = scoring.score_turns(space, qv, f, parts, support, maps, None,
                                          {c["row"]["id"] for c in chosen},
-                                         float(request.options.get("sel_w", 0.0)))
+                                         request.options.of(WikiOptions).sel_w)
         rel = {i: round(sc["parts"][i]["score"], 4) for i in order2}
         owner = {i: sc["t_of"].get(i) for i in order2}
-        changed = revisions.changes(space, order2[:200], turnmap.SlottedClaims(maps)) if int(
-            request.options.get("current_first", 1)) else {}
+        changed = (revisions.changes(space, order2[:200], turnmap.SlottedClaims(maps))
+                   if request.options.of(WikiOptions).current_first else {})
         ids = revisions.current_first(order2[:200], changed, request.query)
         rows_src = [r for r in reads.turns.rows(ids) if request.in_window(r["timestamp"])]
         packed = pack_sources(rows_src, request.budget_tokens, marks=revisions.marks(changed))

@@ -11,6 +11,7 @@ scores, and their total), counts and timings.
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,6 +26,7 @@ from .select import greedy, kernel, path_costs, priorities, propagate
 
 if TYPE_CHECKING:
     from ..base import Env
+    from .strategy import WorkspaceOptions
 
 
 LEFT_OUT_SHOWN = 60   # the trace lists the best left-out candidates (by affinity), and the total
@@ -45,7 +47,7 @@ class _Edges:
         return [(k, w) for k, w, e in nb if not (self.no_cross and e == "semantic")]
 
 
-def _seeds(env: Env, request, s, snap, scheme, qv):
+def _seeds(env: Env, request, s: WorkspaceOptions, snap, scheme, qv):
     """The seed threads: the ``seeds`` best by r0, then the threads holding the best searched
     turns. r0 is computed for every thread as arrays (a dict and a sort over every thread of
     the namespace cost milliseconds per recall at 30k turns, ~10k threads) and returned for
@@ -55,20 +57,20 @@ def _seeds(env: Env, request, s, snap, scheme, qv):
     why = {}
     lexical = []
     parts = {}
-    if s["seeding"] == "hybrid" or s["affinity"] != "dense":
-        order, parts = _search(env, request, qv, s["search_n"], snap, s)
-    if s["seeding"] == "hybrid":
+    if s.seeding == "hybrid" or s.affinity != "dense":
+        order, parts = _search(env, request, qv, s.search_n, snap, s)
+    if s.seeding == "hybrid":
         owner = snap.unit_thread[scheme]
         for sid in order:               # d_idx: the head or the thread's best dense-hit unit
             t = owner.get(sid)
             if t is not None and parts[sid].get("cosine") is not None:
                 sim[at[t]] = max(float(sim[at[t]]), parts[sid]["cosine"])
-        for sid in order[:s["lex_seeds"]]:
+        for sid in order[:s.lex_seeds]:
             t = owner.get(sid)
             if t is not None and t not in lexical:
                 lexical.append(t)
     r0 = 1.0 / (1.0 + (1.0 - sim.astype(np.float64)))
-    seeds = [ids[n] for n in _best(r0, ids, s["seeds"])]
+    seeds = [ids[n] for n in _best(r0, ids, s.seeds)]
     for t in seeds:
         why[t] = "top r0"
     for t in lexical:
@@ -93,20 +95,21 @@ def _best(score: np.ndarray, ids: list[str], k: int) -> list[int]:
     return sorted(cand.tolist(), key=lambda n: (-score[n], ids[n]))[:k]
 
 
-def _search(env: Env, request, qv, n, snap, s):
+def _search(env: Env, request, qv, n, snap, s: WorkspaceOptions):
     """``search.search_turns`` with the query vector already computed and the speakers of
     all dense hits read from the snapshot's cached rows; ``strip_names=0`` searches the query
     as it is.
     Every source vector embeds "speaker: text", so the query's name pulls the first dense list
     towards all of that speaker's turns; the name-free list ranks by what is asked about."""
     return search_turns(
-        env, request, n, names=bool(s["strip_names"]), content_w=s["content_dense"],
-        speaker_w=s["speaker_dense"],
+        env, request, n, names=bool(s.strip_names), content_w=s.content_dense,
+        speaker_w=s.speaker_dense,
         speaker_rows=lambda ids: list(snap.unit_rows(env.space, ids)[0].values()),
         turns=turn_search(env, request, n, qv))
 
 
-def workspace_recall(env: Env, request: RecallRequest, s: dict, snap, scheme: str, t0: float) -> Recollection:
+def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap, scheme: str,
+                     t0: float) -> Recollection:
     from .strategy import assemble, line_costs
 
     timing = {}
@@ -114,9 +117,9 @@ def workspace_recall(env: Env, request: RecallRequest, s: dict, snap, scheme: st
     timing["embed_ms"] = round(1000 * (time.perf_counter() - t0), 1)
     seeds, r0, why, parts = _seeds(env, request, s, snap, scheme, qv)
     adj_all = snap.adj.get(scheme, {})
-    adj = _Edges(adj_all, bool(s["no_cross"]))
-    max_threads = max(s["max_threads"], len(seeds))
-    r_tilde, hop = propagate(r0, seeds, adj, s["hops"], max_threads, s["gamma"])
+    adj = _Edges(adj_all, bool(s.no_cross))
+    max_threads = max(s.max_threads, len(seeds))
+    r_tilde, hop = propagate(r0, seeds, adj, s.hops, max_threads, s.gamma)
     th_ids = list(r_tilde)
     timing["localise_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
@@ -142,44 +145,44 @@ def workspace_recall(env: Env, request: RecallRequest, s: dict, snap, scheme: st
     E = np.stack([vecs[u] for u in unit_ids]).astype(np.float64)   # float64: OpenBLAS
     # sgemm threading costs tens of ms on a busy two-core machine; dgemm of this size takes ~1 ms
     alpha = (1.0 + E @ qv) / 2.0
-    if s["affinity"] == "hybrid":   # see the module docstring of strategy.py
+    if s.affinity == "hybrid":   # see the module docstring of strategy.py
         top = max([p.get("bm25", 0.0) for p in parts.values()] + [1e-9])
         lex = np.array([parts.get(u, {}).get("bm25", 0.0) / top for u in unit_ids])
-        alpha = (1.0 - s["beta"]) * alpha + s["beta"] * lex
-    elif s["affinity"] == "rrf":
+        alpha = (1.0 - s.beta) * alpha + s.beta * lex
+    elif s.affinity == "rrf":
         top = max([p["score"] for p in parts.values()] + [1e-9])
         fused = np.array([parts.get(u, {}).get("score", 0.0) / top for u in unit_ids])
-        alpha = (1.0 - s["beta"]) * alpha + s["beta"] * fused
+        alpha = (1.0 - s.beta) * alpha + s.beta * fused
     texts = [rows[u]["text"] for u in unit_ids]
-    if s["speaker_w"] > 0:   # first-person evidence about a named speaker (roles.py)
+    if s.speaker_w > 0:   # first-person evidence about a named speaker (roles.py)
         named = speaker_match(request.query, [rows[u].get("speaker") for u in unit_ids],
                               speaker_aliases(env.ns, env.space))
-        alpha = np.minimum(1.0, alpha + s["speaker_w"] * named)
+        alpha = np.minimum(1.0, alpha + s.speaker_w * named)
     alpha_own = alpha
-    if s["ctx_eta"] > 0:   # context inheritance (strategy.py docstring): within-thread neighbours
+    if s.ctx_eta > 0:   # context inheritance (strategy.py docstring): within-thread neighbours
         alpha = alpha.copy()
         for i in range(n):
-            for j in ((i - 1,) if s["ctx_next_only"] else (i - 1, i + 1)):
+            for j in ((i - 1,) if s.ctx_next_only else (i - 1, i + 1)):
                 if 0 <= j < n and thread_of[j] == thread_of[i]:
-                    alpha[i] = max(alpha[i], s["ctx_eta"] * alpha_own[j] - s["ctx_margin"])
+                    alpha[i] = max(alpha[i], s.ctx_eta * alpha_own[j] - s.ctx_margin)
 
     # roles (eq. 5)
-    conditioned = not s["no_roles"]
+    conditioned = not s.no_roles
     delta = roles.demand(request.query, conditioned)
     degree = {t: len(adj.get(t, ())) for t in th_ids}
-    feats = roles.unit_features(alpha, texts, thread_of, pos, degree, hop, max(s["hops"], 1))
+    feats = roles.unit_features(alpha, texts, thread_of, pos, degree, hop, max(s.hops, 1))
     rho, phi = roles.assign(delta, feats, conditioned)
 
     # cost, priority (eq. 6-7)
     t_at = {t: i for i, t in enumerate(th_ids)}
     tidx = np.array([t_at[t] for t in thread_of])
     dist = path_costs(th_ids, adj)
-    b_q = max(1, min(s["units"], n))
+    b_q = max(1, min(s.units, n))
     w, pi, cost = priorities(np.array([r_tilde[t] for t in th_ids]), dist[:, tidx], alpha, phi,
-                             b_q, s["lam_m"], s["lam_r"], s["tau"])
+                             b_q, s.lam_m, s.lam_r, s.tau)
     mass = np.bincount(tidx, weights=pi, minlength=len(th_ids))
-    multi = not s["no_multi"]
-    K = kernel(E, tidx, "identity" if s["identity_k"] else "structured", multi)
+    multi = not s.no_multi
+    K = kernel(E, tidx, "identity" if s.identity_k else "structured", multi)
 
     # greedy (eq. 8-9) under B_q units, then (fill) the token budget
     # the unit cache keeps a long message's first-read passage: quote the best one so far
@@ -187,12 +190,12 @@ def workspace_recall(env: Env, request: RecallRequest, s: dict, snap, scheme: st
     costs, first = line_costs(cand_rows)
     limit = request.budget_tokens * 4 - len(OPEN) - len(CLOSE)
     chosen, left = greedy(K, pi, rho, delta, alpha, tidx, mass, costs, first,
-                          [r["session_id"] for r in cand_rows], limit, b_q, bool(s["fill"]), multi)
+                          [r["session_id"] for r in cand_rows], limit, b_q, bool(s.fill), multi)
     timing["select_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
     picked = [cand_rows[i] for i, *_ in chosen]
     heads = []
-    if s.get("heads"):
+    if s.heads:
         heads = [one_line(snap.threads[t]["head"])
                  for t in dict.fromkeys(thread_of[i] for i, *_ in chosen)]
     context, verbatim = assemble(picked, heads, request.budget_tokens * 4)
@@ -212,7 +215,7 @@ def workspace_recall(env: Env, request: RecallRequest, s: dict, snap, scheme: st
     sources = [source_ref(r) for r in picked if r["id"] in verbatim]
     used_threads = list(dict.fromkeys(thread_of[i] for i, *_ in chosen))
     reason = (f"workspace: {len(seeds)} seed threads, {len(th_ids)} in the neighbourhood "
-              f"(H={s['hops']}), {n} candidates, {len(chosen)} units from {len(used_threads)} "
+              f"(H={s.hops}), {n} candidates, {len(chosen)} units from {len(used_threads)} "
               "threads")
     if request.ranking_only:   # auto's vote: the per-unit trace below is not kept (7 ms)
         return Recollection(context=context, items=items, sources=sources, abstain=not picked,
@@ -220,7 +223,7 @@ def workspace_recall(env: Env, request: RecallRequest, s: dict, snap, scheme: st
     trace = {
         "method": "TrawMem workspace: seed threads -> eq.4 propagation -> roles (eq.5) -> "
                   "cost/priority (eq.6-7) -> greedy J_q (eq.8-9)",
-        "settings": s,
+        "settings": asdict(s),
         "seeds": [{"thread": t, "r0": round(r0[t], 4), "why": why[t]} for t in seeds],
         "neighbourhood": [{"thread": t, "score": round(r_tilde[t], 4), "hop": hop[t],
                            "units": len(snap.threads[t]["source_ids"])} for t in th_ids],

@@ -7,7 +7,7 @@ under the objective J_q (eq. 6-9), then renders the chosen units verbatim with `
 (same ``<memory>`` frame and session-date grouping as ``plain``; within a session, source order,
 which is within-thread order).
 
-Beyond the paper (each switchable per call through ``request.options``; defaults in ``OPTIONS``;
+Beyond the paper (each switchable per call through the options; defaults in ``WorkspaceOptions``;
 the LoCoMo figures that motivated them are in CHANGELOG.md, 2026-11-30):
 - **Seeding** ``seeding="hybrid"`` (default): the thread index distance d_idx is the smaller of the
   head distance and the distance of the thread's best unit among the query's dense hits, and the
@@ -54,6 +54,8 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
 
 from ..base import Env, RecallRequest, Recollection
 from ..render import OPEN, render, render_line, session_header
@@ -61,32 +63,59 @@ from . import cache, graph
 
 log = logging.getLogger(__name__)
 
-OPTIONS = {"hops": 3, "units": 16, "fill": 1, "seeds": 4, "lex_seeds": 60, "max_threads": 80,
-           "seeding": "hybrid", "gamma": 0.6, "tau": 0.1, "lam_m": 1.25, "lam_r": 0.5,
-           "fixed_seg": 0, "no_cross": 0, "seed_only": 0, "no_roles": 0, "identity_k": 0,
-           "no_multi": 0, "heads": 0, "affinity": "rrf", "beta": 0.8, "search_n": 100,
-           "ctx_eta": 1.0, "ctx_next_only": 0, "ctx_margin": 0.3, "speaker_w": 0.05,
-           "strip_names": 1, "content_dense": 1.0, "speaker_dense": 1.0}
 ABLATIONS = ("fixed_seg", "no_cross", "seed_only", "no_roles", "identity_k", "no_multi")
 
 
-def settings(options: dict) -> dict:
-    """Per-call knobs; ``ablation=<name>`` is shorthand for ``<name>=1``; ``B`` for ``units``."""
-    s = dict(OPTIONS)
-    for k, v in options.items():
-        if k == "ablation" and v in ABLATIONS:
-            s[v] = 1
-        elif k == "B":
-            s["units"] = int(v)
-        elif k in s:
-            s[k] = type(OPTIONS[k])(v) if not isinstance(OPTIONS[k], str) else str(v)
-    if s["seed_only"]:
-        s["hops"] = 0
-    return s
+@dataclass(frozen=True)
+class WorkspaceOptions:
+    """Per-call knobs (the module docstring and ``recall.py`` say what each does); ``ablation=
+    <name>`` is shorthand for ``<name>=1``, ``B`` for ``units``; ``seed_only`` sets ``hops`` 0."""
+
+    ALIASES: ClassVar[tuple[str, ...]] = ("ablation", "B")
+
+    hops: int = 3
+    units: int = 16
+    fill: int = 1
+    seeds: int = 4
+    lex_seeds: int = 60
+    max_threads: int = 80
+    seeding: str = "hybrid"
+    gamma: float = 0.6
+    tau: float = 0.1
+    lam_m: float = 1.25
+    lam_r: float = 0.5
+    fixed_seg: int = 0
+    no_cross: int = 0
+    seed_only: int = 0
+    no_roles: int = 0
+    identity_k: int = 0
+    no_multi: int = 0
+    heads: int = 0
+    affinity: str = "rrf"
+    beta: float = 0.8
+    search_n: int = 100
+    ctx_eta: float = 1.0
+    ctx_next_only: int = 0
+    ctx_margin: float = 0.3
+    speaker_w: float = 0.05
+    strip_names: int = 1
+    content_dense: float = 1.0
+    speaker_dense: float = 1.0
+
+    @classmethod
+    def resolve(cls, kw: dict[str, Any], raw: Mapping[str, Any]) -> dict[str, Any]:
+        if raw.get("ablation") in ABLATIONS:
+            kw[str(raw["ablation"])] = 1
+        if "B" in raw:
+            kw["units"] = int(raw["B"])
+        if kw.get("seed_only"):
+            kw["hops"] = 0
+        return kw
 
 
 class WorkspaceStrategy:
     name = "workspace"
+    Options = WorkspaceOptions
 
     def has_memory(self, env: Env) -> bool:
         """Whether curation has built any thread in this namespace yet (``auto`` asks)."""
@@ -154,10 +183,10 @@ class WorkspaceStrategy:
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
         from .recall import workspace_recall
 
-        s = settings(request.options)
+        s = request.options.of(WorkspaceOptions)
         t0 = time.perf_counter()
         snap = cache.snapshot(cache.of(env.ns), env.space)
-        scheme = "fixed" if s["fixed_seg"] else "topic"
+        scheme = "fixed" if s.fixed_seg else "topic"
         if not snap.ids.get(scheme):   # nothing curated yet: raw-turn search keeps recall working
             from ..registry import get
 

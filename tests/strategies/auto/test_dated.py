@@ -86,11 +86,12 @@ async def test_the_named_days_turns_vote(client, server):
     assert said[first["id"]] == "2024-03-05-a" and first["ranks"]["day:2024-03-05"] == 1
     # without the day's vote another day's pasta ranks first: this test can fail
     from trimem.strategies.base import RecallRequest
+    from trimem.strategies.options import RecallOptions
     from trimem.strategies.registry import get
 
     env = server.runtime.env("meals")
     off = get("auto").recall(env, RecallRequest(query=q, budget_tokens=60,
-                                                options={"w_dated": 0}))
+                                                options=RecallOptions.parse({"w_dated": 0})))
     assert off.trace["chosen"][0]["id"] != first["id"]
     # a day with no turns adds nothing
     none = payload(await client.call_tool("recall", {

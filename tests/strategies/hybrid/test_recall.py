@@ -7,6 +7,7 @@ import pytest
 
 from helpers import error_text, payload
 from trimem.strategies.base import RecallRequest
+from trimem.strategies.options import RecallOptions
 from trimem.strategies.hybrid.strategy import HybridStrategy
 
 pytestmark = pytest.mark.anyio
@@ -31,7 +32,7 @@ async def test_top_k_episodes_and_top_2k_tuples(client, server):
     strat = HybridStrategy()
     out = strat.recall(env, RecallRequest("who went kayaking?", 2000))
     assert len(out.trace["episodes"]) == 10 and len(out.trace["facts"]) == 20
-    out = strat.recall(env, RecallRequest("who went kayaking?", 2000, options={"k": 3}))
+    out = strat.recall(env, RecallRequest("who went kayaking?", 2000, options=RecallOptions.parse({"k": 3})))
     assert len(out.trace["episodes"]) == 3 and len(out.trace["facts"]) == 6
     assert len(out.context) <= 2000 * 4
 

@@ -10,7 +10,8 @@ from trimem.server.settings import Settings
 from trimem.strategies.base import RecallRequest
 from trimem.strategies.workspace import cache
 from trimem.strategies.workspace.recall import _search
-from trimem.strategies.workspace.strategy import settings
+from trimem.strategies.options import RecallOptions
+from trimem.strategies.workspace.strategy import WorkspaceOptions
 from trimem.tools.recall import recall
 from trimem.tools.remember import Message, remember
 from trimem.tools.runtime import Runtime
@@ -39,7 +40,7 @@ def _fused(rt, strip_names):
     """The fused BM25 + dense candidate order workspace recall starts from."""
     env = rt.env("default")
     query = "What sport does Ana do?"
-    s = settings({"strip_names": strip_names})
+    s = RecallOptions.parse({"strip_names": strip_names}).of(WorkspaceOptions)
     order, parts = _search(env, RecallRequest(query=query, budget_tokens=500),
                            np.asarray(env.embed_query(query)), 50,
                            cache.snapshot(cache.of(env.ns), env.space), s)
