@@ -77,115 +77,185 @@ class AutoOptions:
         return {s: v for s, v in w.items() if v is not None}
 
 
+@dataclass
+class _Route:
+    """What ``auto`` decided before anyone ranked: the query's kind, the fit, the weights, and
+    which strategies vote."""
+
+    opt: AutoOptions
+    f: dict
+    kind: str
+    fit: dict
+    weights: dict[str, float]
+    k: float
+    ready: list[str]
+    waiting: set[str]
+    voters: list[str]
+
+
+@dataclass
+class _Fused:
+    """The fused ranking: per turn its score and each voter's rank, in rank order, with what
+    changed it (named speakers, named periods, stretches, facts that changed later)."""
+
+    rows: list[dict]
+    info: dict[str, tuple[float, dict]]
+    named: set[str]
+    unnamed_w: float
+    dated: dict
+    raised: dict[str, float]
+    changed: dict
+
+
 class AutoStrategy:
     name = "auto"
     Options = AutoOptions
 
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
-        from ..registry import get, names
+        from ..registry import get
 
-        opt = request.options.of(AutoOptions)
-        f = features(request.query)
-        kind = opt.kind if opt.kind is not None else str(f["kind"])
-        fit = fitted_for(request.budget_tokens)
-        weights = dict(fit["weights"].get(kind) or fit["weights"]["*"]) | opt.weights()
-        k = opt.k if opt.k is not None else float(fit["k"])
-        expand = opt.expand
-        ready = _ready(env, [s for s in VOTERS if s in names()])
-        waiting = set(env.space.uncurated_sessions()) if ready != ["plain"] else set()
-        fresh = len(waiting)
-        if fresh and weights.get("plain", 0.0) < PLAIN_FRESH:
-            # sessions still waiting for curation are in no curated store: only plain sees
-            # their turns, so it votes (README: raw messages are searchable at once)
-            weights["plain"] = PLAIN_FRESH
-        voters = [s for s in ready if weights.get(s, 0.0) > 0] or ["plain"]
-        if voters == ["plain"]:
-            out = get("plain").recall(env, request)
-            why = ("no curated memory in this namespace yet (curation has not run or is still "
-                   "running), so raw-turn search answers" if ready == ["plain"] else
-                   f"for {kind} questions the fitted weights give the other strategies no vote")
-            out.route_reason = f"auto → plain: {why}"
-            out.trace["route"] = {"kind": kind, "features": _show(f), "voters": ["plain"],
-                                  "ready": ready}
-            return _judged(env, out, *evidence(TurnSearch(env, request, TOP)),
-                           request.query)
-
-        runs, failed, ms, turns = vote(env, request, voters, expand,
-                                       opt.share_depth)
+        route = _route(env, request)
+        if route.voters == ["plain"]:
+            return _plain_only(env, request, route)
+        runs, failed, ms, turns = vote(env, request, route.voters, route.opt.expand,
+                                       route.opt.share_depth)
         if not runs:   # every voter failed: the plain path reports its own error, if any
             return get("plain").recall(env, request)
-        voters = list(runs)
+        route.voters = list(runs)
         rankings = {s: ranked_sources(out) for s, out in runs.items()}
-        w_dated = opt.w_dated
-        periods = periods_named(request.query, env.space.latest_session_time) if w_dated else []
-        dated = period_rankings(env, request, periods, turns.qv) if periods else {}
-        fused = fuse(rankings | dated, {s: weights[s] for s in voters} |
-                     {p: w_dated for p in dated}, k)
-        if waiting and "plain" in rankings:
-            fused = _lift_fresh(fused, rankings["plain"], turns, waiting,
-                                {s: weights[s] for s in voters}, k)
-        by_id = {r["id"]: r for r in turns.rows([i for i, _, _ in fused])}   # read once
-        fused, named, unnamed_w = weigh_named(env, request.query, fused, by_id,
-                                              opt.unnamed_w)
-        fused, raised = lift_stretches(fused, by_id, opt.stretch_lift)
-        info = {sid: (score, ranks) for sid, score, ranks in fused}
-        ids = [sid for sid, _, _ in fused]
-        changed = (revisions.changes(env.space, ids[:DEPTH], slotted_claims(env.ns, env.space))
-                   if "wiki" in ready and
-                   opt.current_first else {})
-        ranked = revisions.current_first(ids, changed, request.query)
-        added = set(ranked) - info.keys()
-        for i in added:   # a current value no voter ranked: listed unscored
-            info[i] = (0.0, {})
-        rows = [r for r in turns.rows(ranked)
-                if r["id"] not in added or request.in_window(r["timestamp"])]
-        packed = pack_sources(rows, request.budget_tokens, by_rank=True,
-                              marks=revisions.marks(changed))
+        fused = _fused(env, request, route, rankings, turns)
+        packed = pack_sources(fused.rows, request.budget_tokens, by_rank=True,
+                              marks=revisions.marks(fused.changed))
+        info = fused.info
         items = [Item(id=r["id"], kind="source", text=r["text"], role="evidence",
                       score=round(info[r["id"]][0], 6), timestamp=r.get("timestamp"),
                       source_ids=[r["id"]]) for r in packed.chosen]
         sources = [source_ref(r) for r in packed.chosen if r["id"] in packed.verbatim_ids]
-        w_txt = ", ".join(f"{s} {weights[s]:g}" for s in voters)
-        trace = {
-            "method": f"weighted reciprocal rank fusion (k={k:g}) of {', '.join(voters)}, each "
-                      f"ranking for {expand:g}x the budget; greedy fill; sessions by best turn",
-            "route": {"kind": kind, "features": _show(f), "weights": {s: weights[s] for s in voters},
-                      "ready": ready, "uncurated_sessions": fresh, "fit": fit["summary"],
-                      "named_speakers": sorted(named), "unnamed_w": unnamed_w,
-                      "periods": {p: w_dated for p in dated},
-                      "stretch": {"lift": opt.stretch_lift, "window": WINDOW}},
+        trace = _trace(request, route, fused, packed) | {
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
                                "abstain": out.abstain, "ms": ms[s]} for s, out in runs.items()},
-            "shared": dict(turns.hits),
-            "failed": failed,
-            "chosen": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "ranks": info[r["id"]][1],
-                        "stretch": round(raised.get(r["id"], 0.0), 6),
-                        "why": "highest fused score that fit"} for r in packed.chosen],
-            "left_out": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "why": why}
-                         for r, why in packed.left_out[:50]],
-            "changed_later": revisions.listed(changed, packed.chosen),
-            "budget": {"tokens": request.budget_tokens, "chars_allowed": packed.chars_budget,
-                       "chars_used": packed.chars_used},
-        }
-        why = (f"because the question reads as {kind}" if kind in fit["weights"] else
-               f"the same for every kind of question; this one reads as {kind}")
-        reason = f"auto → fusion of {', '.join(voters)} (weights {w_txt}) {why}" + _cues(f)
-        if named and unnamed_w != 1.0:
-            # JSON-quoted: a speaker label is stored text, and explain's summary shows this line
-            who = ", ".join(json.dumps(n, ensure_ascii=False) for n in sorted(named))
-            reason += f"; the question names {who}: turns of other speakers keep {unnamed_w:g} " \
-                      "of their score"
-        if dated:
-            reason += (f"; the question names {', '.join(p.replace(':', ' ') for p in dated)}: "
-                       f"the turns of that time vote too (weight {w_dated:g})")
-        if fresh:
-            reason += (f"; {fresh} session(s) await curation, so plain votes with weight "
-                       f"{weights['plain']:g} to reach their raw turns")
-        if failed:
-            reason += f"; left out after an error: {', '.join(failed)}"
+            "shared": dict(turns.hits), "failed": failed}
+        trace = {key: trace[key] for key in TRACE_ORDER}
         out = Recollection(context=packed.context, items=items, sources=sources,
-                           abstain=not packed.chosen, route_reason=reason, trace=trace)
+                           abstain=not packed.chosen, route_reason=_reason(route, fused, failed),
+                           trace=trace)
         return _judged(env, out, *evidence(turns), request.query)
+
+
+TRACE_ORDER = ("method", "route", "strategies", "shared", "failed", "chosen", "left_out",
+               "changed_later", "budget")
+
+
+def _route(env: Env, request: RecallRequest) -> _Route:
+    """The kind, the fitted weights (an experiment's overrides on top), and the voters: the
+    strategies with memory in this namespace and a weight above 0; plain votes too while
+    sessions await curation (the module docstring)."""
+    from ..registry import names
+
+    opt = request.options.of(AutoOptions)
+    f = features(request.query)
+    kind = opt.kind if opt.kind is not None else str(f["kind"])
+    fit = fitted_for(request.budget_tokens)
+    weights = dict(fit["weights"].get(kind) or fit["weights"]["*"]) | opt.weights()
+    k = opt.k if opt.k is not None else float(fit["k"])
+    ready = _ready(env, [s for s in VOTERS if s in names()])
+    waiting = set(env.space.uncurated_sessions()) if ready != ["plain"] else set()
+    if waiting and weights.get("plain", 0.0) < PLAIN_FRESH:
+        # sessions still waiting for curation are in no curated store: only plain sees
+        # their turns, so it votes (README: raw messages are searchable at once)
+        weights["plain"] = PLAIN_FRESH
+    voters = [s for s in ready if weights.get(s, 0.0) > 0] or ["plain"]
+    return _Route(opt, f, kind, fit, weights, k, ready, waiting, voters)
+
+
+def _plain_only(env: Env, request: RecallRequest, route: _Route) -> Recollection:
+    """Nothing curated yet, or the fit gives this kind of question to plain alone."""
+    from ..registry import get
+
+    out = get("plain").recall(env, request)
+    why = ("no curated memory in this namespace yet (curation has not run or is still "
+           "running), so raw-turn search answers" if route.ready == ["plain"] else
+           f"for {route.kind} questions the fitted weights give the other strategies no vote")
+    out.route_reason = f"auto → plain: {why}"
+    out.trace["route"] = {"kind": route.kind, "features": _show(route.f), "voters": ["plain"],
+                          "ready": route.ready}
+    return _judged(env, out, *evidence(TurnSearch(env, request, TOP)), request.query)
+
+
+def _fused(env: Env, request: RecallRequest, route: _Route, rankings: dict[str, list[str]],
+           turns: TurnSearch) -> _Fused:
+    """The voters' rankings (and the named periods' turns) fused, then weighed: fresh turns
+    lifted, other speakers' turns damped, stretches raised, current values first."""
+    opt, voters = route.opt, route.voters
+    w_dated = opt.w_dated
+    periods = periods_named(request.query, env.space.latest_session_time) if w_dated else []
+    dated = period_rankings(env, request, periods, turns.qv) if periods else {}
+    weights = {s: route.weights[s] for s in voters}
+    fused = fuse(rankings | dated, weights | {p: w_dated for p in dated}, route.k)
+    if route.waiting and "plain" in rankings:
+        fused = _lift_fresh(fused, rankings["plain"], turns, route.waiting, weights, route.k)
+    by_id = {r["id"]: r for r in turns.rows([i for i, _, _ in fused])}   # read once
+    fused, named, unnamed_w = weigh_named(env, request.query, fused, by_id, opt.unnamed_w)
+    fused, raised = lift_stretches(fused, by_id, opt.stretch_lift)
+    info = {sid: (score, ranks) for sid, score, ranks in fused}
+    ids = [sid for sid, _, _ in fused]
+    changed = (revisions.changes(env.space, ids[:DEPTH], slotted_claims(env.ns, env.space))
+               if "wiki" in route.ready and opt.current_first else {})
+    ranked = revisions.current_first(ids, changed, request.query)
+    added = set(ranked) - info.keys()
+    for i in added:   # a current value no voter ranked: listed unscored
+        info[i] = (0.0, {})
+    rows = [r for r in turns.rows(ranked)
+            if r["id"] not in added or request.in_window(r["timestamp"])]
+    return _Fused(rows, info, named, unnamed_w, dated, raised, changed)
+
+
+def _trace(request: RecallRequest, route: _Route, fused: _Fused, packed) -> dict:
+    """The trace's parts that ``explain`` shows of the fusion (the voters' parts are added by
+    the caller)."""
+    voters, info = route.voters, fused.info
+    return {
+        "method": f"weighted reciprocal rank fusion (k={route.k:g}) of {', '.join(voters)}, each "
+                  f"ranking for {route.opt.expand:g}x the budget; greedy fill; sessions by best turn",
+        "route": {"kind": route.kind, "features": _show(route.f),
+                  "weights": {s: route.weights[s] for s in voters},
+                  "ready": route.ready, "uncurated_sessions": len(route.waiting),
+                  "fit": route.fit["summary"], "named_speakers": sorted(fused.named),
+                  "unnamed_w": fused.unnamed_w,
+                  "periods": {p: route.opt.w_dated for p in fused.dated},
+                  "stretch": {"lift": route.opt.stretch_lift, "window": WINDOW}},
+        "chosen": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "ranks": info[r["id"]][1],
+                    "stretch": round(fused.raised.get(r["id"], 0.0), 6),
+                    "why": "highest fused score that fit"} for r in packed.chosen],
+        "left_out": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "why": why}
+                     for r, why in packed.left_out[:50]],
+        "changed_later": revisions.listed(fused.changed, packed.chosen),
+        "budget": {"tokens": request.budget_tokens, "chars_allowed": packed.chars_budget,
+                   "chars_used": packed.chars_used},
+    }
+
+
+def _reason(route: _Route, fused: _Fused, failed: dict) -> str:
+    """The route reason: who voted with what weight, and why."""
+    kind, voters, weights = route.kind, route.voters, route.weights
+    w_txt = ", ".join(f"{s} {weights[s]:g}" for s in voters)
+    why = (f"because the question reads as {kind}" if kind in route.fit["weights"] else
+           f"the same for every kind of question; this one reads as {kind}")
+    reason = f"auto → fusion of {', '.join(voters)} (weights {w_txt}) {why}" + _cues(route.f)
+    if fused.named and fused.unnamed_w != 1.0:
+        # JSON-quoted: a speaker label is stored text, and explain's summary shows this line
+        who = ", ".join(json.dumps(n, ensure_ascii=False) for n in sorted(fused.named))
+        reason += f"; the question names {who}: turns of other speakers keep " \
+                  f"{fused.unnamed_w:g} of their score"
+    if fused.dated:
+        reason += (f"; the question names {', '.join(p.replace(':', ' ') for p in fused.dated)}: "
+                   f"the turns of that time vote too (weight {route.opt.w_dated:g})")
+    if route.waiting:
+        reason += (f"; {len(route.waiting)} session(s) await curation, so plain votes with weight "
+                   f"{weights['plain']:g} to reach their raw turns")
+    if failed:
+        reason += f"; left out after an error: {', '.join(failed)}"
+    return reason
 
 
 def _judged(env: Env, out: Recollection, best_cosine: float | None, texts: list[str],
