@@ -123,20 +123,7 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
     th_ids = list(r_tilde)
     timing["localise_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
-    # candidate units U_q, in thread order
-    unit_ids, thread_of, pos = [], [], []
-    for t in th_ids:
-        src = snap.threads[t]["source_ids"]
-        for i, u in enumerate(src):
-            unit_ids.append(u)
-            thread_of.append(t)
-            pos.append(1.0 - i / max(len(src) - 1, 1))
-    rows, vecs = snap.unit_rows(env.space, unit_ids)
-    keep = [i for i, u in enumerate(unit_ids)
-            if u in rows and u in vecs and request.in_window(rows[u].get("timestamp"))]
-    unit_ids = [unit_ids[i] for i in keep]
-    thread_of = [thread_of[i] for i in keep]
-    pos = np.array([pos[i] for i in keep])
+    unit_ids, thread_of, pos, rows, vecs = _candidates(env, request, snap, th_ids)
     n = len(unit_ids)
     timing["fetch_ms"] = round(1000 * (time.perf_counter() - t0), 1)
     if n == 0:
@@ -144,27 +131,9 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
                             route_reason="workspace: no candidate units", trace={"timing": timing})
     E = np.stack([vecs[u] for u in unit_ids]).astype(np.float64)   # float64: OpenBLAS
     # sgemm threading costs tens of ms on a busy two-core machine; dgemm of this size takes ~1 ms
-    alpha = (1.0 + E @ qv) / 2.0
-    if s.affinity == "hybrid":   # see the module docstring of strategy.py
-        top = max([p.get("bm25", 0.0) for p in parts.values()] + [1e-9])
-        lex = np.array([parts.get(u, {}).get("bm25", 0.0) / top for u in unit_ids])
-        alpha = (1.0 - s.beta) * alpha + s.beta * lex
-    elif s.affinity == "rrf":
-        top = max([p["score"] for p in parts.values()] + [1e-9])
-        fused = np.array([parts.get(u, {}).get("score", 0.0) / top for u in unit_ids])
-        alpha = (1.0 - s.beta) * alpha + s.beta * fused
     texts = [rows[u]["text"] for u in unit_ids]
-    if s.speaker_w > 0:   # first-person evidence about a named speaker (roles.py)
-        named = speaker_match(request.query, [rows[u].get("speaker") for u in unit_ids],
-                              speaker_aliases(env.ns, env.space))
-        alpha = np.minimum(1.0, alpha + s.speaker_w * named)
-    alpha_own = alpha
-    if s.ctx_eta > 0:   # context inheritance (strategy.py docstring): within-thread neighbours
-        alpha = alpha.copy()
-        for i in range(n):
-            for j in ((i - 1,) if s.ctx_next_only else (i - 1, i + 1)):
-                if 0 <= j < n and thread_of[j] == thread_of[i]:
-                    alpha[i] = max(alpha[i], s.ctx_eta * alpha_own[j] - s.ctx_margin)
+    alpha_own = _affinity(env, request, s, E @ qv, parts, unit_ids, rows)
+    alpha = _inherit(s, alpha_own, thread_of)
 
     # roles (eq. 5)
     conditioned = not s.no_roles
@@ -243,3 +212,54 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
     return Recollection(context=context, items=items, sources=sources, abstain=not picked,
                         trace=trace, route_reason=reason)
 
+
+def _candidates(env: Env, request: RecallRequest, snap, th_ids: list[str]):
+    """The candidate units U_q, in thread order: (ids, thread of each, position in its thread
+    from 1 at its start to 0 at its end, rows, vectors); units outside the time window or no
+    longer stored are left out."""
+    unit_ids, thread_of, pos = [], [], []
+    for t in th_ids:
+        src = snap.threads[t]["source_ids"]
+        for i, u in enumerate(src):
+            unit_ids.append(u)
+            thread_of.append(t)
+            pos.append(1.0 - i / max(len(src) - 1, 1))
+    rows, vecs = snap.unit_rows(env.space, unit_ids)
+    keep = [i for i, u in enumerate(unit_ids)
+            if u in rows and u in vecs and request.in_window(rows[u].get("timestamp"))]
+    return ([unit_ids[i] for i in keep], [thread_of[i] for i in keep],
+            np.array([pos[i] for i in keep]), rows, vecs)
+
+
+def _affinity(env: Env, request: RecallRequest, s: WorkspaceOptions, cos: np.ndarray,
+              parts: dict, unit_ids: list[str], rows: dict) -> np.ndarray:
+    """alpha(v): the paper's (1 + cos) / 2, mixed with the lexical or fused search score
+    (``affinity``, ``beta``), plus ``speaker_w`` for a unit said by a speaker the query names
+    (the module docstring of strategy.py)."""
+    alpha = (1.0 + cos) / 2.0
+    if s.affinity == "hybrid":
+        top = max([p.get("bm25", 0.0) for p in parts.values()] + [1e-9])
+        lex = np.array([parts.get(u, {}).get("bm25", 0.0) / top for u in unit_ids])
+        alpha = (1.0 - s.beta) * alpha + s.beta * lex
+    elif s.affinity == "rrf":
+        top = max([p["score"] for p in parts.values()] + [1e-9])
+        fused = np.array([parts.get(u, {}).get("score", 0.0) / top for u in unit_ids])
+        alpha = (1.0 - s.beta) * alpha + s.beta * fused
+    if s.speaker_w > 0:   # first-person evidence about a named speaker (roles.py)
+        named = speaker_match(request.query, [rows[u].get("speaker") for u in unit_ids],
+                              speaker_aliases(env.ns, env.space))
+        alpha = np.minimum(1.0, alpha + s.speaker_w * named)
+    return alpha
+
+
+def _inherit(s: WorkspaceOptions, alpha_own: np.ndarray, thread_of: list[str]) -> np.ndarray:
+    """Context inheritance (strategy.py docstring): a unit's affinity is at least ``ctx_eta``
+    times a within-thread neighbour's, less ``ctx_margin``."""
+    if s.ctx_eta <= 0:
+        return alpha_own
+    n, alpha = len(alpha_own), alpha_own.copy()
+    for i in range(n):
+        for j in ((i - 1,) if s.ctx_next_only else (i - 1, i + 1)):
+            if 0 <= j < n and thread_of[j] == thread_of[i]:
+                alpha[i] = max(alpha[i], s.ctx_eta * alpha_own[j] - s.ctx_margin)
+    return alpha
