@@ -19,6 +19,7 @@ from .runtime import Runtime
 
 if TYPE_CHECKING:
     from ..storage.locks import Held
+    from ..storage.space import Space
 
 log = logging.getLogger(__name__)
 LOCK_TRIES = 2   # a forget that lost its lock while stopped runs once more
@@ -135,6 +136,31 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[s
     """``named``: the messages of ``refs`` (tools/refs.py); ``sid``: a whole session to delete;
     ``found``: what an earlier attempt of this forget found (and may have deleted)."""
     space = rt.space(ns)
+    not_found = _find(space, ids, refs, named, sid, found)
+    sources, memories = found.sources, found.memories
+    if not sources and not memories:
+        raise ToolFailure(f"nothing to forget in namespace {ns!r}: no match for {not_found[:10]}")
+    src_ids = set(sources)
+    for m in space.memories_citing(src_ids):
+        memories[m["id"]] = m
+    recall_ids = space.recalls_citing(src_ids | set(memories))
+    if held is not None:
+        held.check()   # nothing below runs for a process that lost the lock while stopped
+    derived, emptied = _delete(rt, ns, found, recall_ids, held)
+    gone_refs = sorted({r["ref"] for r in sources.values() if r.get("ref")})
+    audit_id = space.audit("forget", sorted(src_ids) + sorted(memories),
+                           {"sources": len(src_ids), "memories": len(memories),
+                            "recalls": len(recall_ids), "refs": gone_refs, "sessions": emptied,
+                            "derived": derived})
+    return ForgetResult(removed_sources=len(src_ids), removed_memories=len(memories),
+                        removed_recalls=len(recall_ids), source_ids=sorted(src_ids), refs=gone_refs,
+                        not_found=not_found, audit_id=audit_id)
+
+
+def _find(space: Space, ids: list[str], refs: list[str], named: dict[str, list[dict]],
+          sid: str | None, found: Targets) -> list[str]:
+    """Add to ``found`` the messages and memories named by ids, refs and the session; return
+    what of those names matched nothing."""
     sources, memories = found.sources, found.memories
     sources.update({r["id"]: r for r in space.get_sources(ids)})
     memories.update({m["id"]: m for m in space.get_memories([i for i in ids if i not in sources])})
@@ -149,21 +175,22 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[s
                 not any(r["session_id"] == sid for r in sources.values()):
             not_found.append(sid)
         sources.update({r["id"]: r for r in session_rows})
-    if not sources and not memories:
-        raise ToolFailure(f"nothing to forget in namespace {ns!r}: no match for {not_found[:10]}")
+    return not_found
 
+
+def _delete(rt: Runtime, ns: str, found: Targets, recall_ids: list[str],
+            held: Held | None) -> tuple[dict, list[str]]:
+    """Delete the strategies' derived rows, the memories, recall records and messages, and the
+    sessions left empty; purge old versions; tell other processes; queue what remains of a
+    touched session for curation again. Returns (rows each strategy removed, emptied sessions)."""
+    from ..strategies import aliasstats, registry   # the strategies load on first use
+
+    space, sources = rt.space(ns), found.sources
     src_ids = set(sources)
-    for m in space.memories_citing(src_ids):
-        memories[m["id"]] = m
-    recall_ids = space.recalls_citing(src_ids | set(memories))
-    from ..strategies import aliasstats, registry
-
-    if held is not None:
-        held.check()   # nothing below runs for a process that lost the lock while stopped
     env = rt.env(ns)
     derived = {st.name: st.forget(env, src_ids) for st in registry.with_hook("forget")}
     aliasstats.drop(space, {r["session_id"] for r in sources.values()})   # counts may not move
-    space.delete_memories(sorted(memories))
+    space.delete_memories(sorted(found.memories))
     space.delete_recalls(recall_ids)
     space.delete_sources(sorted(src_ids))
     emptied = [s for s in {r["session_id"] for r in sources.values()}
@@ -181,14 +208,7 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[s
             if row is not None:
                 space.put_session(dict(row, curation="queued"))
                 rt.curation.enqueue(ns, sess)
-    gone_refs = sorted({r["ref"] for r in sources.values() if r.get("ref")})
-    audit_id = space.audit("forget", sorted(src_ids) + sorted(memories),
-                           {"sources": len(src_ids), "memories": len(memories),
-                            "recalls": len(recall_ids), "refs": gone_refs, "sessions": emptied,
-                            "derived": derived})
-    return ForgetResult(removed_sources=len(src_ids), removed_memories=len(memories),
-                        removed_recalls=len(recall_ids), source_ids=sorted(src_ids), refs=gone_refs,
-                        not_found=not_found, audit_id=audit_id)
+    return derived, emptied
 
 
 def text_of(out: ForgetResult, namespace: str) -> str:
