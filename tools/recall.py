@@ -15,7 +15,7 @@ from ..strategies.options import OptionError, RecallOptions
 from ..strategies.registry import StrategyName
 from . import validate as v
 from .answer import doc
-from .errors import ToolFailure
+from .errors import ToolFailure, translate
 from .namespaces import require
 from .params import TIME, DateTimeStr, Int
 from .runtime import Runtime
@@ -68,14 +68,7 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
            budget_tokens: int = 2000, since: str | None = None, until: str | None = None,
            options: dict | None = None) -> RecallResult:
     v.namespace(namespace, rt.limits)
-    if not isinstance(query, str) or not query.strip():
-        raise ToolFailure("query is empty: say what to look for in memory, e.g. 'where does Ana "
-                          "work now?'")
-    if len(query) > rt.limits.max_query_chars:
-        raise ToolFailure(f"query is {len(query)} characters; the limit is {rt.limits.max_query_chars}")
-    if "\x00" in query:
-        raise ToolFailure("query must not contain NUL characters")
-    v.unicode("query", query)
+    _check_query(rt, query)
     budget = v.budget(budget_tokens, rt.limits)
     t_since, t_until = v.when("since", since), v.when("until", until)
     if t_since and t_until and t_since > t_until:
@@ -108,27 +101,42 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
     cut = [{"id": s.id, "start": s.start, "end": s.end} for s in out.sources if s.start is not None]
     if cut:   # long messages quoted as excerpts: where each excerpt lies in its message
         trace["excerpts"] = cut
-    source_ids = sorted({s for i in out.items for s in i.source_ids} | {s.id for s in out.sources})
-    from ..storage.logs import RecallPolicy
+    out.route_reason += _log(rt, env, recall_id, query, strategy, out, trace)
+    return RecallResult(recall_id=recall_id, strategy=strategy, route_reason=out.route_reason,
+                        context=out.context, tokens=tokens, items=out.items, sources=out.sources,
+                        abstain=out.abstain)
 
+
+def _check_query(rt: Runtime, query: str) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise ToolFailure("query is empty: say what to look for in memory, e.g. 'where does Ana "
+                          "work now?'")
+    if len(query) > rt.limits.max_query_chars:
+        raise ToolFailure(f"query is {len(query)} characters; the limit is {rt.limits.max_query_chars}")
+    if "\x00" in query:
+        raise ToolFailure("query must not contain NUL characters")
+    v.unicode("query", query)
+
+
+def _log(rt: Runtime, env, recall_id: str, query: str, strategy: str, out, trace: dict) -> str:
+    """Write the recall's record to the namespace's recall log; "" or a note for the route
+    reason saying why it was not logged (a read-only or full store still answers recalls)."""
+    from ..storage.logs import RecallPolicy   # storage's log module: not at the server's start-up
+
+    source_ids = sorted({s for i in out.items for s in i.source_ids} | {s.id for s in out.sources})
     c = rt.config
     policy = RecallPolicy(c.recall_log_days, c.recall_log_max, c.recall_trace_max_bytes)
     try:
         if not reading(env, lambda: env.space.log_recall(recall_id, query, strategy, source_ids,
                                                         trace, policy)):
-            out.route_reason += (" [not logged: the recall log is off]" if c.recall_log_days <= 0
-                                 or c.recall_log_max <= 0 else
-                                 " [not logged: nothing is stored in this namespace]")
-    except (OSError, RuntimeError) as exc:   # a read-only or full store still answers recalls
-        from .errors import translate
-
+            return (" [not logged: the recall log is off]" if c.recall_log_days <= 0
+                    or c.recall_log_max <= 0 else " [not logged: nothing is stored in this namespace]")
+    except (OSError, RuntimeError) as exc:
         if translate(exc, rt.config.home) is None:
             raise
         log.warning("recall %s not logged (explain will not find it): %s", recall_id, exc)
-        out.route_reason += " [not logged: the memory folder is not writable]"
-    return RecallResult(recall_id=recall_id, strategy=strategy, route_reason=out.route_reason,
-                        context=out.context, tokens=tokens, items=out.items, sources=out.sources,
-                        abstain=out.abstain)
+        return " [not logged: the memory folder is not writable]"
+    return ""
 
 
 def _run(strat, env, request: RecallRequest):
