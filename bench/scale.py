@@ -317,6 +317,18 @@ def run(args) -> dict:
     return out
 
 
+def _index_cell(ix: dict) -> str:
+    """How the vector index came to be at one size, for the ingest table."""
+    if ix["explicit_build_s"] is not None:
+        idx = f"explicit build {ix['explicit_build_s']} s"
+    elif ix["auto_build_s"]:
+        idx = f"auto, built in {'+'.join(map(str, ix['auto_build_s']))} s, waited {ix['waited_s']} s"
+    else:
+        idx = "built at an earlier size"
+    vi = ix["indices"].get("vector_idx")
+    return idx + (f" ({vi['unindexed']} rows unindexed)" if vi else "")
+
+
 def table(out: dict) -> str:
     la = ", ".join(f"{x:.2f}" for x in out["loadavg_start"])
     ing = ["| size | remember msg/s | embed share | msg/s first→last tenth | remember call p50 / p99 "
@@ -326,17 +338,9 @@ def table(out: dict) -> str:
            "p50 − floor ms | in recall p50: get_sources / log_recall ms | load avg (1 min) |",
            "|---" * 6 + "|"]
     for size, r in out["sizes"].items():
-        ig, ix, rc = r["ingest"], r["index"], r["recall"]
+        ig, rc = r["ingest"], r["recall"]
         fl, ins = rc["floor"], rc["inside_recall"]
-        if ix["explicit_build_s"] is not None:
-            idx = f"explicit build {ix['explicit_build_s']} s"
-        elif ix["auto_build_s"]:
-            idx = f"auto, built in {'+'.join(map(str, ix['auto_build_s']))} s, waited {ix['waited_s']} s"
-        else:
-            idx = "built at an earlier size"
-        vi = ix["indices"].get("vector_idx")
-        if vi:
-            idx += f" ({vi['unindexed']} rows unindexed)"
+        idx = _index_cell(r["index"])
         if "reused" in ig:
             ing.append(f"| {int(size):,} | (stored by an earlier run, --reuse; queued curation "
                        f"drained in {ig.get('curation_drain_s', 0)} s) |" + " |" * 6)
