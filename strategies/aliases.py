@@ -116,35 +116,41 @@ def session_stats(rows: list[dict]) -> SessionStats:
     spk = [r.get("speaker") or "" for r in rows]
     st.speakers = {s for s in spk if s}
     for i, r in enumerate(rows):
-        me, text = spk[i], r.get("text") or ""
-        if not me:
-            continue
-        intro = introductions(text)
-        # the ignores below: typeshed types Counter values as int; votes are fractional
-        for name, v in intro:
-            st.votes[(name, me)] += v  # pyright: ignore[reportArgumentType]
-        prev = next((s for s in reversed(spk[:i]) if s and s != me), None)
-        nxt = next((s for s in spk[i + 1:] if s and s != me), None)
-        said = vocatives(text)
-        for name in said:
-            if prev:
-                st.votes[(name, prev)] += 1.0  # pyright: ignore[reportArgumentType]
-            if nxt and nxt != prev:
-                st.votes[(name, nxt)] += 0.5  # pyright: ignore[reportArgumentType]
-        skip = Counter(n for n, _ in intro) + Counter(said)
-        for s in _SENT.split(text):
-            st.mid.update(_CAP.findall(s.strip().strip("\"'()"))[1:] if s.strip() else [])
-        for w in _CAP.findall(text):
-            st.caps[w] += 1
-            if skip[w] > 0:
-                skip[w] -= 1
-            else:
-                st.own[(w, me)] += 1
+        if spk[i]:
+            _message_votes(st, spk, i, r.get("text") or "")
     names = {n for n, _ in st.votes}
     if names:
         low = Counter(w for r in rows for w in _WORD.findall(r.get("text") or ""))
         st.lower.update({n: low[n.lower()] for n in names if low[n.lower()]})
     return st
+
+
+def _message_votes(st: SessionStats, spk: list[str], i: int, text: str) -> None:
+    """Message ``i``'s votes: a name its speaker introduces as theirs, a name it calls out
+    (for the speaker before it, and half a vote for the one after), and the capitalised words
+    its speaker uses (of their own, mid-sentence)."""
+    me = spk[i]
+    intro = introductions(text)
+    # the ignores below: typeshed types Counter values as int; votes are fractional
+    for name, v in intro:
+        st.votes[(name, me)] += v  # pyright: ignore[reportArgumentType]
+    prev = next((s for s in reversed(spk[:i]) if s and s != me), None)
+    nxt = next((s for s in spk[i + 1:] if s and s != me), None)
+    said = vocatives(text)
+    for name in said:
+        if prev:
+            st.votes[(name, prev)] += 1.0  # pyright: ignore[reportArgumentType]
+        if nxt and nxt != prev:
+            st.votes[(name, nxt)] += 0.5  # pyright: ignore[reportArgumentType]
+    skip = Counter(n for n, _ in intro) + Counter(said)
+    for s in _SENT.split(text):
+        st.mid.update(_CAP.findall(s.strip().strip("\"'()"))[1:] if s.strip() else [])
+    for w in _CAP.findall(text):
+        st.caps[w] += 1
+        if skip[w] > 0:
+            skip[w] -= 1
+        else:
+            st.own[(w, me)] += 1
 
 
 def learn(stats: list[SessionStats]) -> dict[str, set[str]]:

@@ -68,6 +68,12 @@ def _newest(rows: list[dict], idx: list[int]) -> int:
 def rule_plan(kind: str, rows: list[dict], vecs: np.ndarray) -> list[dict]:
     sims = vecs @ vecs.T
     subj = [norm((r.get("body") or {}).get("subject", "")) for r in rows]
+    ops, retired = _merges(kind, rows, sims, subj)
+    return ops if kind != "fact" else ops + _supersessions(rows, sims, subj, retired)
+
+
+def _merges(kind: str, rows: list[dict], sims: np.ndarray, subj: list[str]) -> tuple[list[dict], set[int]]:
+    """Near-duplicates (facts: of the same subject) merged into the newest of each group."""
     dup = DUP if kind == "fact" else DUP_EPISODE
     pairs = [(a, b) for a in range(len(rows)) for b in range(a + 1, len(rows))
              if sims[a, b] >= dup and (kind != "fact" or subj[a] == subj[b])]
@@ -79,13 +85,18 @@ def rule_plan(kind: str, rows: list[dict], vecs: np.ndarray) -> list[dict]:
         ops.append({"op": "merge", "ids": [rows[i]["id"] for i in gone], "into": rows[keep]["id"],
                     "why": f"near-duplicates (cosine >= {dup})",
                     "similarity": round(float(min(sims[keep, i] for i in gone)), 4)})
-    if kind != "fact":
-        return ops
+    return ops, retired
+
+
+def _supersessions(rows: list[dict], sims: np.ndarray, subj: list[str], retired: set[int]) -> list[dict]:
+    """Facts of one subject and state relation: the newest object supersedes a related older
+    one (a day or more before) that says otherwise."""
     groups: dict[tuple[str, str], list[int]] = {}
     for i, r in enumerate(rows):
         rel, head = relation_key((r.get("body") or {}).get("relation", ""))
         if i not in retired and head in STATE:
             groups.setdefault((subj[i], rel), []).append(i)
+    ops = []
     for (s, rel), idx in groups.items():
         if len(idx) < 2:
             continue
