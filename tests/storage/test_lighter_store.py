@@ -136,3 +136,62 @@ def test_superseded_versions_are_deleted_soon_after_compaction(tmp_path):
     assert versions <= 4 and files < 60 and sp.count_sources() == 40
     assert [h for h, _ in sp.fts_sources("note", 100)]   # still searchable
     assert store.close(30)
+
+
+def test_after_upkeep_a_mostly_rewritten_table_takes_about_its_live_size(tmp_path):
+    """Rows replaced (an upsert marks the old copy deleted and writes the new one to a new
+    file) leave their old bytes on disk until a compaction rewrites the file and the version
+    that used it is deleted: after upkeep the table's data files hold about its live rows."""
+    import os
+
+    import lancedb
+    import pyarrow as pa
+
+    store = open_store(tmp_path / "home", optimize_idle_s=0.3)
+    sp = store.space("n")
+    sp.keep_versions = timedelta(seconds=1)
+    schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("body", pa.string())])
+    rng = np.random.default_rng(7)
+    body = lambda: rng.bytes(600).hex()  # noqa: E731 - 1.2 KB that does not compress away
+    sp.upsert("things", schema, [{"id": f"t{k}", "body": body()} for k in range(300)])
+    for _ in range(4):   # most rows replaced, four times over
+        sp.upsert("things", schema, [{"id": f"t{k}", "body": body()} for k in range(0, 300, 2)])
+        sp.upsert("things", schema, [{"id": f"t{k}", "body": body()} for k in range(1, 250, 2)])
+    assert sp.wait_upkeep(60, flush=True)
+    time.sleep(1.5)   # the versions the compaction superseded are now older than keep_versions
+    assert sp.wait_upkeep(60, flush=True)
+    folder = next(p for p in (tmp_path / "home").iterdir() if p.name.endswith("__things.lance"))
+    data = [p.stat().st_size for p in (folder / "data").iterdir()]
+    live = sp.derived_table("things").to_arrow()
+    fresh = lancedb.connect(str(tmp_path / "fresh")).create_table("t", live)
+    fresh_bytes = sum(os.path.getsize(p) for p in (tmp_path / "fresh" / "t.lance" / "data").iterdir())
+    print(f"{live.num_rows} live rows: {sum(data)} bytes in {len(data)} data file(s) after "
+          f"upkeep; the same rows written once: {fresh_bytes} bytes")
+    assert live.num_rows == 300 and len(data) <= 2 and sum(data) <= 1.25 * fresh_bytes
+    del fresh
+    assert store.close(30)
+
+
+def test_the_next_process_deletes_the_versions_a_process_compacted_and_left(tmp_path):
+    """A process that compacts and exits before its own cleanup leaves the superseded versions
+    (and their files) behind; the next process's upkeep deletes them though it writes nothing."""
+    import pyarrow as pa
+
+    schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("body", pa.string())])
+    store = open_store(tmp_path / "home")
+    sp = store.space("n")
+    for k in range(6):
+        sp.upsert("things", schema, [{"id": f"t{i}", "body": f"{k} {i}" * 50} for i in range(40)])
+    assert sp.wait_upkeep(60, flush=True)   # compacted; its cleanup keeps the younger versions
+    assert store.close(30)
+    folder = next(p for p in (tmp_path / "home").iterdir() if p.name.endswith("__things.lance"))
+    before = sum(1 for _ in (folder / "data").iterdir())
+    time.sleep(1.2)
+    store = open_store(tmp_path / "home")
+    sp = store.space("n")
+    sp.keep_versions = timedelta(seconds=1)
+    assert sp.wait_upkeep(60, flush=True)
+    after = sum(1 for _ in (folder / "data").iterdir())
+    print(f"data files: {before} left by the writing process, {after} after the next one's upkeep")
+    assert before > 1 and after == 1 and len(sp.derived_table("things").list_versions()) == 1
+    assert store.close(30)
