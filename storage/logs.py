@@ -14,7 +14,7 @@ from .db import retrying, sql_in, sql_str, sql_time
 from .errors import NotFound
 from .parts import SpaceParts
 from .recall_writer import RecallWriter
-from .schema import AUDIT, RECALLS, SESSIONS
+from .schema import AUDIT, RECALLS, SESSIONS, TRACE_ENCODING
 from .traces import compact, expand, fill, text_ids
 
 
@@ -56,6 +56,7 @@ class LogsMixin(SpaceParts):
                                                self.namespace, wait))
         self._recall_policy = RecallPolicy()
         self._recalls_logged = 0   # records this process appended (pruning counts them)
+        self._recall_encoded = False   # the log's trace column checked for its compression
 
     # -- sessions -------------------------------------------------------------------------------
     def get_session(self, session_id: str) -> dict | None:
@@ -126,8 +127,8 @@ class LogsMixin(SpaceParts):
         if policy.keep_days <= 0 or policy.keep_max <= 0 or not self.exists():
             return False
         ids = text_ids(trace)
-        stored = {i: ("source", t) for i, t in self._source_texts(ids).items()}
-        stored.update((i, ("memory", t)) for i, t in
+        stored = {i: ("source", row) for i, row in self._source_texts(ids).items()}
+        stored.update((i, ("memory", row)) for i, row in
                       self._memory_texts([i for i in ids if i not in stored]).items())
         # the texts were read now; packing against them is pure, so the writer does it (off
         # the response path): ``_write_recalls`` calls this
@@ -154,7 +155,7 @@ class LogsMixin(SpaceParts):
             log.info("recall record(s) of forgotten messages not logged (%d left)", len(rows))
             if not rows:
                 return
-        tbl = self.table("recalls", RECALLS, create=True)
+        tbl = self._recall_table()
         retrying(lambda: tbl.add(rows), "recall log", table=tbl)
         self.after_write("recalls")
         policy = self._recall_policy
@@ -163,6 +164,20 @@ class LogsMixin(SpaceParts):
         every = max(1, min(PRUNE_EVERY, policy.keep_max // 10))   # so at most keep_max + every
         if before == 0 or self._recalls_logged // every > before // every:
             self.prune_recalls(policy)
+
+    def _recall_table(self):
+        """The log's table, created with ``RECALLS``; one an older version made gets the trace
+        column's on-disk compression (``TRACE_ENCODING``) set, which its next compaction applies
+        to the rows it rewrites."""
+        tbl = self.table("recalls", RECALLS, create=True)
+        if not self._recall_encoded:
+            meta = {k.decode(): v.decode()
+                    for k, v in (tbl.schema.field("trace").metadata or {}).items()}
+            if any(meta.get(k) != v for k, v in TRACE_ENCODING.items()):
+                retrying(lambda: tbl.update_field_metadata(
+                    {"path": "trace", "metadata": TRACE_ENCODING}), "recall log", table=tbl)
+            self._recall_encoded = True
+        return tbl
 
     def flush_recalls(self) -> None:
         """Write the queued records now (``recall_writer``): before anything reads the log."""
@@ -209,11 +224,14 @@ class LogsMixin(SpaceParts):
                             self._memory_texts)
         return row
 
-    def _source_texts(self, ids: list[str]) -> dict[str, str]:
-        return {r["id"]: r["text"] for r in self.get_sources(ids)} if ids else {}
+    def _source_texts(self, ids: list[str]) -> dict[str, tuple[str, datetime | None]]:
+        """id -> (text, timestamp) of the sources still stored (what a trace elides)."""
+        return {r["id"]: (r["text"], r.get("timestamp"))
+                for r in self.get_sources(ids)} if ids else {}
 
-    def _memory_texts(self, ids: list[str]) -> dict[str, str]:
-        return {r["id"]: r["text"] for r in self.get_memories(ids)} if ids else {}
+    def _memory_texts(self, ids: list[str]) -> dict[str, tuple[str, datetime | None]]:
+        return {r["id"]: (r["text"], r.get("timestamp"))
+                for r in self.get_memories(ids)} if ids else {}
 
     def recalls_citing(self, ids: set[str], in_trace: bool = True) -> list[str]:
         """Recall records that cite any of ``ids`` (sources or memories) or, with ``in_trace``,

@@ -9,10 +9,13 @@ read and merge slower, and rows added after an index was built are searched with
   tail of a burst of writes does not stay unindexed until the next burst (at 10k rows, 1,038
   trailing unindexed rows made recall p50 61.6 ms instead of 22.5 ms);
 * a process's first idle moment (or a flush) also compacts the tables an earlier process left
-  with small fragments or unindexed rows (it stopped before its own idle compaction);
+  with small fragments or unindexed rows (it stopped before its own idle compaction), and
+  cleans those it left with superseded versions older than ``keep_versions`` (it stopped before
+  its own cleanup);
 * once a vector table reaches ``vector_index_min_rows``, and again each time it doubles, its HNSW
   index is (re)built in a child process (see :mod:`.index_build` for why not in a thread);
-* each compaction, and one more run ``keep_versions`` after the last one, deletes the files that
+* each compaction, and one more run ``keep_versions`` after the last one (again after that while
+  a run had to keep younger versions), deletes the files that
   only versions made more than ``keep_versions`` ago use (LanceDB's default keeps them seven
   days: a recall-heavy store held 16x its live data in them). Readers look for a newer version
   every second (``Store``). The one reader that can still lose a file is another process's
@@ -28,7 +31,7 @@ import sys
 import threading
 import time
 import warnings
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 from .db import retrying
 from .errors import StorageError
@@ -169,8 +172,9 @@ class UpkeepMixin(SpaceParts):
 
     def _left_unsettled(self) -> dict[str, str]:
         """The kinds (and table names) of this namespace's tables, current model, with more than
-        one small fragment or rows outside an index: an earlier process stopped before
-        compacting them, and this one's counters start at zero, so nothing else would. A recall
+        one small fragment, rows outside an index or stale superseded versions: an earlier
+        process stopped before compacting them (or before deleting the versions its compaction
+        superseded), and this one's counters start at zero, so nothing else would. A recall
         on them pays for it: on a LoCoMo conversation left so (629 turns in 29 fragments, the
         full-text index covering none of them) a BM25 search took 15-19 ms and auto p50 was
         121 ms; compacted, 103 ms, with the same contexts."""
@@ -192,7 +196,7 @@ class UpkeepMixin(SpaceParts):
                 frags = tbl.stats()["fragment_stats"]
                 if frags["num_small_fragments"] > 1 or any(
                         (getattr(i, "num_unindexed_rows", 0) or 0) > 0
-                        for i in tbl.list_indices()):
+                        for i in tbl.list_indices()) or self._stale_versions(tbl):
                     out[kind] = name
         except Exception as exc:  # noqa: BLE001 - upkeep is an optimisation: log, go on
             log.warning("checking the tables of %r for upkeep failed: %s", self.namespace, exc)
@@ -209,7 +213,9 @@ class UpkeepMixin(SpaceParts):
                 # background run does not wait for it long: busy, it runs at the next turn
                 with self.store.write_lock(self.namespace, UPKEEP_LOCK_WAIT_S), self._maint_lock:
                     self._optimize(tbl)
-                if again:
+                # come back for what this run had to keep (versions younger than
+                # ``keep_versions``; a flush runs the cleanup early): until then their files stay
+                if again or self._older_versions(tbl):
                     with self._upkeep_lock:
                         self._prune_at[kind] = (time.monotonic()
                                                 + self.keep_versions.total_seconds() + 1)
@@ -239,6 +245,7 @@ class UpkeepMixin(SpaceParts):
         waits for them (tests, benchmarks and anything that wants the files on disk to stop
         changing; the cleanup then keeps versions younger than ``keep_versions``)."""
         end = time.monotonic() + timeout
+        forced: set[str] = set()   # cleanups this flush ran early (one that comes back waits)
         if flush:   # the pending compaction and the pending version cleanup both run now
             with self._upkeep_lock:
                 self._last_write = float("-inf")
@@ -249,13 +256,16 @@ class UpkeepMixin(SpaceParts):
         while True:
             with self._upkeep_lock:
                 if flush:   # a compaction the flush ran schedules its cleanup: run that now too
-                    for k in self._prune_at:
+                    for k in set(self._prune_at) - forced:
                         self._prune_at[k] = float("-inf")
+                        forced.add(k)
                     self._last_write = float("-inf")
+                now = time.monotonic()
                 busy = bool(self._optimizing) or any(j.is_alive() for j in self._index_jobs.values())
                 busy = busy or (flush and not self._closed
                                 and (any(c for c, _ in self._commits.values())
-                                     or bool(self._prune_at) or self._settle_existing))
+                                     or any(at <= now for at in self._prune_at.values())
+                                     or self._settle_existing))
             if not busy:
                 return True
             if time.monotonic() >= end:
@@ -346,6 +356,16 @@ class UpkeepMixin(SpaceParts):
                                "disk: call forget again")
         return done
 
+    def _stale_versions(self, tbl) -> bool:
+        """Whether ``tbl`` still lists a superseded version made more than ``keep_versions``
+        ago: its files (the rows as they were before a compaction, or before they were replaced
+        or deleted) stay on disk until a cleanup runs. A process that compacted and exited
+        before its own cleanup left them (a store at rest held 5x its live rows so)."""
+        cutoff = datetime.now(timezone.utc) - self.keep_versions
+        versions = retrying(tbl.list_versions, "list versions")
+        latest = max(v["version"] for v in versions)
+        return any(v["version"] < latest and _aware(v["timestamp"]) < cutoff for v in versions)
+
     @staticmethod
     def _older_versions(tbl) -> int:
         """How many versions older than the handle's own (just compacted) the table lists."""
@@ -358,3 +378,8 @@ class UpkeepMixin(SpaceParts):
         if tbl is not None:
             with self.writing(), self._maint_lock:
                 self._optimize(tbl)
+
+
+def _aware(ts: datetime) -> datetime:
+    """LanceDB lists version times as naive local times."""
+    return ts.astimezone(timezone.utc) if ts.tzinfo is None else ts
