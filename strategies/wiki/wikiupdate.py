@@ -16,7 +16,7 @@ import uuid
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from .groups import GROUP, GROUP_SCHEMA, Group, gid, load
+from .groups import GROUP, GROUP_SCHEMA, Group, gid, load, upgrade
 from .pages import (
     INDEX,
     PAGE,
@@ -156,6 +156,7 @@ def _assign_pids(space: Space, gs: list[Group], full: bool) -> None:
 
 
 def _write(space: Space, groups: dict, full: bool) -> int:
+    upgrade(space)
     idx = groups[INDEX]
     n_all = len(idx.trajs)
     live = [g for k, g in groups.items() if k != INDEX and is_live(g)]

@@ -1,0 +1,122 @@
+"""What a ``wiki_groups`` row holds (real LanceDB in a temp folder, real embedder): its state
+and the running vector sum as float64 bytes, no page vector (the page keeps that), and a table
+written in the earlier shape (the sum base64 in the state, an unread vector column) is
+rewritten into this one with its sums bit for bit, after which curation goes on as before."""
+
+import base64
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from trimem.server.app import build_server
+from trimem.server.settings import Settings
+from trimem.strategies.wiki import groups, pages
+from trimem.strategies.wiki.strategy import WikiStrategy
+from trimem.tools.remember import Message, remember
+
+from helpers import WIKI_SESSIONS
+
+
+def runtime(home):
+    return build_server(Settings(home=str(home), curation=False)).runtime
+
+
+def say(rt, sid, when, turns):
+    msgs = [Message(content=t, speaker=sp, ref=f"{sid}-{i}") for i, (sp, t) in enumerate(turns)]
+    remember(rt, msgs, session_id=sid, session_time=when, namespace="default")
+    WikiStrategy().curate(rt.env("default"), sid)
+
+
+def stored(space) -> pa.Table:
+    return space.derived_table(groups.GROUP).to_arrow()
+
+
+def page_view(space) -> dict:
+    return {r["id"]: (r["title"], r["text"], r["trajectory_ids"], r["n_links"],
+                      [round(x, 4) for x in r["vector"]]) for r in space.rows(pages.PAGE)}
+
+
+def test_a_group_row_is_its_state_and_its_sum_in_bytes(home):
+    rt = runtime(home)
+    for s in WIKI_SESSIONS:
+        say(rt, *s)
+    space = rt.space("default")
+    data = stored(space)
+    assert set(data.column_names) == {"id", "namespace", "kind", "key", "live", "state", "sum"}
+    assert space.name(groups.GROUP).endswith(space.name("sources").rsplit("__", 1)[1])
+    rows = data.to_pylist()
+    assert rows and all(len(r["sum"]) == 8 * space.vector_dim for r in rows)
+    assert not any("v" in json.loads(r["state"]) for r in rows)
+    # each row: its sum (3,072 bytes at 384 dimensions) and a small state; the earlier shape
+    # held the sum base64 in the state (4,096 characters) and a float32 vector (1,536 bytes)
+    per_row = sum(c.nbytes for c in data.columns) / data.num_rows
+    assert per_row < 8 * space.vector_dim + 1000, per_row
+    index = next(r for r in rows if r["id"] == groups.gid(*pages.INDEX))
+    page = next(r for r in space.rows(pages.PAGE) if r["id"] == "wiki-index")
+    total = np.frombuffer(index["sum"], dtype="<f8")
+    assert np.allclose(total / np.linalg.norm(total), page["vector"], atol=1e-6)
+    rt.close()
+
+
+def _to_earlier_shape(space) -> dict[str, bytes]:
+    """Rewrite the groups table as a store written before ``sum`` existed held it; returns
+    each row's sum."""
+    rows = stored(space).to_pylist()
+    dim = space.vector_dim
+    old = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("kind", pa.string()),
+                     ("key", pa.string()), ("live", pa.bool_()), ("state", pa.string()),
+                     ("vector", pa.list_(pa.float32(), dim))])
+    out = []
+    for r in rows:
+        v = np.frombuffer(r["sum"], dtype="<f8")
+        state = json.loads(r["state"])
+        state["v"] = base64.b64encode(v.tobytes()).decode()
+        out.append({"id": r["id"], "namespace": r["namespace"], "kind": r["kind"],
+                    "key": r["key"], "live": r["live"], "state": json.dumps(state),
+                    "vector": (v / (np.linalg.norm(v) or 1.0)).astype(np.float32).tolist()})
+    name = space.name(groups.GROUP)
+    space.store.drop_table(name)
+    space.store.db.create_table(name, data=pa.Table.from_pylist(out, schema=old))
+    return {r["id"]: r["sum"] for r in rows}
+
+
+def test_a_groups_table_of_the_earlier_shape_is_upgraded_and_curation_goes_on(home):
+    rt = runtime(home)
+    for s in WIKI_SESSIONS[:2]:
+        say(rt, *s)
+    sums = _to_earlier_shape(rt.space("default"))
+    rt.close()
+
+    rt = runtime(home)                 # a new process: upgrades on its first write
+    space = rt.space("default")
+    before = page_view(space)
+    assert "vector" in stored(space).column_names
+    groups.upgrade(space)
+    data = stored(space)
+    assert "vector" not in data.column_names and "sum" in data.column_names
+    assert {r["id"]: r["sum"] for r in data.to_pylist()} == sums        # bit for bit
+    assert page_view(space) == before
+    say(rt, *WIKI_SESSIONS[2])
+    incremental = page_view(space)
+    assert "wiki-entity-kiln-studio" in incremental
+    pages.rebuild(space)
+    assert page_view(space) == incremental
+    rt.close()
+
+
+def test_an_earlier_shape_table_is_upgraded_by_the_next_curation(home):
+    rt = runtime(home)
+    for s in WIKI_SESSIONS[:2]:
+        say(rt, *s)
+    _to_earlier_shape(rt.space("default"))
+    rt.close()
+
+    rt = runtime(home)
+    say(rt, *WIKI_SESSIONS[2])
+    space = rt.space("default")
+    assert "vector" not in stored(space).column_names
+    incremental = page_view(space)
+    pages.rebuild(space)
+    assert page_view(space) == incremental
+    rt.close()
