@@ -7,8 +7,10 @@ counts of current and historical claims, the ``BUF`` newest current claims (the 
 inventories their sessions. Groups exist before their page does (an entity named once, an
 inventory seen in one snapshot), so crossing a page's threshold later needs no look-back. Rows
 of ``wiki_groups``: id ``kind|key``, a JSON state, and ``sum``, the running sum of the vectors
-as float64 bytes (exact, so an update and a rebuild add the same numbers; the page vector is
-its normalised float32 copy, kept on the page alone). The table is model-bound (``MODEL_BOUND``):
+as float64 bytes (the page vector is its normalised float32 copy, kept on the page alone). Only
+a page's group (and the index's) keeps its sum: most groups never become pages, and one that
+does sums its snapshots afresh then, in time order as curation added them
+(``wikiupdate.resum``). The table is model-bound (``MODEL_BOUND``):
 dropped with the other derived tables when the embedder changes. A table written before
 ``sum`` existed (the sum base64 in the state, and an unread page vector) is rewritten into
 this shape by ``upgrade``.
@@ -85,6 +87,8 @@ class Group:
         if d.get("v"):      # the state of a table not yet upgraded
             total = base64.b64decode(d["v"])
         self.v = np.frombuffer(total, dtype=np.float64).copy() if total else np.zeros(dim)
+        # stored without its sum (not a page then): ``v`` holds only what was added since
+        self.partial = state is not None and not total and bool(self.trajs)
         self.first, self.last = d.get("first"), d.get("last")
         self.n_act, self.n_hist = d.get("n_act", 0), d.get("n_hist", 0)
         self.act, self.hist = d.get("act", []), d.get("hist", [])
@@ -174,8 +178,10 @@ class Group:
         return (self.v / (np.linalg.norm(self.v) or 1.0)).astype(np.float32)
 
     def row(self, live: bool) -> dict:
+        """The stored row; the sum only for a page's group (``live``), the others' is summed
+        again if they become one."""
         return {"id": gid(self.kind, self.key), "kind": self.kind, "key": self.key, "live": live,
-                "state": self.dump(), "sum": self.v.astype("<f8").tobytes()}
+                "state": self.dump(), "sum": self.v.astype("<f8").tobytes() if live else b""}
 
 
 def _newest_first(items: list[list]) -> list[list]:
@@ -196,7 +202,7 @@ def load(space: Space, keys) -> dict[tuple[str, str], Group]:
 
 def upgrade(space: Space) -> None:
     """Rewrite a ``wiki_groups`` table of the earlier shape (the sum base64 in the JSON state,
-    a ``vector`` column no query read) into this one; the sums carry over bit for bit."""
+    a ``vector`` column no query read) into this one; the pages' sums carry over bit for bit."""
     space.reshape(GROUP, GROUP_SCHEMA, _new_shape)
 
 
@@ -204,4 +210,4 @@ def _new_shape(row: dict) -> dict:
     d = json.loads(row["state"]) if row.get("state") else {}
     total = base64.b64decode(d.pop("v")) if d.get("v") else row.get("sum")
     return {"id": row["id"], "kind": row["kind"], "key": row["key"], "live": row["live"],
-            "state": json.dumps(d, ensure_ascii=False), "sum": total}
+            "state": json.dumps(d, ensure_ascii=False), "sum": total if row["live"] else b""}

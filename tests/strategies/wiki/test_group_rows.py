@@ -46,7 +46,7 @@ def test_a_group_row_is_its_state_and_its_sum_in_bytes(home):
     assert set(data.column_names) == {"id", "namespace", "kind", "key", "live", "state", "sum"}
     assert space.name(groups.GROUP).endswith(space.name("sources").rsplit("__", 1)[1])
     rows = data.to_pylist()
-    assert rows and all(len(r["sum"]) == 8 * space.vector_dim for r in rows)
+    assert rows and all(len(r["sum"]) == 8 * space.vector_dim for r in rows if r["live"])
     assert not any("v" in json.loads(r["state"]) for r in rows)
     # each row: its sum (3,072 bytes at 384 dimensions) and a small state; the earlier shape
     # held the sum base64 in the state (4,096 characters) and a float32 vector (1,536 bytes)
@@ -60,9 +60,16 @@ def test_a_group_row_is_its_state_and_its_sum_in_bytes(home):
 
 
 def _to_earlier_shape(space) -> dict[str, bytes]:
-    """Rewrite the groups table as a store written before ``sum`` existed held it; returns
-    each row's sum."""
+    """Rewrite the groups table as a store written before ``sum`` existed held it (every
+    group with its sum); returns the pages' sums."""
+    from trimem.strategies.wiki.wikiupdate import resum
+
     rows = stored(space).to_pylist()
+    for r in rows:
+        if not r["sum"]:
+            g = groups.load(space, [(r["kind"], r["key"])])[(r["kind"], r["key"])]
+            resum(space, g)
+            r["sum"] = g.v.tobytes()
     dim = space.vector_dim
     old = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("kind", pa.string()),
                      ("key", pa.string()), ("live", pa.bool_()), ("state", pa.string()),
@@ -78,7 +85,7 @@ def _to_earlier_shape(space) -> dict[str, bytes]:
     name = space.name(groups.GROUP)
     space.store.drop_table(name)
     space.store.db.create_table(name, data=pa.Table.from_pylist(out, schema=old))
-    return {r["id"]: r["sum"] for r in rows}
+    return {r["id"]: r["sum"] for r in rows if r["live"]}
 
 
 def test_a_groups_table_of_the_earlier_shape_is_upgraded_and_curation_goes_on(home):
@@ -95,7 +102,8 @@ def test_a_groups_table_of_the_earlier_shape_is_upgraded_and_curation_goes_on(ho
     groups.upgrade(space)
     data = stored(space)
     assert "vector" not in data.column_names and "sum" in data.column_names
-    assert {r["id"]: r["sum"] for r in data.to_pylist()} == sums        # bit for bit
+    assert {r["id"]: r["sum"] for r in data.to_pylist() if r["live"]} == sums    # bit for bit
+    assert all(r["sum"] == b"" for r in data.to_pylist() if not r["live"])
     assert page_view(space) == before
     say(rt, *WIKI_SESSIONS[2])
     incremental = page_view(space)
@@ -119,4 +127,28 @@ def test_an_earlier_shape_table_is_upgraded_by_the_next_curation(home):
     incremental = page_view(space)
     pages.rebuild(space)
     assert page_view(space) == incremental
+    rt.close()
+
+
+def test_only_a_pages_group_keeps_its_sum_and_one_that_becomes_a_page_sums_again(home):
+    rt = runtime(home)
+    space = rt.space("default")
+    say(rt, *WIKI_SESSIONS[0])           # Rex is named once: a group, not yet a page
+    rex = {r["id"]: r for r in stored(space).to_pylist()}[groups.gid("entity", "rex")]
+    assert not rex["live"] and rex["sum"] == b""
+    rows = stored(space).to_pylist()
+    assert all((len(r["sum"]) == 8 * space.vector_dim) == r["live"] for r in rows)
+    assert sum(not r["live"] for r in rows) >= len(rows) // 3
+    for s in WIKI_SESSIONS[1:]:
+        say(rt, *s)                       # named again: now a page
+    rows = {r["id"]: r for r in stored(space).to_pylist()}
+    assert rows[groups.gid("entity", "rex")]["live"]
+    from trimem.strategies.wiki.wikiupdate import resum
+
+    for r in rows.values():               # every page's sum is what summing afresh gives
+        if r["live"]:
+            g = groups.load(space, [(r["kind"], r["key"])])[(r["kind"], r["key"])]
+            g.partial = True
+            resum(space, g)
+            assert g.v.tobytes() == r["sum"], r["id"]
     rt.close()
