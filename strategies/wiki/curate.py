@@ -45,6 +45,7 @@ from .store import (
     index_tables,
     load_snapshots,
     order_key,
+    put_snapshots,
     traj_row,
 )
 from .tindex import TrajIndex
@@ -118,7 +119,7 @@ def new_snapshots(space: Space, session_id: str, llm=None) -> list[dict]:
         out = build_snapshots(session_id, new, when, space.source_vectors([r["id"] for r in new]),
                               llm, opener=rows[0].get("speaker"),
                               idx0=max((s["idx"] for s in have), default=-1) + 1, dim=space.dim)
-        space.upsert(SNAP, SNAP_SCHEMA, [dict(s) for s in out])
+        put_snapshots(space, out)
     if have:
         placed = {i for t in space.rows(TRAJ, contains={"sessions": session_id},
                                         columns=["id", "snapshot_ids"]) for i in t["snapshot_ids"]}

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from ...storage.derived import MODEL_BOUND
 from . import text as tx
+from .claims import snapshot_vector
 from .trajectories import dump_state
 
 if TYPE_CHECKING:
@@ -32,10 +34,13 @@ VEC = pa.list_(pa.float32())   # sized to the namespace's model by storage (deri
 S = pa.string()
 L = pa.list_(pa.string())
 
+# no vector: a snapshot's is its sources' (``claims.snapshot_vector``), computed when it is read;
+# still model-bound, so a model switch drops the snapshots with the trajectories built on them
 SNAP_SCHEMA = pa.schema([("id", S), ("namespace", S), ("session_id", S), ("seq", pa.int64()),
                          ("idx", pa.int64()), ("timestamp", TS), ("session_time", TS),
                          ("speakers", L), ("source_ids", L), ("refs", L), ("text", S),
-                         ("claims", S), ("names", L), ("heads", L), ("facets", L), ("vector", VEC)])
+                         ("claims", S), ("names", L), ("heads", L), ("facets", L)],
+                        metadata=MODEL_BOUND)
 CLAIM_SCHEMA = pa.schema([("id", S), ("namespace", S), ("snapshot_id", S), ("trajectory_id", S),
                           ("position", pa.int64()), ("session_id", S), ("source_id", S),
                           ("ref", S), ("speaker", S), ("subject", S), ("timestamp", S),
@@ -76,14 +81,21 @@ def index_tables(space: Space, rebuild: bool = False) -> None:
         space.scalar_indexes(kind, cols, rebuild)
 
 
-def _vec(row: dict) -> dict:
-    row["vector"] = np.asarray(row["vector"], dtype=np.float32)
-    return row
-
-
 def load_snapshots(space: Space, ids: list[str] | None = None) -> list[dict]:
+    """Snapshot rows, each with its vector computed from its sources' (as when it was made)."""
     rows = space.rows(SNAP, eq={"id": ids} if ids is not None else None)
-    return [_vec(r) for r in rows]
+    vectors = space.source_vectors(sorted({i for r in rows for i in r["source_ids"]}))
+    for r in rows:
+        r["vector"] = snapshot_vector(r["source_ids"], vectors, space.dim)
+    return rows
+
+
+def put_snapshots(space: Space, snaps: list[dict]) -> None:
+    """Store snapshots (their vectors stay out); a table of the earlier shape, which stored
+    them, is rewritten without them first."""
+    space.reshape(SNAP, SNAP_SCHEMA, lambda r: {k: v for k, v in r.items() if k != "vector"})
+    space.upsert(SNAP, SNAP_SCHEMA, [{k: v for k, v in s.items() if k != "vector"}
+                                     for s in snaps])
 
 
 def order_key(s: dict):

@@ -1,7 +1,9 @@
-"""What a ``wiki_groups`` row holds (real LanceDB in a temp folder, real embedder): its state
-and the running vector sum as float64 bytes, no page vector (the page keeps that), and a table
-written in the earlier shape (the sum base64 in the state, an unread vector column) is
-rewritten into this one with its sums bit for bit, after which curation goes on as before."""
+"""What the wiki's derived rows hold (real LanceDB in a temp folder, real embedder).
+
+A ``wiki_groups`` row: its state and, for a page's group, the running vector sum as float64
+bytes; no page vector (the page keeps that). A ``wiki_snapshots`` row: no vector (its sources'
+mean, computed when read). Tables written in the earlier shapes are rewritten into these with
+what they held bit for bit, and curation goes on as before."""
 
 import base64
 import json
@@ -11,7 +13,7 @@ import pyarrow as pa
 
 from trimem.server.app import build_server
 from trimem.server.settings import Settings
-from trimem.strategies.wiki import groups, pages
+from trimem.strategies.wiki import claims, groups, pages, store
 from trimem.strategies.wiki.strategy import WikiStrategy
 from trimem.tools.remember import Message, remember
 
@@ -151,4 +153,57 @@ def test_only_a_pages_group_keeps_its_sum_and_one_that_becomes_a_page_sums_again
             g.partial = True
             resum(space, g)
             assert g.v.tobytes() == r["sum"], r["id"]
+    rt.close()
+
+
+def _snapshots_to_earlier_shape(space) -> dict[str, np.ndarray]:
+    """Rewrite the snapshots table as a store that kept their vectors held it."""
+    rows = store.load_snapshots(space)
+    name = space.name(store.SNAP)
+    old = store.SNAP_SCHEMA.append(pa.field("vector", pa.list_(pa.float32(), space.vector_dim)))
+    for r in rows:
+        r["vector"] = r["vector"].tolist()
+    space.store.drop_table(name)
+    space.store.db.create_table(name, data=pa.Table.from_pylist(rows, schema=old))
+    return {r["id"]: np.asarray(r["vector"], np.float32) for r in rows}
+
+
+def test_a_snapshot_row_holds_no_vector_and_reads_the_one_it_was_made_with(home):
+    rt = runtime(home)
+    for s in WIKI_SESSIONS:
+        say(rt, *s)
+    space = rt.space("default")
+    assert "vector" not in space.derived_table(store.SNAP).to_arrow().column_names
+    assert space.name(store.SNAP).endswith(space.name("sources").rsplit("__", 1)[1])
+    made = {}
+    for sid, _, _ in WIKI_SESSIONS:
+        rows = space.sources_by_session(sid)
+        sess = space.get_session(sid) or {}
+        made.update({s["id"]: s["vector"] for s in claims.build_snapshots(
+            sid, rows, sess.get("session_time"), space.source_vectors([r["id"] for r in rows]))})
+    read = {s["id"]: s["vector"] for s in store.load_snapshots(space)}
+    assert read.keys() == made.keys()
+    assert all(read[i].dtype == np.float32 and read[i].tobytes() == made[i].tobytes() for i in read)
+    rt.close()
+
+
+def test_a_snapshots_table_of_the_earlier_shape_is_read_and_upgraded(home):
+    rt = runtime(home)
+    for s in WIKI_SESSIONS[:2]:
+        say(rt, *s)
+    kept = _snapshots_to_earlier_shape(rt.space("default"))
+    rt.close()
+
+    rt = runtime(home)
+    space = rt.space("default")
+    read = {s["id"]: s["vector"] for s in store.load_snapshots(space)}
+    assert {i: v.tobytes() for i, v in read.items()} == {i: v.tobytes() for i, v in kept.items()}
+    before = page_view(space)
+    say(rt, *WIKI_SESSIONS[2])
+    assert "vector" not in space.derived_table(store.SNAP).to_arrow().column_names
+    after = page_view(space)
+    for pid in ("wiki-entity-rex", "wiki-entity-berlin", "wiki-entity-ana"):   # not in s3
+        assert after[pid] == before[pid], pid
+    pages.rebuild(space)
+    assert page_view(space) == after
     rt.close()
