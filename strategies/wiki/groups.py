@@ -5,15 +5,14 @@ snapshots it is about and their time span, and its claims reduced to what the pa
 counts of current and historical claims, the ``BUF`` newest current claims (the page shows
 ``MAX_LINES``), the 20 oldest historical ones (with what replaced them), names, facets, and for
 inventories their sessions. Groups exist before their page does (an entity named once, an
-inventory seen in one snapshot), so crossing a page's threshold later needs no look-back. Rows
-of ``wiki_groups``: id ``kind|key``, a JSON state, and ``sum``, the running sum of the vectors
-as float64 bytes (the page vector is its normalised float32 copy, kept on the page alone). Only
-a page's group (and the index's) keeps its sum: most groups never become pages, and one that
-does sums its snapshots afresh then, in time order as curation added them
-(``wikiupdate.resum``). The table is model-bound (``MODEL_BOUND``):
-dropped with the other derived tables when the embedder changes. A table written before
-``sum`` existed (the sum base64 in the state, and an unread page vector) is rewritten into
-this shape by ``upgrade``.
+inventory seen in one snapshot), so crossing a page's threshold later needs no look-back but
+for the vector sum. Rows of ``wiki_groups``: id ``kind|key``, a JSON state, and ``sum``, the
+running sum as float64 bytes (the page vector is its normalised float32 copy, kept on the page
+alone). Only a page's group (and the index's) keeps its sum: most groups never become pages, and
+one that does sums its snapshots afresh then, in time order as curation added them
+(``wikiupdate.resum``). The table is model-bound (``MODEL_BOUND``): dropped with the other
+derived tables when the embedder changes. A table written before ``sum`` existed (the sum
+base64 in the state, and an unread page vector) is rewritten into this shape by ``upgrade``.
 ``pages.py`` says which groups a snapshot and a claim belong to and when a group is a page.
 """
 

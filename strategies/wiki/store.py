@@ -1,7 +1,8 @@
 """The wiki strategy's tables and how curation writes them.
 
 Five tables per namespace (through ``space.upsert/rows/nearest/text_search`` only):
-``wiki_snapshots`` (immutable, one per exchange), ``wiki_claims`` (every claim ever extracted,
+``wiki_snapshots`` (immutable, one per exchange; its vector is its sources' mean, computed by
+``load_snapshots``, not stored), ``wiki_claims`` (every claim ever extracted,
 with its edit op and status), ``wiki_trajectories`` (ordered snapshot ids + the serialised
 builder state of the trajectory), ``wiki_pages`` (the Memory Wiki) and ``wiki_groups`` (the
 state each page is maintained from, ``groups.py``).
