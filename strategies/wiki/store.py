@@ -85,6 +85,16 @@ def index_tables(space: Space, rebuild: bool = False) -> None:
 def load_snapshots(space: Space, ids: list[str] | None = None) -> list[dict]:
     """Snapshot rows, each with its vector computed from its sources' (as when it was made)."""
     rows = space.rows(SNAP, eq={"id": ids} if ids is not None else None)
+    return _with_vectors(space, rows)
+
+
+def snapshot_vectors(space: Space, ids: list[str]) -> dict[str, np.ndarray]:
+    """The vectors of snapshots ``ids`` (those that exist), by id."""
+    rows = space.rows(SNAP, eq={"id": sorted(set(ids))}, columns=["id", "source_ids"]) if ids else []
+    return {r["id"]: r["vector"] for r in _with_vectors(space, rows)}
+
+
+def _with_vectors(space: Space, rows: list[dict]) -> list[dict]:
     vectors = space.source_vectors(sorted({i for r in rows for i in r["source_ids"]}))
     for r in rows:
         r["vector"] = snapshot_vector(r["source_ids"], vectors, space.dim)

@@ -207,3 +207,28 @@ def test_a_snapshots_table_of_the_earlier_shape_is_read_and_upgraded(home):
     pages.rebuild(space)
     assert page_view(space) == after
     rt.close()
+
+
+def test_a_trajectory_state_holds_no_vectors_and_a_new_process_adds_them_up_the_same(home):
+    from trimem.strategies.wiki import curate
+
+    rt = runtime(home)
+    for s in WIKI_SESSIONS[:2]:
+        say(rt, *s)
+    space = rt.space("default")
+    rows = space.rows(store.TRAJ)
+    assert rows and not any({"head", "last", "sum"} & set(json.loads(r["state"])) for r in rows)
+    rt.close()
+    rt = runtime(home)                        # a new process loads the open trajectories
+    _, loaded, _ = curate.load_index(rt.space("default"))
+    for r in rows:     # the stored vector is the sum curation held, normalised when written
+        T = loaded[r["id"]]
+        assert T.sum is not None and T.head is not None
+        assert (T.sum / (np.linalg.norm(T.sum) or 1.0)).astype(np.float32).tobytes() == \
+            np.asarray(r["vector"], np.float32).tobytes(), r["id"]
+    say(rt, *WIKI_SESSIONS[2])
+    space = rt.space("default")
+    incremental = page_view(space)
+    pages.rebuild(space)
+    assert page_view(space) == incremental
+    rt.close()
