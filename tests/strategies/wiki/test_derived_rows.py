@@ -232,3 +232,22 @@ def test_a_trajectory_state_holds_no_vectors_and_a_new_process_adds_them_up_the_
     pages.rebuild(space)
     assert page_view(space) == incremental
     rt.close()
+
+
+def test_the_wiki_tables_bytes_per_stored_turn_stay_under_bounds(home):
+    """The live rows of the three tables these shapes shrank, per stored turn, on the small
+    store (2026-12-06: groups 33,608 -> 11,346, snapshots 1,559 -> 681, trajectories 4,974 ->
+    1,443 bytes; pages 5,212 and claims 427 as they were)."""
+    from trimem.bench.disk import live_columns
+
+    rt = runtime(home)
+    for s in WIKI_SESSIONS:
+        say(rt, *s)
+    rt.close()
+    per_turn = {k: v["bytes_per_turn"] for k, v in live_columns(home).items()}
+    assert per_turn["wiki_groups"] < 15_000, per_turn
+    assert per_turn["wiki_snapshots"] < 1_000, per_turn
+    assert per_turn["wiki_trajectories"] < 2_500, per_turn
+    cols = live_columns(home)
+    assert "vector" not in cols["wiki_groups"]["columns"]
+    assert "vector" not in cols["wiki_snapshots"]["columns"]
