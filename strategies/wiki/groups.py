@@ -28,6 +28,7 @@ import pyarrow as pa
 from ...storage.derived import MODEL_BOUND
 from ..frame import one_line
 from . import dates as dt
+
 if TYPE_CHECKING:
     from ...storage.space import Space
 
