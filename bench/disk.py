@@ -1,6 +1,6 @@
 """Bytes on disk of a memory folder: per stored turn and per logged recall.
 
-    python -m trimem.bench.disk --home <memory folder> [--settle]
+    python -m trimem.bench.disk --home <memory folder> [--settle] [--columns]
 
 Sums the sizes of the files under ``--home`` (and counts them), table by table kind, and divides
 by the turns (rows of every ``sources`` table) and the recalls (rows of every ``recalls``
@@ -13,6 +13,9 @@ versions' data files (it deletes only files older than its cutoff) and they stay
 through this code's ``log_recall`` (each trace as the recall produced it: its stored form read
 back with the texts filled in, as ``explain`` reads it), so one run's recalls measure another
 version's log format and upkeep; then it waits ``keep_versions`` and lets upkeep finish.
+``--columns`` adds ``live_columns``: the bytes of the rows each table holds at its current
+version (Arrow, uncompressed), per column, per turn: what the rows hold, apart from dead rows
+and the files' compression.
 """
 
 from __future__ import annotations
@@ -48,6 +51,27 @@ def measure(home: Path) -> dict:
             "bytes_per_recall": (round(size["recalls"] / rows["recalls"])
                                  if rows["recalls"] else None),
             "by_table": {k: {"bytes": size[k], "files": files[k]} for k in sorted(size)}}
+
+
+def live_columns(home: Path) -> dict:
+    """Bytes per stored turn of each table kind's current rows, in total and by column."""
+    import lancedb
+
+    db = lancedb.connect(str(home))
+    by: dict[str, Counter] = {}
+    turns = 0
+    for name in db.list_tables().tables:
+        kind = re.sub(r"^ns_.+?__|__.*$", "", name)
+        data = db.open_table(name).to_arrow()
+        if kind == "sources":
+            turns += data.num_rows
+        cols = by.setdefault(kind, Counter())
+        for col, arr in zip(data.column_names, data.columns):
+            cols[col] += arr.nbytes
+    n = max(turns, 1)
+    return {k: {"bytes_per_turn": round(sum(c.values()) / n),
+                "columns": {col: round(b / n) for col, b in c.most_common()}}
+            for k, c in sorted(by.items())}
 
 
 def settle(home: Path) -> None:
@@ -88,13 +112,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--home", required=True)
     ap.add_argument("--settle", action="store_true")
     ap.add_argument("--replay", default="", metavar="NS")
+    ap.add_argument("--columns", action="store_true", help="also the live rows' bytes per turn, "
+                    "by table and column")
     args = ap.parse_args(argv)
     home = Path(args.home)
     if args.replay:
         replay(home, args.replay)
     if args.settle:
         settle(home)
-    print(json.dumps(measure(home), indent=2))
+    out = measure(home)
+    if args.columns:
+        out["live_columns"] = live_columns(home)
+    print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,18 +1,19 @@
 """Generic tables for the strategies' derived data (threads, edges, snapshots, pages, ...).
 
 Strategies declare a pyarrow schema and use these methods; they never touch LanceDB directly.
-Tables are per namespace like every other. A schema with a ``vector`` column gets a model-tagged
-table name (see ``Space.name``); derived data can always be rebuilt from the sources, so on a
-model switch such tables are dropped rather than re-embedded and their sessions re-curated.
-Every row must carry ``id`` (the upsert key) and ``namespace`` (filled in here). A ``vector``
-column is sized here to the dimension of the namespace's embedding model (``sized``), so a
-strategy never states one.
+Tables are per namespace like every other. A schema with a ``vector`` column (or the
+``MODEL_BOUND`` metadata) gets a model-tagged table name (see ``Space.name``); derived data can
+always be rebuilt from the sources, so on a model switch such tables are dropped rather than
+re-embedded and their sessions re-curated. Every row must carry ``id`` (the upsert key) and
+``namespace`` (filled in here). A ``vector`` column is sized here to the dimension of the
+namespace's embedding model (``sized``), so a strategy never states one. ``reshape`` rewrites a
+table stored with an earlier version's columns into the current ones.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +29,18 @@ def model_tag(model: str, dim: int) -> str:
     from .space import model_tag as tag
 
     return tag(model, dim)
+
+
+# Schema metadata of a derived table without vectors whose rows still depend on the embedding
+# model (e.g. a running sum of vectors kept as bytes): it is model-tagged like a vector table, so
+# a model switch drops it with the others.
+MODEL_BOUND = {b"trimem.model_bound": b"1"}
+
+
+def model_bound(schema: pa.Schema) -> bool:
+    """Whether ``schema``'s table is named for the embedding model (``Space.name``)."""
+    return "vector" in schema.names or (schema.metadata or {}).get(
+        b"trimem.model_bound") == MODEL_BOUND[b"trimem.model_bound"]
 
 
 def sized(schema: pa.Schema, dim: int | None) -> pa.Schema:
@@ -85,7 +98,7 @@ class DerivedMixin(SpaceParts):
     def derived_table(self, kind: str, schema: pa.Schema | None = None, create: bool = False):
         if schema is not None:
             schema = sized(schema, self.dim)
-        if schema is not None and "vector" in schema.names:
+        if schema is not None and model_bound(schema):
             self._vector_kinds.setdefault(kind, schema)
         elif schema is None and kind not in self._vector_kinds and kind not in self._plain_kinds:
             # a reader in a fresh process does not know yet whether `kind` has vectors: a
@@ -97,6 +110,38 @@ class DerivedMixin(SpaceParts):
             else:
                 self._plain_kinds.add(kind)
         return self.table(kind, schema, create=create)
+
+    def reshape(self, kind: str, schema: pa.Schema, convert: Callable[[dict], dict]) -> bool:
+        """Rewrite ``kind``'s table into ``schema`` when it is stored with other columns (a
+        store written by an earlier version): each row through ``convert``, under the namespace
+        lock, then the table dropped and written again. Checked once per process per kind; True
+        when it rewrote. A crash between the drop and the write leaves the table missing, which
+        a strategy must treat as derived data to rebuild from the sources."""
+        done = self.__dict__.setdefault("_shape_done", set())
+        if kind in done:
+            return False
+        schema = sized(schema, self.dim)
+        with self.writing():
+            self.store.refresh(self.name(kind))    # another process may have rewritten it
+            tbl = self.derived_table(kind, schema)
+            if tbl is None or set(tbl.schema.names) == set(schema.names):
+                done.add(kind)
+                return False
+            old = tbl.to_arrow().to_pylist()
+            rows = [convert({k: v for k, v in r.items() if k != "namespace"}) for r in old
+                    if r.get("namespace") == self.namespace]
+            self.store.drop_table(tbl.name)
+            self._copies.pop(kind, None)
+            new = self.derived_table(kind, schema, create=True)
+            if rows:
+                for r in rows:
+                    r["namespace"] = self.namespace
+                retrying(lambda: new.add(pa.Table.from_pylist(rows, schema=schema)),
+                         f"reshape {kind}", table=new)
+        self.__dict__.get("_scalar_done", set()).discard(kind)   # the new table has none yet
+        done.add(kind)
+        log.info("rewrote %s into its current columns (%d rows)", tbl.name, len(rows))
+        return True
 
     def upsert(self, kind: str, schema: pa.Schema, rows: list[dict], key: str = "id") -> None:
         """Insert or replace ``rows`` (matched on ``key``) in one commit."""

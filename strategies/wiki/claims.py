@@ -18,7 +18,8 @@ context", "links to raw source messages"):
   (``STATE``: where one lives, works, studies, one's relationship); claims on the same slot revise
   each other inside a trajectory. **End cue** (``END``): the claim ends a state ("no longer",
   "quit", "broke up", "sold" ...): it deprecates the active claim it overlaps.
-- **Snapshot vector**: the L2-normalised mean of its messages' stored vectors (no re-embedding).
+- **Snapshot vector**: the L2-normalised mean of its messages' stored vectors (no re-embedding),
+  computed again when the snapshot is read (``store.load_snapshots``), never stored.
 - With an LLM (``env.llm`` not ``none``), ``llm_claims`` asks for claims as structured output
   and falls back to the sentences above on any provider error.
 """
@@ -222,13 +223,7 @@ def build_snapshots(session_id: str, rows: list[dict], session_time, vectors: di
         claims = llm_claims(llm, ex, when) if llm is not None else None
         if claims is None:
             claims = [c for r in ex for c in claims_of(r, when)]
-        vecs = [vectors[r["id"]] for r in ex if r["id"] in vectors]
-        if vecs:
-            v = np.mean(vecs, axis=0)
-        else:
-            assert dim is not None, "an exchange without vectors needs dim"   # np.zeros(None) fails
-            v = np.zeros(dim, dtype=np.float32)
-        v = v / (np.linalg.norm(v) or 1.0)
+        v = snapshot_vector([r["id"] for r in ex], vectors, dim)
         names = sorted({n for c in claims for n in c["names"]})
         heads = sorted({h for c in claims for h in c["heads"]})
         snaps.append({
@@ -240,5 +235,19 @@ def build_snapshots(session_id: str, rows: list[dict], session_time, vectors: di
             "text": "\n".join(f"{r.get('speaker') or '-'}: {r['text']}" for r in ex),
             "claims": json.dumps(claims, ensure_ascii=False), "names": names, "heads": heads,
             "facets": sorted({f for c in claims for f in c["facets"]}),
-            "vector": v.astype(np.float32)})
+            "vector": v})
     return snaps
+
+
+def snapshot_vector(source_ids: list[str], vectors: dict, dim: int | None) -> np.ndarray:
+    """The L2-normalised mean of the stored vectors of ``source_ids`` (in that order), as
+    float32: computed alike when a snapshot is made and each time it is read, so it is not
+    stored. ``dim``: the size of a zero vector for messages none of which has one."""
+    vecs = [vectors[i] for i in source_ids if i in vectors]
+    if vecs:
+        v = np.mean(vecs, axis=0)
+    else:
+        assert dim is not None, "an exchange without vectors needs dim"   # np.zeros(None) fails
+        v = np.zeros(dim, dtype=np.float32)
+    v = v / (np.linalg.norm(v) or 1.0)
+    return v.astype(np.float32)

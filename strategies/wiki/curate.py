@@ -45,6 +45,8 @@ from .store import (
     index_tables,
     load_snapshots,
     order_key,
+    put_snapshots,
+    snapshot_vectors,
     traj_row,
 )
 from .tindex import TrajIndex
@@ -118,7 +120,7 @@ def new_snapshots(space: Space, session_id: str, llm=None) -> list[dict]:
         out = build_snapshots(session_id, new, when, space.source_vectors([r["id"] for r in new]),
                               llm, opener=rows[0].get("speaker"),
                               idx0=max((s["idx"] for s in have), default=-1) + 1, dim=space.dim)
-        space.upsert(SNAP, SNAP_SCHEMA, [dict(s) for s in out])
+        put_snapshots(space, out)
     if have:
         placed = {i for t in space.rows(TRAJ, contains={"sessions": session_id},
                                         columns=["id", "snapshot_ids"]) for i in t["snapshot_ids"]}
@@ -129,9 +131,9 @@ def new_snapshots(space: Space, session_id: str, llm=None) -> list[dict]:
 
 def load_index(space: Space) -> tuple[TrajIndex, dict, int]:
     """Every open trajectory from its stored state, and the number of snapshots placed."""
-    b = Builder()
-    for r in space.rows(TRAJ, eq={"status": "open"}, columns=["id", "state"]):
-        b.load_state(r["id"], r["state"])
+    b = Builder(vectors=lambda ids: snapshot_vectors(space, ids))
+    b.load_states({r["id"]: r["state"]
+                   for r in space.rows(TRAJ, eq={"status": "open"}, columns=["id", "state"])})
     placed = sum(r["n"] for r in space.rows(TRAJ, columns=["id", "n"]))
     return b.index, b.trajs, placed
 
@@ -155,7 +157,7 @@ def curate_session(space: Space, st: WikiState, session_id: str, llm=None, m: in
         return {r["id"]: r["state"] for r in space.rows(TRAJ, eq={"id": ids},
                                                         columns=["id", "state"])}
 
-    b = Builder(m, index=index, load=stored)
+    b = Builder(m, index=index, load=stored, vectors=lambda ids: snapshot_vectors(space, ids))
     b.trajs.update(trajs)
     placed = [(s, b.append(s)[0]) for s in sorted(snaps, key=order_key)]
     w = write(space, st, b, full=False)

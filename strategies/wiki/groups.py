@@ -5,9 +5,14 @@ snapshots it is about and their time span, and its claims reduced to what the pa
 counts of current and historical claims, the ``BUF`` newest current claims (the page shows
 ``MAX_LINES``), the 20 oldest historical ones (with what replaced them), names, facets, and for
 inventories their sessions. Groups exist before their page does (an entity named once, an
-inventory seen in one snapshot), so crossing a page's threshold later needs no look-back. Rows
-of ``wiki_groups``: id ``kind|key``, a JSON state, and the page vector (which also makes the
-table model-tagged, so it is dropped with the other derived tables when the embedder changes).
+inventory seen in one snapshot), so crossing a page's threshold later needs no look-back but
+for the vector sum. Rows of ``wiki_groups``: id ``kind|key``, a JSON state, and ``sum``, the
+running sum as float64 bytes (the page vector is its normalised float32 copy, kept on the page
+alone). Only a page's group (and the index's) keeps its sum: most groups never become pages, and
+one that does sums its snapshots afresh then, in time order as curation added them
+(``wikiupdate.resum``). The table is model-bound (``MODEL_BOUND``): dropped with the other
+derived tables when the embedder changes. A table written before ``sum`` existed (the sum
+base64 in the state, and an unread page vector) is rewritten into this shape by ``upgrade``.
 ``pages.py`` says which groups a snapshot and a claim belong to and when a group is a page.
 """
 
@@ -20,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from ...storage.derived import MODEL_BOUND
 from ..frame import one_line
 from . import dates as dt
-from .store import VEC
 
 if TYPE_CHECKING:
     from ...storage.space import Space
@@ -30,7 +35,8 @@ if TYPE_CHECKING:
 GROUP = "wiki_groups"
 S = pa.string()
 GROUP_SCHEMA = pa.schema([("id", S), ("namespace", S), ("kind", S), ("key", S),
-                          ("live", pa.bool_()), ("state", S), ("vector", VEC)])
+                          ("live", pa.bool_()), ("state", S), ("sum", pa.binary())],
+                         metadata=MODEL_BOUND)
 BUF, MAX_LINES, MAX_HIST, MAX_NAMES = 80, 40, 20, 50
 SETS = ("trajs", "facets", "sessions", "variants", "spk", "head_trajs", "snaps")
 
@@ -72,13 +78,17 @@ class Group:
     head_trajs: set[str]
     snaps: set[str]
 
-    def __init__(self, kind: str, key: str, state: str | None = None, *, dim: int):
+    def __init__(self, kind: str, key: str, state: str | None = None,
+                 total: bytes | None = None, *, dim: int):
         self.kind, self.key = kind, key
         d = json.loads(state) if state else {}
         for k in SETS:
             setattr(self, k, set(d.get(k, ())))
-        self.v = (np.frombuffer(base64.b64decode(d["v"]), dtype=np.float64).copy()
-                  if d.get("v") else np.zeros(dim))
+        if d.get("v"):      # the state of a table not yet upgraded
+            total = base64.b64decode(d["v"])
+        self.v = np.frombuffer(total, dtype=np.float64).copy() if total else np.zeros(dim)
+        # stored without its sum (not a page then): ``v`` holds only what was added since
+        self.partial = state is not None and not total and bool(self.trajs)
         self.first, self.last = d.get("first"), d.get("last")
         self.n_act, self.n_hist = d.get("n_act", 0), d.get("n_hist", 0)
         self.act, self.hist = d.get("act", []), d.get("hist", [])
@@ -90,7 +100,7 @@ class Group:
 
     def dump(self) -> str:
         d: dict[str, Any] = {k: sorted(getattr(self, k)) for k in SETS if getattr(self, k)}
-        d.update(v=base64.b64encode(self.v.tobytes()).decode(), first=self.first, last=self.last,
+        d.update(first=self.first, last=self.last,
                  n_act=self.n_act, n_hist=self.n_hist, act=self.act, hist=self.hist,
                  names=self.names, name_claims=self.name_claims, date=self.date, pid=self.pid)
         if self.sync is not None:
@@ -168,8 +178,10 @@ class Group:
         return (self.v / (np.linalg.norm(self.v) or 1.0)).astype(np.float32)
 
     def row(self, live: bool) -> dict:
+        """The stored row; the sum only for a page's group (``live``), the others' is summed
+        again if they become one."""
         return {"id": gid(self.kind, self.key), "kind": self.kind, "key": self.key, "live": live,
-                "state": self.dump(), "vector": self.vector()}
+                "state": self.dump(), "sum": self.v.astype("<f8").tobytes() if live else b""}
 
 
 def _newest_first(items: list[list]) -> list[list]:
@@ -180,7 +192,22 @@ def _newest_first(items: list[list]) -> list[list]:
 def load(space: Space, keys) -> dict[tuple[str, str], Group]:
     """The stored groups for ``keys`` ((kind, key) pairs); missing ones start empty."""
     keys = set(keys)
-    got = {(r["kind"], r["key"]): Group(r["kind"], r["key"], r["state"], dim=space.vector_dim)
+    upgrade(space)
+    got = {(r["kind"], r["key"]): Group(r["kind"], r["key"], r["state"], r["sum"],
+                                        dim=space.vector_dim)
            for r in space.rows(GROUP, eq={"id": sorted(gid(*k) for k in keys)},
-                               columns=["id", "kind", "key", "state"])} if keys else {}
+                               columns=["id", "kind", "key", "state", "sum"])} if keys else {}
     return {k: got.get(k) or Group(*k, dim=space.vector_dim) for k in keys}
+
+
+def upgrade(space: Space) -> None:
+    """Rewrite a ``wiki_groups`` table of the earlier shape (the sum base64 in the JSON state,
+    a ``vector`` column no query read) into this one; the pages' sums carry over bit for bit."""
+    space.reshape(GROUP, GROUP_SCHEMA, _new_shape)
+
+
+def _new_shape(row: dict) -> dict:
+    d = json.loads(row["state"]) if row.get("state") else {}
+    total = base64.b64decode(d.pop("v")) if d.get("v") else row.get("sum")
+    return {"id": row["id"], "kind": row["kind"], "key": row["key"], "live": row["live"],
+            "state": json.dumps(d, ensure_ascii=False), "sum": total if row["live"] else b""}

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base import spoken
 from .claims import build_snapshots, exchanges
-from .store import SNAP, SNAP_SCHEMA, ensure
+from .store import SNAP, ensure, put_snapshots
 
 if TYPE_CHECKING:
     from ...storage.space import Space
@@ -88,7 +88,7 @@ def write_claims(space: Space, session_id: str, by_label: dict[str, dict], claim
              if s["id"] not in keep]
     if stale:     # the session was cut into exchanges differently before (appended messages)
         space.delete_rows(SNAP, {"id": stale})
-    space.upsert(SNAP, SNAP_SCHEMA, snaps)
+    put_snapshots(space, snaps)
     return used
 
 

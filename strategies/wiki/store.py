@@ -1,7 +1,8 @@
 """The wiki strategy's tables and how curation writes them.
 
 Five tables per namespace (through ``space.upsert/rows/nearest/text_search`` only):
-``wiki_snapshots`` (immutable, one per exchange), ``wiki_claims`` (every claim ever extracted,
+``wiki_snapshots`` (immutable, one per exchange; its vector is its sources' mean, computed by
+``load_snapshots``, not stored), ``wiki_claims`` (every claim ever extracted,
 with its edit op and status), ``wiki_trajectories`` (ordered snapshot ids + the serialised
 builder state of the trajectory), ``wiki_pages`` (the Memory Wiki) and ``wiki_groups`` (the
 state each page is maintained from, ``groups.py``).
@@ -19,7 +20,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from ...storage.derived import MODEL_BOUND
 from . import text as tx
+from .claims import snapshot_vector
 from .trajectories import dump_state
 
 if TYPE_CHECKING:
@@ -32,10 +35,13 @@ VEC = pa.list_(pa.float32())   # sized to the namespace's model by storage (deri
 S = pa.string()
 L = pa.list_(pa.string())
 
+# no vector: a snapshot's is its sources' (``claims.snapshot_vector``), computed when it is read;
+# still model-bound, so a model switch drops the snapshots with the trajectories built on them
 SNAP_SCHEMA = pa.schema([("id", S), ("namespace", S), ("session_id", S), ("seq", pa.int64()),
                          ("idx", pa.int64()), ("timestamp", TS), ("session_time", TS),
                          ("speakers", L), ("source_ids", L), ("refs", L), ("text", S),
-                         ("claims", S), ("names", L), ("heads", L), ("facets", L), ("vector", VEC)])
+                         ("claims", S), ("names", L), ("heads", L), ("facets", L)],
+                        metadata=MODEL_BOUND)
 CLAIM_SCHEMA = pa.schema([("id", S), ("namespace", S), ("snapshot_id", S), ("trajectory_id", S),
                           ("position", pa.int64()), ("session_id", S), ("source_id", S),
                           ("ref", S), ("speaker", S), ("subject", S), ("timestamp", S),
@@ -76,14 +82,31 @@ def index_tables(space: Space, rebuild: bool = False) -> None:
         space.scalar_indexes(kind, cols, rebuild)
 
 
-def _vec(row: dict) -> dict:
-    row["vector"] = np.asarray(row["vector"], dtype=np.float32)
-    return row
-
-
 def load_snapshots(space: Space, ids: list[str] | None = None) -> list[dict]:
+    """Snapshot rows, each with its vector computed from its sources' (as when it was made)."""
     rows = space.rows(SNAP, eq={"id": ids} if ids is not None else None)
-    return [_vec(r) for r in rows]
+    return _with_vectors(space, rows)
+
+
+def snapshot_vectors(space: Space, ids: list[str]) -> dict[str, np.ndarray]:
+    """The vectors of snapshots ``ids`` (those that exist), by id."""
+    rows = space.rows(SNAP, eq={"id": sorted(set(ids))}, columns=["id", "source_ids"]) if ids else []
+    return {r["id"]: r["vector"] for r in _with_vectors(space, rows)}
+
+
+def _with_vectors(space: Space, rows: list[dict]) -> list[dict]:
+    vectors = space.source_vectors(sorted({i for r in rows for i in r["source_ids"]}))
+    for r in rows:
+        r["vector"] = snapshot_vector(r["source_ids"], vectors, space.dim)
+    return rows
+
+
+def put_snapshots(space: Space, snaps: list[dict]) -> None:
+    """Store snapshots (their vectors stay out); a table of the earlier shape, which stored
+    them, is rewritten without them first."""
+    space.reshape(SNAP, SNAP_SCHEMA, lambda r: {k: v for k, v in r.items() if k != "vector"})
+    space.upsert(SNAP, SNAP_SCHEMA, [{k: v for k, v in s.items() if k != "vector"}
+                                     for s in snaps])
 
 
 def order_key(s: dict):

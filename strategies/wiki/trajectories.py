@@ -48,6 +48,8 @@ from . import text as tx
 from .claims import hid
 from .tindex import TrajIndex, W  # noqa: F401  (W: the weights of g, re-exported)
 
+VectorsOf = Callable[[list[str]], dict[str, np.ndarray]]   # snapshot ids -> their vectors
+
 THETA = 0.42
 M_DEFAULT = 15
 
@@ -77,13 +79,17 @@ class Builder:
     ``index`` (a ``TrajIndex``) scores g against every open trajectory; ``self.trajs`` holds the
     edit state of the trajectories this builder has touched (all of them in a replay). ``load``
     (ids -> {id: state}) fetches the stored edit state of an open trajectory the first time a
-    snapshot joins it, so appending never reads the trajectories it does not touch."""
+    snapshot joins it, so appending never reads the trajectories it does not touch; ``vectors``
+    (snapshot ids -> {id: vector}) gives a loaded trajectory's snapshot vectors, from which its
+    head, last and sum are added up again (a state stores none of them)."""
 
     def __init__(self, m: int = M_DEFAULT, theta: float = THETA, index: TrajIndex | None = None,
-                 load: Callable[[list[str]], dict[str, str]] | None = None):
+                 load: Callable[[list[str]], dict[str, str]] | None = None,
+                 vectors: VectorsOf | None = None):
         self.m, self.theta = m, theta
         self.index = index if index is not None else TrajIndex()
         self.load = load
+        self.vectors = vectors
         self.trajs: dict[str, Traj] = {}
         self.claims: dict[str, dict] = {}        # new claim rows, by id
         self.status: dict[str, dict] = {}        # claim id -> {status, by} for older claims
@@ -93,7 +99,7 @@ class Builder:
         if tid not in self.trajs:
             if self.load is None:
                 raise KeyError(f"trajectory {tid!r} is not loaded and this builder has no load")
-            self.trajs[tid] = traj_from_state(tid, self.load([tid])[tid])
+            self.trajs[tid] = traj_from_state(tid, self.load([tid])[tid], self.vectors)
         return self.trajs[tid]
 
     def _new(self, T: Traj) -> Traj:
@@ -174,14 +180,15 @@ class Builder:
     def dump_state(T: Traj) -> str:
         return dump_state(T)
 
-    def load_state(self, tid: str, state: str) -> None:
-        """Make a stored trajectory known to this builder (its edit state and its g terms)."""
-        T = self.trajs[tid] = traj_from_state(tid, state)
-        self.index.add(tid, T)
-
-
-def _b64(v: np.ndarray | None) -> str:
-    return base64.b64encode(np.asarray(v, dtype=np.float32).tobytes()).decode()
+    def load_states(self, states: dict[str, str]) -> None:
+        """Make stored trajectories known to this builder (their edit state and g terms), with
+        the vectors of all their snapshots asked for at once."""
+        parsed = {tid: json.loads(state) for tid, state in states.items()}
+        need = [x["id"] for d in parsed.values() if "sum" not in d for x in d["snapshots"]]
+        got = self.vectors(need) if need and self.vectors is not None else {}
+        for tid, d in parsed.items():
+            T = self.trajs[tid] = _traj(tid, d, got)
+            self.index.add(tid, T)
 
 
 def _unb64(x) -> np.ndarray:
@@ -191,21 +198,36 @@ def _unb64(x) -> np.ndarray:
 
 
 def dump_state(T: Traj) -> str:
+    """The edit state; not the vectors (head, last, sum): they are the trajectory's snapshots',
+    added up again when it is loaded (``traj_from_state``)."""
     return json.dumps({"continues": T.continues, "closed": T.closed, "slots": T.slots,
                        "snapshots": [dict(x, timestamp=x["timestamp"].isoformat()
                                           if x["timestamp"] else None) for x in T.snapshots],
                        "recent": [[sorted(a), sorted(b), sorted(c)] for a, b, c in T.recent],
-                       "active": [dict(a, toks=sorted(a["toks"])) for a in T.active.values()],
-                       "head": _b64(T.head), "last": _b64(T.last), "sum": _b64(T.sum)})
+                       "active": [dict(a, toks=sorted(a["toks"])) for a in T.active.values()]})
 
 
-def traj_from_state(tid: str, state: str) -> Traj:
+def traj_from_state(tid: str, state: str, vectors: VectorsOf | None = None) -> Traj:
     d = json.loads(state)
+    need = [x["id"] for x in d["snapshots"]] if "sum" not in d else []
+    return _traj(tid, d, vectors(need) if need and vectors is not None else {})
+
+
+def _traj(tid: str, d: dict, vectors: dict[str, np.ndarray]) -> Traj:
     T = Traj(tid, d["continues"], d["slots"])
     T.closed = d["closed"]
     T.snapshots = [dict(x, timestamp=datetime.fromisoformat(x["timestamp"])
                         if x["timestamp"] else None) for x in d["snapshots"]]
     T.recent = [(set(a), set(b), set(c)) for a, b, c in d["recent"]]
     T.active = {a["id"]: dict(a, toks=set(a["toks"])) for a in d["active"]}
-    T.head, T.last, T.sum = (_unb64(d[k]) for k in ("head", "last", "sum"))
+    if "sum" in d:      # a state written when states kept the vectors
+        T.head, T.last, T.sum = (_unb64(d[k]) for k in ("head", "last", "sum"))
+        return T
+    for x in T.snapshots:   # as ``Builder._push`` added them
+        v = vectors.get(x["id"])
+        if v is None:
+            continue
+        if T.head is None or T.sum is None:
+            T.head, T.sum = v.copy(), np.zeros_like(v)
+        T.last, T.sum = v, T.sum + v
     return T

@@ -16,7 +16,9 @@ import uuid
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from .groups import GROUP, GROUP_SCHEMA, Group, gid, load
+import numpy as np
+
+from .groups import GROUP, GROUP_SCHEMA, Group, gid, load, upgrade
 from .pages import (
     INDEX,
     PAGE,
@@ -32,7 +34,7 @@ from .pages import (
     page_row,
     snap_keys,
 )
-from .store import CLAIM, TRAJ, ensure, load_snapshots
+from .store import CLAIM, TRAJ, ensure, load_snapshots, order_key
 
 if TYPE_CHECKING:
     from ...storage.space import Space
@@ -156,11 +158,14 @@ def _assign_pids(space: Space, gs: list[Group], full: bool) -> None:
 
 
 def _write(space: Space, groups: dict, full: bool) -> int:
+    upgrade(space)
     idx = groups[INDEX]
     n_all = len(idx.trajs)
     live = [g for k, g in groups.items() if k != INDEX and is_live(g)]
     _assign_pids(space, [g for g in live if full or not g.pid], full)
     for g in live:
+        if g.partial:
+            resum(space, g)
         if g.needs_refill():
             _refill(space, g)
     rows = [page_row(g, n_all) for g in live]
@@ -187,6 +192,19 @@ def _write(space: Space, groups: dict, full: bool) -> int:
     space.upsert(GROUP, GROUP_SCHEMA, [g.row(k == INDEX or is_live(g)) for k, g in groups.items()
                                        if g.trajs or g.n_act or g.n_hist or g.name_claims])
     return len(rows) + 1
+
+
+def resum(space: Space, g: Group) -> None:
+    """The vector sum of a group stored without it (it was no page), from the snapshots of its
+    trajectories that are about it, added in time order as curation added them."""
+    key = (g.kind, g.key)
+    ids = [i for t in space.rows(TRAJ, eq={"id": sorted(g.trajs)}, columns=["id", "snapshot_ids"])
+           for i in t["snapshot_ids"]]
+    g.v = np.zeros_like(g.v)
+    for s in sorted(load_snapshots(space, ids), key=order_key):
+        if key in snap_keys(s):
+            g.v += np.asarray(s["vector"], dtype=np.float64)
+    g.partial = False
 
 
 def _refill(space: Space, g: Group) -> None:

@@ -182,3 +182,46 @@ def test_the_calibration_sample_does_not_depend_on_physical_order(tmp_path):
     assert a.shape == (12, 8) and np.array_equal(a, b)
     assert homes[0].sample_source_vectors(12, seed=1).tolist() != a.tolist()   # the seed matters
     assert homes[0].sample_source_vectors(100).shape == (40, 8)
+
+
+def test_a_model_bound_table_without_vectors_is_tagged_and_dropped_on_a_model_switch(tmp_path):
+    import pyarrow as pa
+
+    from trimem.storage.derived import MODEL_BOUND
+
+    schema = pa.schema([("id", pa.string()), ("namespace", pa.string()),
+                        ("sum", pa.binary())], metadata=MODEL_BOUND)
+    sp = open_store(tmp_path).space("n")
+    sp.bind_model("model-a", 8, fake_embed(8))
+    sp.add_sources(rows(1))
+    sp.upsert("sums", schema, [{"id": "x", "sum": b"\x00" * 8}])
+    assert "sums__model_a_8" in sp.stats()
+    fresh = open_store(tmp_path).space("n")          # a reader that never saw the schema
+    fresh.bind_model("model-a", 8, fake_embed(8))
+    assert [r["id"] for r in fresh.rows("sums")] == ["x"]
+    sp2 = open_store(tmp_path).space("n")
+    sp2.bind_model("model-b", 4, fake_embed(4))
+    assert not [k for k in sp2.stats() if k.startswith("sums")]
+
+
+def test_reshape_rewrites_a_table_of_other_columns_once(tmp_path):
+    import pyarrow as pa
+
+    old = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("a", pa.string()),
+                     ("b", pa.string())])
+    new = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("ab", pa.string())])
+    sp = open_store(tmp_path).space("n")
+    sp.upsert("t", old, [{"id": "1", "a": "x'", "b": "y"}, {"id": "2", "a": "", "b": "z"}])
+    calls = []
+
+    def convert(r):
+        calls.append(r["id"])
+        return {"id": r["id"], "ab": r["a"] + r["b"]}
+
+    sp2 = open_store(tmp_path).space("n")
+    assert sp2.reshape("t", new, convert) is True
+    assert sorted((r["id"], r["ab"]) for r in sp2.rows("t")) == [("1", "x'y"), ("2", "z")]
+    assert set(sp2.derived_table("t").schema.names) == {"id", "namespace", "ab"}
+    assert sp2.reshape("t", new, convert) is False and sorted(calls) == ["1", "2"]
+    assert open_store(tmp_path).space("n").reshape("t", new, convert) is False   # already new
+    assert sorted(calls) == ["1", "2"]

@@ -1,0 +1,253 @@
+"""What the wiki's derived rows hold (real LanceDB in a temp folder, real embedder).
+
+A ``wiki_groups`` row: its state and, for a page's group, the running vector sum as float64
+bytes; no page vector (the page keeps that). A ``wiki_snapshots`` row: no vector (its sources'
+mean, computed when read). Tables written in the earlier shapes are rewritten into these with
+what they held bit for bit, and curation goes on as before."""
+
+import base64
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from trimem.server.app import build_server
+from trimem.server.settings import Settings
+from trimem.strategies.wiki import claims, groups, pages, store
+from trimem.strategies.wiki.strategy import WikiStrategy
+from trimem.tools.remember import Message, remember
+
+from helpers import WIKI_SESSIONS
+
+
+def runtime(home):
+    return build_server(Settings(home=str(home), curation=False)).runtime
+
+
+def say(rt, sid, when, turns):
+    msgs = [Message(content=t, speaker=sp, ref=f"{sid}-{i}") for i, (sp, t) in enumerate(turns)]
+    remember(rt, msgs, session_id=sid, session_time=when, namespace="default")
+    WikiStrategy().curate(rt.env("default"), sid)
+
+
+def stored(space) -> pa.Table:
+    return space.derived_table(groups.GROUP).to_arrow()
+
+
+def page_view(space) -> dict:
+    return {r["id"]: (r["title"], r["text"], r["trajectory_ids"], r["n_links"],
+                      [round(x, 4) for x in r["vector"]]) for r in space.rows(pages.PAGE)}
+
+
+def test_a_group_row_is_its_state_and_its_sum_in_bytes(home):
+    rt = runtime(home)
+    for s in WIKI_SESSIONS:
+        say(rt, *s)
+    space = rt.space("default")
+    data = stored(space)
+    assert set(data.column_names) == {"id", "namespace", "kind", "key", "live", "state", "sum"}
+    assert space.name(groups.GROUP).endswith(space.name("sources").rsplit("__", 1)[1])
+    rows = data.to_pylist()
+    assert rows and all(len(r["sum"]) == 8 * space.vector_dim for r in rows if r["live"])
+    assert not any("v" in json.loads(r["state"]) for r in rows)
+    # each row: its sum (3,072 bytes at 384 dimensions) and a small state; the earlier shape
+    # held the sum base64 in the state (4,096 characters) and a float32 vector (1,536 bytes)
+    per_row = sum(c.nbytes for c in data.columns) / data.num_rows
+    assert per_row < 8 * space.vector_dim + 1000, per_row
+    index = next(r for r in rows if r["id"] == groups.gid(*pages.INDEX))
+    page = next(r for r in space.rows(pages.PAGE) if r["id"] == "wiki-index")
+    total = np.frombuffer(index["sum"], dtype="<f8")
+    assert np.allclose(total / np.linalg.norm(total), page["vector"], atol=1e-6)
+    rt.close()
+
+
+def _to_earlier_shape(space) -> dict[str, bytes]:
+    """Rewrite the groups table as a store written before ``sum`` existed held it (every
+    group with its sum); returns the pages' sums."""
+    from trimem.strategies.wiki.wikiupdate import resum
+
+    rows = stored(space).to_pylist()
+    for r in rows:
+        if not r["sum"]:
+            g = groups.load(space, [(r["kind"], r["key"])])[(r["kind"], r["key"])]
+            resum(space, g)
+            r["sum"] = g.v.tobytes()
+    dim = space.vector_dim
+    old = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("kind", pa.string()),
+                     ("key", pa.string()), ("live", pa.bool_()), ("state", pa.string()),
+                     ("vector", pa.list_(pa.float32(), dim))])
+    out = []
+    for r in rows:
+        v = np.frombuffer(r["sum"], dtype="<f8")
+        state = json.loads(r["state"])
+        state["v"] = base64.b64encode(v.tobytes()).decode()
+        out.append({"id": r["id"], "namespace": r["namespace"], "kind": r["kind"],
+                    "key": r["key"], "live": r["live"], "state": json.dumps(state),
+                    "vector": (v / (np.linalg.norm(v) or 1.0)).astype(np.float32).tolist()})
+    name = space.name(groups.GROUP)
+    space.store.drop_table(name)
+    space.store.db.create_table(name, data=pa.Table.from_pylist(out, schema=old))
+    return {r["id"]: r["sum"] for r in rows if r["live"]}
+
+
+def test_a_groups_table_of_the_earlier_shape_is_upgraded_and_curation_goes_on(home):
+    rt = runtime(home)
+    for s in WIKI_SESSIONS[:2]:
+        say(rt, *s)
+    sums = _to_earlier_shape(rt.space("default"))
+    rt.close()
+
+    rt = runtime(home)                 # a new process: upgrades on its first write
+    space = rt.space("default")
+    before = page_view(space)
+    assert "vector" in stored(space).column_names
+    groups.upgrade(space)
+    data = stored(space)
+    assert "vector" not in data.column_names and "sum" in data.column_names
+    assert {r["id"]: r["sum"] for r in data.to_pylist() if r["live"]} == sums    # bit for bit
+    assert all(r["sum"] == b"" for r in data.to_pylist() if not r["live"])
+    assert page_view(space) == before
+    say(rt, *WIKI_SESSIONS[2])
+    incremental = page_view(space)
+    assert "wiki-entity-kiln-studio" in incremental
+    pages.rebuild(space)
+    assert page_view(space) == incremental
+    rt.close()
+
+
+def test_an_earlier_shape_table_is_upgraded_by_the_next_curation(home):
+    rt = runtime(home)
+    for s in WIKI_SESSIONS[:2]:
+        say(rt, *s)
+    _to_earlier_shape(rt.space("default"))
+    rt.close()
+
+    rt = runtime(home)
+    say(rt, *WIKI_SESSIONS[2])
+    space = rt.space("default")
+    assert "vector" not in stored(space).column_names
+    incremental = page_view(space)
+    pages.rebuild(space)
+    assert page_view(space) == incremental
+    rt.close()
+
+
+def test_only_a_pages_group_keeps_its_sum_and_one_that_becomes_a_page_sums_again(home):
+    rt = runtime(home)
+    space = rt.space("default")
+    say(rt, *WIKI_SESSIONS[0])           # Rex is named once: a group, not yet a page
+    rex = {r["id"]: r for r in stored(space).to_pylist()}[groups.gid("entity", "rex")]
+    assert not rex["live"] and rex["sum"] == b""
+    rows = stored(space).to_pylist()
+    assert all((len(r["sum"]) == 8 * space.vector_dim) == r["live"] for r in rows)
+    assert sum(not r["live"] for r in rows) >= len(rows) // 3
+    for s in WIKI_SESSIONS[1:]:
+        say(rt, *s)                       # named again: now a page
+    rows = {r["id"]: r for r in stored(space).to_pylist()}
+    assert rows[groups.gid("entity", "rex")]["live"]
+    from trimem.strategies.wiki.wikiupdate import resum
+
+    for r in rows.values():               # every page's sum is what summing afresh gives
+        if r["live"]:
+            g = groups.load(space, [(r["kind"], r["key"])])[(r["kind"], r["key"])]
+            g.partial = True
+            resum(space, g)
+            assert g.v.tobytes() == r["sum"], r["id"]
+    rt.close()
+
+
+def _snapshots_to_earlier_shape(space) -> dict[str, np.ndarray]:
+    """Rewrite the snapshots table as a store that kept their vectors held it."""
+    rows = store.load_snapshots(space)
+    name = space.name(store.SNAP)
+    old = store.SNAP_SCHEMA.append(pa.field("vector", pa.list_(pa.float32(), space.vector_dim)))
+    for r in rows:
+        r["vector"] = r["vector"].tolist()
+    space.store.drop_table(name)
+    space.store.db.create_table(name, data=pa.Table.from_pylist(rows, schema=old))
+    return {r["id"]: np.asarray(r["vector"], np.float32) for r in rows}
+
+
+def test_a_snapshot_row_holds_no_vector_and_reads_the_one_it_was_made_with(home):
+    rt = runtime(home)
+    for s in WIKI_SESSIONS:
+        say(rt, *s)
+    space = rt.space("default")
+    assert "vector" not in space.derived_table(store.SNAP).to_arrow().column_names
+    assert space.name(store.SNAP).endswith(space.name("sources").rsplit("__", 1)[1])
+    made = {}
+    for sid, _, _ in WIKI_SESSIONS:
+        rows = space.sources_by_session(sid)
+        sess = space.get_session(sid) or {}
+        made.update({s["id"]: s["vector"] for s in claims.build_snapshots(
+            sid, rows, sess.get("session_time"), space.source_vectors([r["id"] for r in rows]))})
+    read = {s["id"]: s["vector"] for s in store.load_snapshots(space)}
+    assert read.keys() == made.keys()
+    assert all(read[i].dtype == np.float32 and read[i].tobytes() == made[i].tobytes() for i in read)
+    rt.close()
+
+
+def test_a_snapshots_table_of_the_earlier_shape_is_read_and_upgraded(home):
+    rt = runtime(home)
+    for s in WIKI_SESSIONS[:2]:
+        say(rt, *s)
+    kept = _snapshots_to_earlier_shape(rt.space("default"))
+    rt.close()
+
+    rt = runtime(home)
+    space = rt.space("default")
+    read = {s["id"]: s["vector"] for s in store.load_snapshots(space)}
+    assert {i: v.tobytes() for i, v in read.items()} == {i: v.tobytes() for i, v in kept.items()}
+    before = page_view(space)
+    say(rt, *WIKI_SESSIONS[2])
+    assert "vector" not in space.derived_table(store.SNAP).to_arrow().column_names
+    after = page_view(space)
+    for pid in ("wiki-entity-rex", "wiki-entity-berlin", "wiki-entity-ana"):   # not in s3
+        assert after[pid] == before[pid], pid
+    pages.rebuild(space)
+    assert page_view(space) == after
+    rt.close()
+
+
+def test_a_trajectory_state_holds_no_vectors_and_a_new_process_adds_them_up_the_same(home):
+    from trimem.strategies.wiki import curate
+
+    rt = runtime(home)
+    for s in WIKI_SESSIONS[:2]:
+        say(rt, *s)
+    space = rt.space("default")
+    rows = space.rows(store.TRAJ)
+    assert rows and not any({"head", "last", "sum"} & set(json.loads(r["state"])) for r in rows)
+    rt.close()
+    rt = runtime(home)                        # a new process loads the open trajectories
+    _, loaded, _ = curate.load_index(rt.space("default"))
+    for r in rows:     # the stored vector is the sum curation held, normalised when written
+        T = loaded[r["id"]]
+        assert T.sum is not None and T.head is not None
+        assert (T.sum / (np.linalg.norm(T.sum) or 1.0)).astype(np.float32).tobytes() == \
+            np.asarray(r["vector"], np.float32).tobytes(), r["id"]
+    say(rt, *WIKI_SESSIONS[2])
+    space = rt.space("default")
+    incremental = page_view(space)
+    pages.rebuild(space)
+    assert page_view(space) == incremental
+    rt.close()
+
+
+def test_the_wiki_tables_bytes_per_stored_turn_stay_under_bounds(home):
+    """The live rows of the three tables these shapes shrank, per stored turn, on the small
+    store (2026-12-06: groups 33,608 -> 11,346, snapshots 1,559 -> 681, trajectories 4,974 ->
+    1,443 bytes; pages 5,212 and claims 427 as they were)."""
+    from trimem.bench.disk import live_columns
+
+    rt = runtime(home)
+    for s in WIKI_SESSIONS:
+        say(rt, *s)
+    rt.close()
+    per_turn = {k: v["bytes_per_turn"] for k, v in live_columns(home).items()}
+    assert per_turn["wiki_groups"] < 15_000, per_turn
+    assert per_turn["wiki_snapshots"] < 1_000, per_turn
+    assert per_turn["wiki_trajectories"] < 2_500, per_turn
+    cols = live_columns(home)
+    assert "vector" not in cols["wiki_groups"]["columns"]
+    assert "vector" not in cols["wiki_snapshots"]["columns"]
