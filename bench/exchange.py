@@ -21,6 +21,7 @@ import json
 import os
 import pstats
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -186,6 +187,58 @@ def bulk(home: str, turns: int, seed: int) -> dict:
             "embed_share": round(emb / wall, 3)}
 
 
+def _proc(cmd: list[str], env: dict, feed: bytes, until: bytes | None) -> tuple[float, float]:
+    """Spawn ``cmd``, write ``feed``; (seconds until a stdout line holding ``until`` or the
+    exit, CPU seconds the process used in all)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=env)
+    assert p.stdin is not None and p.stdout is not None
+    p.stdin.write(feed)
+    p.stdin.flush()
+    if until is not None:
+        for line in p.stdout:
+            if until in line:
+                break
+    wall = time.perf_counter() - t0
+    p.stdin.close()
+    p.stdout.read()
+    _, _, use = os.wait4(p.pid, 0)
+    p.returncode = 0
+    return (wall if until is not None else time.perf_counter() - t0), use.ru_utime + use.ru_stime
+
+
+def cold(runs: int) -> dict:
+    """``trimem serve`` (stdio) spawn -> first tools/list answer, and a lone ``trimem hook``
+    (``Stop``) process: median wall and CPU seconds of ``runs`` each, on an empty home."""
+    import statistics
+
+    from .hookproc import hook_command
+
+    home = tempfile.mkdtemp(prefix="trimem-cold-")
+    env = dict(os.environ, TRIMEM_HOME=home, TRIMEM_CAPTURE_LINGER_S="0")
+    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    feed = "".join(json.dumps(m) + "\n" for m in msgs).encode()
+    serve = [hook_command()[0], "serve"]
+    stop = json.dumps({"hook_event_name": "Stop", "session_id": "cold", "cwd": home,
+                       "transcript_path": os.path.join(home, "none.jsonl")}).encode()
+    out = {}
+    try:
+        for label, cmd, data, until in (("serve_tools_list", serve, feed, b'"id":2'),
+                                        ("hook_stop", hook_command(), stop, None)):
+            got = [_proc(cmd, env, data, until) for _ in range(runs)]
+            out[label] = {"median_s": round(statistics.median(g[0] for g in got), 3),
+                          "cpu_median_s": round(statistics.median(g[1] for g in got), 3),
+                          "runs_s": [round(g[0], 3) for g in got]}
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--turns", type=int, default=1000)
@@ -194,8 +247,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--home", help="reuse this folder (filled to --turns if empty)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--cold", type=int, default=0, help="only time N cold starts (serve, hook)")
     ap.add_argument("--profile", help="write the profiled call's pstats to this file")
     args = ap.parse_args(argv)
+    if args.cold:
+        print(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M"), "loadavg": os.getloadavg(),
+                          **cold(args.cold)}, indent=1))
+        return
     if args.profile:
         PROFILE_OUT.append(args.profile)
     home = args.home or tempfile.mkdtemp(prefix="trimem-exchange-")
