@@ -163,10 +163,11 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
     # again (its existing id is returned), so a host that resends after a crash or a timeout
     # never duplicates memory. The check under the lock below decides; the look-up here only
     # spares a large resent call its embedding (for a few messages, embedding them again on a
-    # retry costs less than a look-up on every call of an agent loop).
+    # retry costs less than a look-up on every call of an agent loop), and lets curated
+    # memories cite a resent message by the id it is stored under.
     refs = [r["ref"] for r in rows if r["ref"]]
     known = ({r["ref"]: r["id"] for r in space.sources_by_refs(refs) if r["session_id"] == sid}
-             if len(refs) > PRECHECK_MIN else {})
+             if len(refs) > PRECHECK_MIN or plan is not None else {})
     kept = {r["id"] for r in rows if r["ref"] is None} if keep_ids else set()
     have = _held(space, sid, rows, kept)
     new_rows = [r for r in rows if (r["ref"] not in known or r["ref"] is None)
