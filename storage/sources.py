@@ -164,6 +164,18 @@ class SourcesMixin(SpaceParts):
     def sources_by_refs(self, refs: list[str]) -> list[dict]:
         return self._select(sql_in("ref", set(refs))) if refs else []
 
+    def session_refs(self, session_id: str) -> list[tuple[str, str | None]]:
+        """``(id, ref)`` of every message the session holds: one read of two columns (a
+        remember's check for stored refs and the number of messages, under the write lock)."""
+        tbl = self._sources()
+        if tbl is None:
+            return []
+        got = (tbl.search().where(f"session_id = {sql_str(session_id)}")
+               .select(["id", "ref", "namespace"]).limit(None).to_arrow())
+        return [(i, ref) for i, ref, ns in zip(got["id"].to_pylist(), got["ref"].to_pylist(),
+                                               got["namespace"].to_pylist())
+                if ns == self.namespace]
+
     def sources_by_session(self, session_id: str) -> list[dict]:
         rows = self._select(f"session_id = {sql_str(session_id)}")
         return sorted(rows, key=lambda r: r["seq"])

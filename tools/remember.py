@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..storage import SourceFilter
 from ..strategies.ids import stable_id
 from . import validate as v
 from .answer import doc, quoted
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 LOCK_TRIES = 3   # the locked check-and-write, again after losing the lock while stopped
+PRECHECK_MIN = 8   # a call with more refs than this looks them up before embedding too
 
 
 class Message(BaseModel):
@@ -159,16 +159,15 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
                             f"the limit per call is {rt.limits.max_call_chars}")
 
     space = rt.space(ns)
-    session = space.get_session(sid)
-    if stime is None and session is not None:   # appending: the session's time still holds
-        stime = session["session_time"]
-        for r in rows:
-            r["timestamp"] = r["timestamp"] or stime
     # Retries are safe: a message whose ref is already stored in this session is not stored
     # again (its existing id is returned), so a host that resends after a crash or a timeout
-    # never duplicates memory.
-    known = {r["ref"]: r["id"] for r in space.sources_by_refs([r["ref"] for r in rows if r["ref"]])
-             if r["session_id"] == sid}
+    # never duplicates memory. The check under the lock below decides; the look-up here only
+    # spares a large resent call its embedding (for a few messages, embedding them again on a
+    # retry costs less than a look-up on every call of an agent loop), and lets curated
+    # memories cite a resent message by the id it is stored under.
+    refs = [r["ref"] for r in rows if r["ref"]]
+    known = ({r["ref"]: r["id"] for r in space.sources_by_refs(refs) if r["session_id"] == sid}
+             if len(refs) > PRECHECK_MIN or plan is not None else {})
     kept = {r["id"] for r in rows if r["ref"] is None} if keep_ids else set()
     have = _held(space, sid, rows, kept)
     new_rows = [r for r in rows if (r["ref"] not in known or r["ref"] is None)
@@ -202,38 +201,50 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
     candidates, memory_ids = new_rows, []
     for attempt in range(LOCK_TRIES):
         try:
+            # one hold of the lock for the checks, the writes and the audit entry
             with space.store.write_lock(ns) as held:
                 # another process's write, committed just now (its curated memories too: stored once)
                 space.see_latest("sources", "sessions",
                                  *(["memories"] if plan is not None else []))
                 session = space.get_session(sid)
-                again = {r["ref"]: r["id"] for r in space.sources_by_refs(
-                    [r["ref"] for r in candidates if r["ref"]]) if r["session_id"] == sid}
+                # one read of the session's stored messages: their refs (the check) and their
+                # number (the offset new messages are numbered after)
+                stored = space.session_refs(sid)
+                wanted = {r["ref"] for r in candidates if r["ref"]}
+                again = {ref: i for i, ref in stored if ref in wanted}
                 known.update(again)
                 have |= _held(space, sid, candidates, kept)
                 new_rows = [r for r in candidates if (r["ref"] is None or r["ref"] not in again)
                             and r["id"] not in have]
-                memory_ids = _write(space, sid, stime, session, new_rows, plan, by_ref, cur_vecs,
-                                    curates, held, passages)
+                # appending without a time: the session's stored time still holds
+                st = stime if stime is not None or session is None else session["session_time"]
+                memory_ids = _write(space, sid, st, session, len(stored), new_rows, plan, by_ref,
+                                    cur_vecs, curates, held, passages)
+                _audit(space, sid, new_rows, len(rows) - len(new_rows), memory_ids)
             break
         except LockLost:   # stopped while holding the lock, which another process took over
             if attempt == LOCK_TRIES - 1:
                 raise
             log.warning("remember: lost the namespace lock while stopped; checking again")
     ids = [known.get(r["ref"]) or r["id"] for r in rows]
-    try:
-        space.audit("remember", [r["id"] for r in new_rows] + memory_ids,
-                    {"session_id": sid, "stored": len(new_rows),
-                     "already_stored": len(rows) - len(new_rows),
-                     "refs": [r["ref"] for r in new_rows if r["ref"]], "curated": len(memory_ids)})
-    except (OSError, RuntimeError) as exc:
-        log.error("remember: %d messages stored, but their audit entry failed: %s", len(new_rows), exc)
     if curates:
         rt.curation.enqueue(ns, sid)
     if progress is not None:
         progress(len(new_rows) + len(extra), len(new_rows) + len(extra), "stored")
     return RememberResult(session_id=sid, source_ids=ids, stored=len(new_rows),
                           curation="queued" if curates else "done"), memory_ids
+
+
+def _audit(space: Space, sid: str, new_rows: list[dict], already: int,
+           memory_ids: list[str]) -> None:
+    """The audit entry of a write that committed (best effort: the messages are stored)."""
+    try:
+        space.audit("remember", [r["id"] for r in new_rows] + memory_ids,
+                    {"session_id": sid, "stored": len(new_rows), "already_stored": already,
+                     "refs": [r["ref"] for r in new_rows if r["ref"]], "curated": len(memory_ids)})
+    except (OSError, RuntimeError) as exc:
+        log.error("remember: %d messages stored, but their audit entry failed: %s", len(new_rows),
+                  exc)
 
 
 def _held(space: Space, sid: str, rows: list[dict], kept: set[str]) -> set[str]:
@@ -254,11 +265,12 @@ def _held(space: Space, sid: str, rows: list[dict], kept: set[str]) -> set[str]:
     return {i for i, s in found.items() if s == sid}
 
 
-def _write(space: Space, sid: str, stime, session, new_rows: list[dict], plan, by_ref, cur_vecs,
-           curates: bool, held: Held | None, passages: list[dict]) -> list[str]:
-    """Number the new rows after what the session holds, then write (the caller holds the
-    namespace's write lock, ``held``: checked before each write, so a process that was stopped
-    and lost it writes nothing more). Returns the ids of the curated memories stored."""
+def _write(space: Space, sid: str, stime, session, offset: int, new_rows: list[dict], plan,
+           by_ref, cur_vecs, curates: bool, held: Held | None,
+           passages: list[dict]) -> list[str]:
+    """Number the new rows after the ``offset`` messages the session holds, then write (the
+    caller holds the namespace's write lock, ``held``: checked before each write, so a process
+    that was stopped and lost it writes nothing more). Returns the ids of the curated memories stored."""
     from .curated import store_curated
 
     def check() -> None:
@@ -266,7 +278,6 @@ def _write(space: Space, sid: str, stime, session, new_rows: list[dict], plan, b
             held.check()
 
     now = space.now()
-    offset = space.count_sources(SourceFilter(session_id=sid))
     for k, r in enumerate(new_rows):
         r.update(session_id=sid, seq=offset + k, created_at=now,
                  timestamp=r["timestamp"] or stime or now)

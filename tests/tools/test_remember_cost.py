@@ -1,0 +1,85 @@
+"""What one exchange remembered into a live session costs the store: an agent loop calls
+``remember`` after every exchange, so each commit, lock hold and LanceDB round trip on that path
+is paid on every turn (on a busy two-core machine a round trip through lancedb's background
+event loop costs milliseconds). Counted for the calling thread only: background curation and
+upkeep are not on the request path."""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+from lancedb import background_loop
+from lancedb.table import LanceTable
+
+from trimem.server.settings import Settings
+from trimem.storage.locks import LeaseLock
+from trimem.tools.remember import Message, remember
+from trimem.tools.runtime import Runtime
+
+WRITES = ("add", "merge_insert", "delete", "update")
+
+
+@contextmanager
+def counting(monkeypatch):
+    """Counts, in this thread: LanceDB commits, takes of a lock file, LanceDB round trips."""
+    me, seen = threading.get_ident(), {"commits": 0, "lock_takes": 0, "round_trips": 0}
+
+    def counter(owner, name, key):
+        orig = getattr(owner, name)
+
+        def counted(*a, **kw):
+            if threading.get_ident() == me:
+                seen[key] += 1
+            return orig(*a, **kw)
+        monkeypatch.setattr(owner, name, counted)
+
+    for name in WRITES:
+        counter(LanceTable, name, "commits")
+    counter(LeaseLock, "_take", "lock_takes")
+    counter(background_loop.LOOP, "run", "round_trips")
+    yield seen
+    monkeypatch.undo()
+
+
+def exchange(i: int) -> list[Message]:
+    return [Message(content=f"Question {i}: why did the nightly export fail?", speaker="user",
+                    ref=f"u{i}"),
+            Message(content=f"Answer {i}: its disk filled up; it runs on the big volume now.",
+                    speaker="assistant", ref=f"a{i}")]
+
+
+def test_one_exchange_into_a_live_session_is_one_lock_hold_and_three_commits(tmp_path,
+                                                                              monkeypatch):
+    rt = Runtime(Settings(home=str(tmp_path / "home"), curation=False).to_config())
+    try:
+        for i in range(3):   # the session exists, its tables are open and indexed
+            remember(rt, exchange(i), session_id="live")
+        with counting(monkeypatch) as seen:
+            out = remember(rt, exchange(3), session_id="live")
+        assert out.stored == 2
+        # the session row, the messages, the audit entry; all under one hold of the lock
+        assert seen["commits"] == 3, seen
+        assert seen["lock_takes"] == 1, seen
+        # no look-up before the lock that the one under it repeats (was 29 round trips)
+        assert seen["round_trips"] <= 20, seen
+        space = rt.space("default")
+        assert [r["seq"] for r in space.sources_by_session("live")] == list(range(8))
+        assert (space.get_session("live") or {}).get("n_messages") == 8
+        # a retry of the same exchange stores nothing again and returns the same ids
+        again = remember(rt, exchange(3), session_id="live")
+        assert again.stored == 0 and again.source_ids == out.source_ids
+        assert space.count_sources() == 8
+    finally:
+        rt.close()
+
+
+def test_an_appended_exchange_without_a_time_takes_the_sessions_time(tmp_path):
+    rt = Runtime(Settings(home=str(tmp_path / "home"), curation=False).to_config())
+    try:
+        remember(rt, exchange(0), session_id="s", session_time="2024-05-08T10:00:00Z")
+        remember(rt, exchange(1), session_id="s")
+        rows = rt.space("default").sources_by_session("s")
+        assert {r["timestamp"].isoformat() for r in rows} == {"2024-05-08T10:00:00+00:00"}
+    finally:
+        rt.close()
