@@ -28,6 +28,7 @@ from .lance import deferred_validators  # noqa: E402
 with deferred_validators():   # 1.2-1.5 s less on the first tool call (lance.py)
     import lancedb  # noqa: E402
 
+from . import allocators  # noqa: E402
 from .budget import DEFAULT_MB, RamBudget  # noqa: E402
 from .errors import StorageError, purged  # noqa: E402,F401 (purged: callers)
 from .names import namespace_key, write_forget_stamp  # noqa: E402,F401 (namespace_key: callers)
@@ -161,6 +162,7 @@ class Store:
         self.vector_index_min_rows = vector_index_min_rows
         self.source_copy_max_rows = source_copy_max_rows   # storage/snapshot.py, SourceSnapshot
         self.budget = RamBudget(max_ram_mb)   # LanceDB's caches and the copies (budget.py)
+        allocators.settle()                   # freed memory goes back to the system
         self.optimize_every_rows = optimize_every_rows
         self.optimize_every_commits = optimize_every_commits
         self.optimize_idle_s = optimize_idle_s
