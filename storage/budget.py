@@ -26,6 +26,7 @@ across objects that each decide what to drop.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from typing import Any, Protocol
@@ -34,6 +35,7 @@ DEFAULT_MB = 256
 INDEX_SHARE = 0.3      # LanceDB's index cache
 METADATA_SHARE = 0.1   # LanceDB's metadata cache (the rest: the in-process copies)
 MB = 2 ** 20
+SAMPLE = 32   # values measured to estimate the bytes of them all
 
 
 class Droppable(Protocol):
@@ -85,6 +87,27 @@ class CopyBudget:
     def release(self, copy: Droppable) -> None:
         with self._lock:
             self._held.pop(id(copy), None)
+
+
+ENTRY_BYTES = 100   # one entry of a dict of short strings: its slot, key and value strings
+
+
+def sample_bytes(values: list) -> int:
+    """Bytes of ``values`` (dicts, lists, tuples, strings, numbers) estimated from up to
+    ``SAMPLE`` of them spread over the list: each one's size, and its items' one level down."""
+    if not values:
+        return 0
+    step = max(1, len(values) // SAMPLE)
+    sample = values[::step][:SAMPLE]
+    total = 0
+    for v in sample:
+        total += sys.getsizeof(v)
+        items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else ()
+        for x in items:
+            total += sys.getsizeof(x)
+            inner = x.values() if isinstance(x, dict) else x if isinstance(x, (list, tuple)) else ()
+            total += sum(sys.getsizeof(y) for y in inner)
+    return total * len(values) // len(sample)
 
 
 class RamBudget:

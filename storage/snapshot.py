@@ -42,7 +42,6 @@ only job is to mirror LanceDB's own flat scan, with LanceDB's versions deciding 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -55,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from .budget import sample_bytes
 from .db import sql_in
 
 if TYPE_CHECKING:
@@ -91,32 +91,12 @@ class State:
         the kept similarities)."""
         arrays = [self.made.get("buf", self.mat), self.inv_norm, self.session, self.ts]
         n = len(self.rows)
-        return (sum(a.nbytes for a in arrays if a is not None) + row_bytes(self.rows) * n
+        return (sum(a.nbytes for a in arrays if a is not None) + sample_bytes(self.rows)
                 + (MADE_PER_ROW * n if n else 0))
 
 
 MIN_ROW_BYTES = 512  # the bytes per row assumed before a copy is first loaded (a lower bound)
 MADE_PER_ROW = 96   # two object columns, speaker codes and SIMS_KEPT similarities per row
-ROW_SAMPLE = 32     # rows measured to estimate the bytes of them all
-
-
-def row_bytes(rows: list[dict]) -> int:
-    """The mean size of a row's Python objects (the dict, its values, and the items of a list
-    or dict value), measured on up to ``ROW_SAMPLE`` rows spread over ``rows``."""
-    if not rows:
-        return 0
-    step = max(1, len(rows) // ROW_SAMPLE)
-    sample = rows[::step][:ROW_SAMPLE]
-    total = 0
-    for r in sample:
-        total += sys.getsizeof(r)
-        for v in r.values():
-            total += sys.getsizeof(v)
-            if isinstance(v, dict):
-                total += sum(sys.getsizeof(x) for x in v.values())
-            elif isinstance(v, list):
-                total += sum(sys.getsizeof(x) for x in v)
-    return total // len(sample)
 
 
 def _with_vectors(tbl, version: int, rows: list[dict], vecs: list | np.ndarray | None,

@@ -1,6 +1,6 @@
-"""``TRIMEM_MAX_RAM_MB``: with a budget too small for any in-process copy, every strategy's
-recall answers from LanceDB with the very context the unbounded caches give, and what is
-resident stays within the budget (the copies' and LanceDB's own accounting)."""
+"""``TRIMEM_MAX_RAM_MB``: with a budget too small for any in-process copy or cached graph,
+every strategy's recall answers from LanceDB with the very context the unbounded caches give,
+and what is resident stays within the budget (the copies' and LanceDB's own accounting)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ def test_a_tiny_budget_gives_the_same_recall_and_stays_within_it(tmp_path):
         assert full.curation.wait_idle(300)
         want = answers(full)
         assert full.space("default")._snapshot() is not None   # the unbounded run used copies
+        assert full.context("default").get("workspace.snapshot").current() is not None
     finally:
         full.close()
     tiny = Runtime(Settings(home=home, max_ram_mb=0.01, curation=False).to_config())
@@ -44,6 +45,7 @@ def test_a_tiny_budget_gives_the_same_recall_and_stays_within_it(tmp_path):
         budget = tiny.store.budget
         assert budget.total == int(0.01 * 2**20)
         assert tiny.space("default")._snapshot() is None   # no copy fits: LanceDB answered
+        assert tiny.context("default").get("workspace.snapshot").current() is None   # nor the graph
         assert budget.copies.used <= budget.copies.limit
         # LanceDB evicts lazily: its caches may pass their share by an entry, not the budget
         assert budget.copies.used + budget.lance_bytes() <= budget.total
