@@ -50,6 +50,11 @@ class Settings(BaseSettings):
     source_copy_max_rows: int = Field(
         default=200_000, ge=0, description="a namespace's source turns are kept in memory for "
         "dense search and look-ups up to this many (about 2.8 KB each); past it LanceDB answers")
+    max_ram_mb: float = Field(
+        default=256, ge=0, description="MB of RAM kept to answer faster (LanceDB's index and "
+        "metadata caches, in-memory copies of tables), shared by every open namespace; past it "
+        "the store's own indexes answer, with the same results (the model and libraries, about "
+        "450 MB, come on top)")
     curation_delay_s: float = Field(default=0.0, description="curate a session once idle this long")
     curation: bool = Field(default=True, description="false: keep raw sources only (plain recall); "
                            "the paper strategies then have nothing curated to use")
@@ -118,6 +123,7 @@ class Settings(BaseSettings):
                       sampling_timeout_s=self.sampling_timeout_s,
                       vector_index_min_rows=self.vector_index_min_rows,
                       source_copy_max_rows=self.source_copy_max_rows,
+                      max_ram_mb=self.max_ram_mb,
                       curation_delay_s=self.curation_delay_s, curation=self.curation,
                       consolidate_every_sessions=self.consolidate_every_sessions,
                       recall_log_days=self.recall_log_days, recall_log_max=self.recall_log_max,

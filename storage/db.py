@@ -28,6 +28,8 @@ from .lance import deferred_validators  # noqa: E402
 with deferred_validators():   # 1.2-1.5 s less on the first tool call (lance.py)
     import lancedb  # noqa: E402
 
+from . import allocators  # noqa: E402
+from .budget import DEFAULT_MB, RamBudget  # noqa: E402
 from .errors import StorageError, purged  # noqa: E402,F401 (purged: callers)
 from .names import namespace_key, write_forget_stamp  # noqa: E402,F401 (namespace_key: callers)
 from .schema import META, MIGRATIONS, NAMESPACES, SCHEMA_VERSION  # noqa: E402
@@ -144,7 +146,7 @@ class Store:
     """Opens (creating if needed) the database at ``home`` and hands out namespace handles."""
 
     def __init__(self, home: str | Path, *, vector_index_min_rows: int = 10_000,
-                 source_copy_max_rows: int = 200_000,
+                 source_copy_max_rows: int = 200_000, max_ram_mb: float = DEFAULT_MB,
                  optimize_every_rows: int = 2_000, optimize_every_commits: int = 64,
                  optimize_idle_s: float = 3.0, lock_wait_s: float = 30.0,
                  lock_lease_s: float = 10.0):
@@ -159,6 +161,8 @@ class Store:
                 raise StorageError(f"cannot create the data folder {self.uri}: {exc}") from exc
         self.vector_index_min_rows = vector_index_min_rows
         self.source_copy_max_rows = source_copy_max_rows   # storage/snapshot.py, SourceSnapshot
+        self.budget = RamBudget(max_ram_mb)   # LanceDB's caches and the copies (budget.py)
+        allocators.settle()                   # freed memory goes back to the system
         self.optimize_every_rows = optimize_every_rows
         self.optimize_every_commits = optimize_every_commits
         self.optimize_idle_s = optimize_idle_s
@@ -166,7 +170,8 @@ class Store:
         self.lock_lease_s = lock_lease_s
         # Another process (a second host's server on the same home) may write too: reads look
         # for newer versions at most once a second, so its writes show up without a restart.
-        self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(seconds=1))
+        self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(seconds=1),
+                                  session=self.budget.lance_session())
         self.lock = threading.RLock()   # guards the handle caches below; held only briefly
         self._index_locks: dict[str, threading.RLock] = {}
         self._spaces: dict[str, Space] = {}

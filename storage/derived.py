@@ -79,7 +79,8 @@ class DerivedMixin(SpaceParts):
         copy = self._copies.get(kind)
         if copy is None:
             copy = self._copies.setdefault(kind, snapshot.TableCopy(
-                self.namespace, self.store.vector_index_min_rows, follows_bulk_writes))
+                self.namespace, self.store.vector_index_min_rows, follows_bulk_writes,
+                self.store.budget.copies))
         return copy.current(tbl)
 
     def memo(self, kind: str, name: str) -> dict | None:

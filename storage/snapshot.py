@@ -54,9 +54,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from .budget import sample_bytes
 from .db import sql_in
 
 if TYPE_CHECKING:
+    from .budget import CopyBudget
     from .filters import SourceFilter
 
 COLUMNS = ["id", "namespace", "session_id", "seq", "ref", "speaker", "timestamp", "text",
@@ -80,6 +82,21 @@ class State:
     ts: np.ndarray | None = None
     columns: dict = field(default_factory=dict)      # column -> object array, made on first use
     made: dict = field(default_factory=dict)         # other facts of the copy, made on first use
+
+    @property
+    def nbytes(self) -> int:
+        """What this state holds, as charged to the store's RAM budget (``budget.py``): its
+        arrays (the vector buffer with its spare room), an estimate of its rows' Python
+        objects, and ``MADE_PER_ROW`` for what readers make from them later (columns, codes,
+        the kept similarities)."""
+        arrays = [self.made.get("buf", self.mat), self.inv_norm, self.session, self.ts]
+        n = len(self.rows)
+        return (sum(a.nbytes for a in arrays if a is not None) + sample_bytes(self.rows)
+                + (MADE_PER_ROW * n if n else 0))
+
+
+MIN_ROW_BYTES = 512  # the bytes per row assumed before a copy is first loaded (a lower bound)
+MADE_PER_ROW = 96   # two object columns, speaker codes and SIMS_KEPT similarities per row
 
 
 def _with_vectors(tbl, version: int, rows: list[dict], vecs: list | np.ndarray | None,
@@ -114,14 +131,21 @@ class _Copy(ABC):
 
     follows_bulk_writes = True   # reload for a bulk writer's reads too (cheap incremental loads)
 
-    def __init__(self, namespace: str, max_rows: int):
+    def __init__(self, namespace: str, max_rows: int, budget: CopyBudget | None = None):
         self.namespace = namespace
         self.max_rows = max_rows
+        self.budget = budget      # the store's share for copies (``budget.py``); None: unbounded
+        self._per_row = MIN_ROW_BYTES   # bytes per row of the last state loaded (an estimate)
         self._state: State | None = None
         self._lock = threading.Lock()
         self._looked = (float("-inf"), -1)   # (when, version) of the last look at the version
         self._touches = 0                  # writes by this process (see ``current``)
         self._look_lock = threading.Lock()
+
+    def drop(self) -> None:
+        """Let go of the copy (the RAM budget needs its room): the next read loads it again.
+        Takes no lock (the budget may drop a copy while another thread loads it)."""
+        self._state = None
 
     def touch(self) -> None:
         """This process wrote the table: look at its version on the next use."""
@@ -156,10 +180,36 @@ class _Copy(ABC):
                     state = self._state
                     if state is None or state.tbl is not tbl or state.version < version:
                         old = state if state is not None and state.tbl is tbl else None
-                        state = self._state = (State(tbl, version, True)
-                                               if tbl.count_rows() > self.max_rows
-                                               else self._load(tbl, version, old))
-        return None if state is None or state.too_big else state
+                        state = self._admitted(tbl, version, old)
+        if state is None or state.too_big:
+            return None
+        if self.budget is not None:
+            self.budget.used_now(self)
+        return state
+
+    def _admitted(self, tbl, version: int, old: State | None) -> State:
+        """Load and keep (as ``_state``) the state at ``version`` if it may be kept: within
+        ``max_rows`` and, by the bytes per row of the last load (at first ``MIN_ROW_BYTES``),
+        within the RAM budget (checked before loading, charged after). Else keep a ``too_big``
+        state, and nothing is charged."""
+        rows = tbl.count_rows()
+        if rows > self.max_rows or (self.budget is not None
+                                    and not self.budget.fits(rows * self._per_row)):
+            return self._refused(tbl, version)
+        state = self._state = self._load(tbl, version, old)
+        if self.budget is None:
+            return state
+        nbytes = state.nbytes
+        self._per_row = max(MIN_ROW_BYTES, -(-nbytes // max(1, len(state.rows))))
+        # charged after it is kept: another thread's charge may drop it at once (then it is
+        # charged and not held until the next load, never held and not charged)
+        return state if self.budget.admit(self, nbytes) else self._refused(tbl, version)
+
+    def _refused(self, tbl, version: int) -> State:
+        if self.budget is not None:
+            self.budget.release(self)
+        state = self._state = State(tbl, version, True)
+        return state
 
     @abstractmethod
     def _load(self, tbl, version: int, old: State | None) -> State:
@@ -293,8 +343,9 @@ class TableCopy(_Copy):
     """A whole derived table (rows as LanceDB returns them, vectors apart), read again when it
     changes (by a reader that is not a bulk writer)."""
 
-    def __init__(self, namespace: str, max_rows: int, follows_bulk_writes: bool = False):
-        super().__init__(namespace, max_rows)
+    def __init__(self, namespace: str, max_rows: int, follows_bulk_writes: bool = False,
+                 budget: CopyBudget | None = None):
+        super().__init__(namespace, max_rows, budget)
         self.follows_bulk_writes = follows_bulk_writes   # True: a table bulk writers do not write
 
     def _load(self, tbl, version: int, old: State | None) -> State:

@@ -58,7 +58,8 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
         self._vector_kinds: dict[str, object] = {}   # derived tables with vectors (kind -> schema)
         self._plain_kinds: set[str] = set()          # derived tables known to have no vectors
         self.forgotten: set[str] = set()             # source ids forgotten (by any process)
-        self._source_snap = SourceSnapshot(namespace, store.source_copy_max_rows)
+        self._source_snap = SourceSnapshot(namespace, store.source_copy_max_rows,
+                                           store.budget.copies)
         self._copies: dict[str, TableCopy] = {}      # derived tables' copies, by kind
         self._fts_seen: dict[tuple[str, str], object] = {}   # (kind, column) -> a handle that had it
         self._rewritten: set[str] = set()            # tables with rows deleted or replaced

@@ -14,6 +14,12 @@ A forget in another process reaches every cache through ``NamespaceContext.inval
 by the recall tool when the store's forget marks moved; see ``storage/forgets.py``).
 
 Cached items carry ``gen``, ``counts`` and ``checked`` (``time.monotonic()`` of the last check).
+
+RAM: an item with an ``nbytes`` estimate is charged to the store's RAM budget
+(``storage/budget.py``, shared with the table copies): the least recently used copies or items
+are dropped to make room, and an item larger than the whole share is not kept (every recall
+then reads the tables again: the same result, slower). A dropped item is read again on the
+next use.
 """
 
 from __future__ import annotations
@@ -31,6 +37,19 @@ class NamespaceCache:
         self._item: Any = None
         self._gen = 0
         self._writing = 0
+        self._budget: Any = None   # the store's CopyBudget, known from the first ``get``
+
+    def drop(self) -> None:
+        """The RAM budget needs the room: the next ``get`` reads afresh (no lock: the budget
+        may drop this cache while another thread charges it)."""
+        self._item = None
+
+    def _charge(self, item) -> bool:
+        """Charge ``item`` to the budget; False when it must not be kept."""
+        size = getattr(item, "nbytes", None)
+        if self._budget is None or size is None:
+            return True
+        return self._budget.admit(self, int(size))
 
     def invalidate(self) -> None:
         with self._lock:
@@ -50,8 +69,12 @@ class NamespaceCache:
     def get(self, space, recheck_s: float) -> tuple[Any, int, tuple]:
         """(the cached item, generation, counts) while it is current; else (None, generation, counts)
         for the caller to read ``space``'s tables and ``put`` the result."""
+        if self._budget is None:
+            self._budget = space.store.budget.copies
         with self._lock:
             item, gen, busy = self._item, self._gen, self._writing > 0
+        if item is not None:
+            self._budget.used_now(self)
         now = time.monotonic()
         if item is not None and item.gen == gen and (busy or now - item.checked < recheck_s):
             return item, gen, item.counts
@@ -64,8 +87,13 @@ class NamespaceCache:
     def put(self, item) -> None:
         """Keep ``item`` (read at ``item.gen``) unless the namespace was invalidated meanwhile."""
         with self._lock:
-            if self._gen == item.gen:
-                self._item = item
+            if self._gen != item.gen:
+                return
+            self._item = item
+        if not self._charge(item):
+            with self._lock:
+                if self._item is item:
+                    self._item = None
 
     def current(self) -> Any:
         """The cached item to patch, or None (nothing cached, or invalidated)."""
@@ -78,5 +106,10 @@ class NamespaceCache:
         now), unless another thread replaced or invalidated ``old`` meanwhile."""
         new.counts, new.checked = self._counts(space), time.monotonic()
         with self._lock:
-            if self._item is old and self._gen == old.gen:
-                self._item = new
+            if self._item is not old or self._gen != old.gen:
+                return
+            self._item = new
+        if not self._charge(new):
+            with self._lock:
+                if self._item is new:
+                    self._item = None

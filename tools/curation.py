@@ -193,6 +193,9 @@ class CurationWorker:
             else:
                 self._consolidate_if_due(key[0])
             finally:
+                from ..storage.allocators import trim
+
+                trim()   # what the session's reads materialised, back to the system
                 with self._cond:
                     self._busy -= 1
                     self._cond.notify_all()

@@ -54,6 +54,7 @@ class Config:
     sampling_timeout_s: float = 120.0
     vector_index_min_rows: int = 10_000
     source_copy_max_rows: int = 200_000
+    max_ram_mb: float = 256
     curation_delay_s: float = 0.0
     curation: bool = True
     consolidate_every_sessions: int = 0
@@ -112,6 +113,7 @@ class Runtime:
                     self._store = open_store(self.config.home,
                                              vector_index_min_rows=self.config.vector_index_min_rows,
                                              source_copy_max_rows=self.config.source_copy_max_rows,
+                                             max_ram_mb=self.config.max_ram_mb,
                                              lock_wait_s=self.config.lock_wait_s,
                                              lock_lease_s=self.config.lock_lease_s)
                 except (StorageError, OSError) as exc:

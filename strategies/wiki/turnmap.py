@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ...storage.budget import ENTRY_BYTES, sample_bytes
 from ..nscache import NamespaceCache
 from .revisions import COLS
 from .store import SNAP, TRAJ
@@ -49,6 +50,17 @@ class TurnMaps:
     counts: tuple = ()
     gen: int = 0
     checked: float = 0.0
+
+    @property
+    def nbytes(self) -> int:
+        """What the maps hold, estimated for the RAM budget (``strategies/nscache.py``): one
+        ``ENTRY_BYTES`` per map entry and listed id, and the slotted claims' rows."""
+        entries = len(self.t_of) + len(self.s_of) + len(self.snaps) + len(self.members)
+        entries += sum(len(v) for v in self.members.values())
+        entries += len(self.inv) + sum(len(v) for v in self.inv.values())
+        claims = [c for v in self.by_slot.values() for c in v]
+        return ENTRY_BYTES * (entries + len(self.slotted) + len(self.by_slot)) + \
+            sample_bytes(claims)
 
 
 def _counts(space: Space) -> tuple:

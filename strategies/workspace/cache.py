@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...storage.budget import ENTRY_BYTES, sample_bytes
 from ..nscache import NamespaceCache
 from .graph import EDGES, THREAD_SCHEMA, THREADS, declare
 
@@ -49,6 +50,19 @@ class Snapshot:
     units: "OrderedDict[str, tuple]" = field(default_factory=OrderedDict)  # source -> (row, vec)
     units_lock: threading.Lock = field(default_factory=threading.Lock)    # guards ``units``
     _pos: dict[str, dict[str, int]] = field(default_factory=dict)   # scheme -> id -> row of mats
+
+    @property
+    def nbytes(self) -> int:
+        """What the snapshot holds, estimated for the RAM budget (``strategies/nscache.py``):
+        the head matrices, the thread rows, one ``ENTRY_BYTES`` per adjacency, owner and
+        position entry, and the unit rows and vectors kept."""
+        entries = sum(len(a) + sum(len(nb) for nb in a.values()) for a in self.adj.values())
+        entries += sum(len(o) for o in self.unit_thread.values())
+        entries += sum(len(i) for i in self.ids.values())
+        units = list(self.units.values())
+        return (sum(m.nbytes for m in self.mats.values()) + sample_bytes(list(self.threads.values()))
+                + ENTRY_BYTES * entries + sample_bytes([r for r, _ in units])
+                + sum(v.nbytes for _, v in units[:1]) * len(units))
 
     def position(self, scheme: str) -> dict[str, int]:
         """Each thread id's row in ``ids[scheme]`` / ``mats[scheme]``, made once per snapshot

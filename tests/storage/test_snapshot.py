@@ -5,45 +5,20 @@ connection's consistency interval plus ``CHECK_S``."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
 
+from source_rows import DIM, FILTERS, T0, turn_rows
 from trimem.storage import SourceFilter, open_store
 from trimem.storage.snapshot import CHECK_S
-
-DIM = 16
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
-
-
-def turn_rows(n: int, start: int = 0, seed: int = 0) -> list[dict]:
-    out = []
-    for i in range(start, start + n):
-        v = np.random.default_rng((seed, i)).standard_normal(DIM).astype(np.float32)
-        if i % 7 == 0:
-            v[:] = 1.0   # many exact ties: the order must still agree
-        out.append({"id": f"src_{i:04d}", "session_id": f"s{i % 3}", "seq": i, "ref": f"r{i}",
-                    "speaker": "user" if i % 2 else "assistant",
-                    "timestamp": None if i % 11 == 0 else T0 + timedelta(hours=i),
-                    "text": f"turn {i}", "metadata": {"n": i} if i % 5 == 0 else None,
-                    "created_at": T0, "vector": v * (1 + i % 4)})   # not unit: cosine still
-    return out
 
 
 def space(home, max_rows: int):
     sp = open_store(home, vector_index_min_rows=max_rows, source_copy_max_rows=max_rows).space("n")
     sp.bind_model("m", DIM, lambda texts: np.ones((len(texts), DIM), np.float32))
     return sp
-
-
-FILTERS = [None, SourceFilter(session_id="s1"), SourceFilter(since=T0 + timedelta(hours=50)),
-           SourceFilter(since=T0 + timedelta(hours=20), until=T0 + timedelta(hours=90)),
-           SourceFilter(session_id="s2", until=T0 + timedelta(hours=100)),
-           SourceFilter(session_id="no such session"), SourceFilter(speakers=frozenset({"user"})),
-           SourceFilter(session_id="s1", speakers=frozenset({"assistant", "nobody"})),
-           SourceFilter(speakers=frozenset({"user' OR speaker = 'assistant"})),
-           SourceFilter(speakers=frozenset())]
 
 
 def test_the_copy_answers_dense_searches_and_look_ups_as_lancedb_does(tmp_path):
