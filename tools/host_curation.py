@@ -16,7 +16,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..providers.base import ProviderError
 from ..strategies import registry
 from ..strategies.hybrid import llm_schema as S
 from ..strategies.hybrid.llm_curate import EPISODIC_PROMPT, RELATIONAL_PROMPT
@@ -128,6 +127,7 @@ def store_answer(rt: Runtime, namespace: str, text: str, by: str,
     """Store what a valid answer (its text, written by ``by``) wrote, if the question it
     answers (its digest ``asked``) is still the one the store asks; report what happened
     (also when nothing was used)."""
+    from ..providers.base import ProviderError   # imports numpy: not at the server's start-up
     from ..strategies.hybrid.store import replace_session   # as plan_job
 
     with rt.namespace_lock(namespace):
