@@ -51,7 +51,7 @@ class Settings(BaseSettings):
         default=200_000, ge=0, description="a namespace's source turns are kept in memory for "
         "dense search and look-ups up to this many (about 2.8 KB each); past it LanceDB answers")
     max_ram_mb: float = Field(
-        default=256, ge=0, description="MB of RAM kept to answer faster (LanceDB's index and "
+        default=1024, ge=0, description="MB of RAM kept to answer faster (LanceDB's index and "
         "metadata caches, in-memory copies of tables), shared by every open namespace; past it "
         "the store's own indexes answer, with the same results (the model and libraries, about "
         "450 MB, come on top)")

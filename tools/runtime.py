@@ -54,7 +54,7 @@ class Config:
     sampling_timeout_s: float = 120.0
     vector_index_min_rows: int = 10_000
     source_copy_max_rows: int = 200_000
-    max_ram_mb: float = 256
+    max_ram_mb: float = 1024
     curation_delay_s: float = 0.0
     curation: bool = True
     consolidate_every_sessions: int = 0
