@@ -59,6 +59,8 @@ class RecallOptions:
     """A recall's options, as checked at the service layer; read with :meth:`of`."""
 
     values: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    # each strategy's typed view, parsed on its first read (wiki reads its own three times)
+    _views: dict[type, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any] | None, known: Iterable[str] | None = None) -> RecallOptions:
@@ -73,7 +75,10 @@ class RecallOptions:
         return cls(MappingProxyType(raw))
 
     def of(self, cls: type[T]) -> T:
-        return parse_as(cls, self.values)
+        view = self._views.get(cls)
+        if view is None:
+            view = self._views[cls] = parse_as(cls, self.values)
+        return view
 
     def __bool__(self) -> bool:
         return bool(self.values)

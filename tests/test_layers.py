@@ -62,17 +62,22 @@ def _layer(module: str) -> str | None:
     return parts[1] if parts[1] in RANK else None
 
 
-def violations(root: Path = ROOT) -> list[str]:
-    bad: list[str] = []
-    for layer in RANK:
+def _imports(root: Path, layers):
+    """(layer, file relative to root, line, imported module) for every import of ``layers``."""
+    for layer in layers:
         for path in sorted((root / layer).rglob("*.py")):
             for line, target in _imported(path, root):
-                other = _layer(target)
-                if other is None or other == layer:
-                    continue
-                if RANK[other] > RANK[layer] or (layer, other) in SIBLINGS_APART:
-                    rel = path.relative_to(root)
-                    bad.append(f"{rel}:{line}: {layer} imports {target} ({other})")
+                yield layer, path.relative_to(root), line, target
+
+
+def violations(root: Path = ROOT) -> list[str]:
+    bad: list[str] = []
+    for layer, rel, line, target in _imports(root, RANK):
+        other = _layer(target)
+        if other is None or other == layer:
+            continue
+        if RANK[other] > RANK[layer] or (layer, other) in SIBLINGS_APART:
+            bad.append(f"{rel}:{line}: {layer} imports {target} ({other})")
     return bad
 
 
@@ -103,13 +108,11 @@ def past_tools(root: Path = ROOT) -> list[str]:
     """Imports from a layer above ``tools/`` (server, transfer, capture) into the strategies'
     stores and implementations; ``server/`` imports nothing of ``strategies/`` at all."""
     bad: list[str] = []
-    for layer in (lay for lay in RANK if RANK[lay] > RANK["tools"]):
-        for path in sorted((root / layer).rglob("*.py")):
-            for line, target in _imported(path, root):
-                if _layer(target) != "strategies" or target == "trimem.strategies":
-                    continue
-                if layer == "server" or target not in NEUTRAL:
-                    bad.append(f"{path.relative_to(root)}:{line}: {layer} imports {target}")
+    for layer, rel, line, target in _imports(root, [lay for lay in RANK if RANK[lay] > RANK["tools"]]):
+        if _layer(target) != "strategies" or target == "trimem.strategies":
+            continue
+        if layer == "server" or target not in NEUTRAL:
+            bad.append(f"{rel}:{line}: {layer} imports {target}")
     return bad
 
 
