@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from ..base import spoken
 from ..nscache import NamespaceCache
 from . import turnmap
-from .claims import build_snapshots
+from .claims import build_snapshots, opener_of
 from .store import (
     CLAIM,
     CLAIM_SCHEMA,
@@ -118,7 +118,7 @@ def new_snapshots(space: Space, session_id: str, llm=None) -> list[dict]:
         sess = space.get_session(session_id) or {}
         when = sess.get("session_time") or rows[0]["timestamp"]
         out = build_snapshots(session_id, new, when, space.source_vectors([r["id"] for r in new]),
-                              llm, opener=rows[0].get("speaker"),
+                              llm, opener=opener_of(rows),
                               idx0=max((s["idx"] for s in have), default=-1) + 1, dim=space.dim)
         put_snapshots(space, out)
     if have:
