@@ -196,10 +196,12 @@ class WorkspaceStrategy:
         return workspace_recall(env, request, s, snap, scheme, t0)
 
 
-def assemble(rows: list[dict], heads: list[str], limit: int) -> tuple[str, set[str]]:
-    """The context: the chosen units, verbatim, grouped as ``render`` does; with ``heads``, a
-    compact block of thread heads right after the frame's opening line, only if it fits."""
-    context, verbatim = render(rows)
+def assemble(rows: list[dict], heads: list[str], limit: int,
+             width: int) -> tuple[str, set[str]]:
+    """The context: the chosen units, verbatim, grouped as ``render`` does (a long message's
+    excerpt at most ``width`` characters); with ``heads``, a compact block of thread heads right
+    after the frame's opening line, only if it fits."""
+    context, verbatim = render(rows, width=width)
     if heads and rows:
         block = "[threads] " + " | ".join(heads) + "\n"
         if len(context) + len(block) <= limit:
@@ -207,7 +209,7 @@ def assemble(rows: list[dict], heads: list[str], limit: int) -> tuple[str, set[s
     return context, verbatim
 
 
-def line_costs(rows: list[dict]) -> tuple[list[int], list[int]]:
-    return ([len(render_line(r)[0]) for r in rows],
+def line_costs(rows: list[dict], width: int) -> tuple[list[int], list[int]]:
+    return ([len(render_line(r, width)[0]) for r in rows],
             [len(session_header(r.get("timestamp"), r["session_id"])) for r in rows])
 
