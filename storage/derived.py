@@ -21,6 +21,7 @@ import pyarrow as pa
 from . import snapshot
 from .db import ensure_index, retrying, sql_in, sql_str
 from .parts import SpaceParts
+from .schema import ZSTD, compressed, uncompressed_columns
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,10 @@ def model_bound(schema: pa.Schema) -> bool:
 
 
 def sized(schema: pa.Schema, dim: int | None) -> pa.Schema:
-    """``schema`` with its ``vector`` column as ``dim`` float32s: a strategy declares that a
-    table has vectors, the namespace's bound model says how long they are."""
+    """``schema`` with its ``vector`` column as ``dim`` float32s (a strategy declares that a
+    table has vectors, the namespace's bound model says how long they are) and its strings and
+    bytes compressed on disk (``schema.compressed``)."""
+    schema = compressed(schema)
     i = schema.get_field_index("vector")
     if i < 0 or dim is None:
         return schema
@@ -96,7 +99,7 @@ class DerivedMixin(SpaceParts):
         if copy is not None:
             copy.touch()
 
-    def derived_table(self, kind: str, schema: pa.Schema | None = None, create: bool = False):
+    def derived_table(self, kind: str, schema: pa.Schema | None = None, create: bool = False) -> Any:
         if schema is not None:
             schema = sized(schema, self.dim)
         if schema is not None and model_bound(schema):
@@ -110,7 +113,26 @@ class DerivedMixin(SpaceParts):
                 self._vector_kinds[kind] = None
             else:
                 self._plain_kinds.add(kind)
-        return self.table(kind, schema, create=create)
+        tbl = self.table(kind, schema, create=create)
+        if create and tbl is not None:
+            self.encode(kind, tbl)
+        return tbl
+
+    def encode(self, kind: str, tbl) -> None:
+        """Give the compressible columns of ``kind``'s table (``schema.compressed``) their
+        on-disk compression where a table an earlier version created lacks it: its next
+        compaction rewrites the old rows with it (``optimize``), new rows are written with it.
+        The rows read back the same. Checked once per process per kind, before a write."""
+        done = self.__dict__.setdefault("_encoded", set())
+        if kind in done:
+            return
+        cols = uncompressed_columns(tbl.schema)
+        if cols:
+            with self.writing():
+                retrying(lambda: tbl.update_field_metadata(
+                    *({"path": c, "metadata": ZSTD} for c in cols)), f"encode {kind}", table=tbl)
+            log.info("%s: %d columns now compressed on disk", tbl.name, len(cols))
+        done.add(kind)
 
     def reshape(self, kind: str, schema: pa.Schema, convert: Callable[[dict], dict]) -> bool:
         """Rewrite ``kind``'s table into ``schema`` when it is stored with other columns (a

@@ -44,6 +44,7 @@ class MemoriesMixin(SpaceParts):
             r.setdefault("status", "active")
             r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
         tbl = self.table("memories", create=True)
+        self.encode("memories", tbl)
 
         def merge():
             m = tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
