@@ -187,11 +187,14 @@ class DerivedMixin(SpaceParts):
     def scalar_indexes(self, kind: str, columns: dict[str, str], rebuild: bool = False) -> None:
         """Scalar indexes on a derived table's filter columns (``{"id": "btree", "status":
         "bitmap"}``), so lookups by id or key do not scan the whole table as it grows. Built once
-        (checked once per process per kind); rows written later are folded in by the usual
-        ``optimize`` upkeep and read by a flat scan of the unindexed part until then.
-        ``rebuild``: rebuild them from the rows that remain (``forget``: an index segment keeps
-        the values of deleted rows, and keys such as a page's can be words of a message).
-        Failures (a full or read-only disk) are logged: an index only speeds reads up."""
+        the table holds ``Store.scalar_index_min_rows`` rows (a flat scan of fewer is quick, and
+        each index costs tens of KB on disk whatever the table's size; until then each call
+        counts the rows again), then checked once per process per kind; rows written later are
+        folded in by the usual ``optimize`` upkeep and read by a flat scan of the unindexed part
+        until then. ``rebuild``: rebuild them from the rows that remain (``forget``: an index
+        segment keeps the values of deleted rows, and keys such as a page's can be words of a
+        message), on a smaller table those it has. Failures (a full or read-only disk) are
+        logged: an index only speeds reads up."""
         from lancedb.index import BTree, Bitmap
 
         done = self.__dict__.setdefault("_scalar_done", set())
@@ -200,6 +203,12 @@ class DerivedMixin(SpaceParts):
         tbl = self.derived_table(kind)
         if tbl is None:
             return
+        small = tbl.count_rows() < self.store.scalar_index_min_rows
+        if small:
+            if not rebuild:
+                return
+            have = {c for ix in tbl.list_indices() for c in ix.columns}
+            columns = {c: how for c, how in columns.items() if c in have}
         try:
             with self.store.index_lock(self.namespace):
                 for col, how in columns.items():
@@ -210,7 +219,8 @@ class DerivedMixin(SpaceParts):
                                      f"rebuild index {kind}.{col}", table=tbl)
                     else:
                         ensure_index(tbl, col, cfg)
-            done.add(kind)
+            if not small:
+                done.add(kind)
         except (OSError, RuntimeError, ValueError) as exc:
             if rebuild:
                 raise   # forget must not leave a deleted value behind in an index

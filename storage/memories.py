@@ -58,7 +58,7 @@ class MemoriesMixin(SpaceParts):
             retrying(merge, "add memories", table=tbl)
         self.touch_copy("memories")
         self.after_write("memories", len(rows))
-        self.scalar_indexes("memories", MEMORY_INDEXES)   # once per process
+        self.scalar_indexes("memories", MEMORY_INDEXES)   # once built, once per process
 
     def _mem_select(self, where: str, eq: dict | None = None) -> list[dict]:
         """Memories matching ``eq`` (served by the in-process copy when it can, ``snapshot.py``)
