@@ -274,6 +274,50 @@ def test_a_trajectory_state_holds_no_vectors_and_a_new_process_adds_them_up_the_
     rt.close()
 
 
+def _trajectories(space) -> list[dict]:
+    return sorted(({k: v for k, v in r.items() if k != "text"} for r in space.rows(store.TRAJ)),
+                  key=lambda r: r["id"])
+
+
+def test_a_trajectories_table_with_its_snapshots_text_is_upgraded_and_curation_goes_on(
+        tmp_path):
+    """A store whose trajectory rows kept their snapshots' text (an earlier version's): read as
+    before, rewritten without it at the next curation, and then the same rows and pages as a
+    store that never had it."""
+    rt = runtime(tmp_path / "earlier")
+    for s in WIKI_SESSIONS[:2]:
+        say(rt, *s)
+    space = rt.space("default")
+    rows = space.rows(store.TRAJ)
+    texts = {s["id"]: s["text"] for s in store.load_snapshots(space)}
+    for r in rows:
+        r["text"] = "\n".join(texts[i] for i in r["snapshot_ids"])
+    old = store.TRAJ_SCHEMA.insert(3, pa.field("text", pa.string()))
+    old = old.set(old.get_field_index("vector"),
+                  pa.field("vector", pa.list_(pa.float32(), space.vector_dim)))
+    name = space.name(store.TRAJ)
+    space.store.drop_table(name)
+    space.store.db.create_table(name, data=pa.Table.from_pylist(rows, schema=old))
+    rt.close()
+
+    rt = runtime(tmp_path / "earlier")
+    space = rt.space("default")
+    assert "text" in space.derived_table(store.TRAJ).to_arrow().column_names
+    before = page_view(space)
+    say(rt, *WIKI_SESSIONS[2])
+    assert "text" not in space.derived_table(store.TRAJ).to_arrow().column_names
+    after, upgraded = exact_pages(space), _trajectories(space)
+    assert all(after[p][:4] == before[p][:4] for p in ("wiki-entity-rex", "wiki-entity-berlin"))
+    rt.close()
+
+    rt = runtime(tmp_path / "never")
+    for s in WIKI_SESSIONS:
+        say(rt, *s)
+    assert _trajectories(rt.space("default")) == upgraded
+    assert exact_pages(rt.space("default")) == after
+    rt.close()
+
+
 def test_the_wiki_tables_bytes_per_stored_turn_stay_under_bounds(home):
     """The live rows of the three tables these shapes shrank, per stored turn, on the small
     store (2026-12-06: groups 33,608 -> 11,346, snapshots 1,559 -> 681, trajectories 4,974 ->
@@ -292,3 +336,4 @@ def test_the_wiki_tables_bytes_per_stored_turn_stay_under_bounds(home):
     cols = live_columns(home)
     assert "vector" not in cols["wiki_groups"]["columns"]
     assert "vector" not in cols["wiki_snapshots"]["columns"]
+    assert "text" not in cols["wiki_trajectories"]["columns"]   # its snapshots' text
