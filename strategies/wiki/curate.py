@@ -39,13 +39,13 @@ from .store import (
     SNAP,
     SNAP_SCHEMA,
     TRAJ,
-    TRAJ_SCHEMA,
     claim_row,
     ensure,
     index_tables,
     load_snapshots,
     order_key,
     put_snapshots,
+    put_trajectories,
     snapshot_vectors,
     traj_row,
 )
@@ -206,7 +206,7 @@ def write(space: Space, st: WikiState, b: Builder, full: bool) -> dict:
         if stale:
             space.delete_rows(CLAIM, {"id": stale})
     space.upsert(CLAIM, CLAIM_SCHEMA, claims + changed)
-    space.upsert(TRAJ, TRAJ_SCHEMA, rows)
+    put_trajectories(space, rows)
     if full:
         st.maps.invalidate()   # again: a recall in between may have read half a replay
     return {"fresh": claims, "changed": changed, "rows": rows}
