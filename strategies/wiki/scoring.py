@@ -11,14 +11,6 @@ keeps its lead over smoothed neighbours), normalised by its maximum; inv(i) = 1 
 turn i is on an inventory page of a subject the query names with a facet the query has;
 route(T) = summed S_p of routed pages linking T / max. For list/count queries a turn's score
 drops by 0.02 per turn of its trajectory already ranked (complementary evidence first).
-
-A long message (one quoted as an excerpt, over ``render.WHOLE_CHARS``) keeps base(i) alone
-(``own_scores_for_long``): the smoothing brings a turn in as the context of a hit beside it, and
-a short neighbour costs a line, but a long reply is quoted around *its own* best-matched passage
-(``render.excerpt``), so when it matched nothing its quote is text the query is not about, at up
-to 300 tokens. Our choice (the paper has no long messages); it adds no parameter. On a captured
-agent session (``bench/capture.py``: long write-ups in the same exchanges as the evidence) wiki
-had quoted four or five of them per recall for their neighbours' sake.
 """
 
 from __future__ import annotations
@@ -99,25 +91,6 @@ def score_turns(space: Space, qv, f: dict, parts: dict, support: dict[str, float
     if f.get("list"):
         order = _diversify(order, out, t_of)
     return order, {"t_of": t_of, "parts": out}
-
-
-def own_scores_for_long(order: list[str], parts: dict[str, dict],
-                        long_ids: set[str]) -> list[str]:
-    """``order`` again after each of ``long_ids`` (in ``parts``) is scored by its own base
-    (module docstring) and moved down to the first turn that scores less; the others keep their
-    order (a list query's diversified one too)."""
-    hit = [i for i in order if i in long_ids and i in parts]
-    if not hit:
-        return order
-    for i in hit:
-        parts[i]["score"] = parts[i]["base"]
-    moved = set(hit)
-    out = [i for i in order if i not in moved]
-    for i in sorted(hit, key=lambda i: -parts[i]["score"]):
-        at = next((k for k, j in enumerate(out)
-                   if j in parts and parts[j]["score"] < parts[i]["score"]), len(out))
-        out.insert(at, i)
-    return out
 
 
 def _group_max(values: np.ndarray, keys: list[str]) -> np.ndarray:

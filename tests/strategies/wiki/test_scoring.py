@@ -51,39 +51,3 @@ def test_the_list_re_rank_picks_what_a_scan_of_every_remaining_turn_picks():
         t_of = {i: f"t{rng.randint(0, rng.choice([1, 3, 20]))}" for i in ids if rng.random() < 0.9}
         assert _diversify(list(ids), parts, t_of) == scan(list(ids), parts, t_of)
 
-
-def test_a_long_reply_is_quoted_for_what_it_matched_not_for_its_neighbours(home):
-    """A long write-up in the same exchange as the evidence gets none of the evidence's score
-    (a real store, the real embedder): its excerpt would quote what the query is not about,
-    so it ranks by its own match, under short turns of other sessions (before, it ranked fifth,
-    right under the evidence, for its neighbour's sake, and took a third of the budget)."""
-    from trimem.server.app import build_server
-    from trimem.server.settings import Settings
-    from trimem.strategies.base import RecallRequest
-    from trimem.strategies.wiki.strategy import WikiStrategy
-    from trimem.tools.remember import Message, remember
-
-    from longtexts import ANSWER    # 5,897 characters about a database migration
-
-    server = build_server(Settings(home=str(home), curation=False))
-    rt, wiki = server.runtime, WikiStrategy()
-    sessions = [("s0", [("user", "Where do we hold the team offsite this spring?"),
-                        ("assistant", "The spring offsite is in Porto, at the old tram depot."),
-                        ("assistant", ANSWER)])]
-    sessions += [(f"s{n}", [("user", what), ("assistant", "Sounds good.")])
-                 for n, what in enumerate(["The garden needs water this week.",
-                                           "My sister visits in spring.",
-                                           "We should repaint the hallway.",
-                                           "The car is due for a service.",
-                                           "Spring cleaning starts Monday.",
-                                           "The team lunch moved to Thursday."], start=1)]
-    for n, (sid, turns) in enumerate(sessions):
-        remember(rt, [Message(content=t, speaker=sp, ref=f"{sid}-{i}")
-                      for i, (sp, t) in enumerate(turns)],
-                 session_id=sid, session_time=f"2026-03-{n + 1:02d}T10:00:00", namespace="default")
-        wiki.curate(rt.env("default"), sid)
-    out = wiki.recall(rt.env("default"),
-                      RecallRequest(query="Where is the spring offsite?", budget_tokens=200))
-    quoted = [s.ref for s in out.sources]
-    assert quoted[:2] == ["s0-0", "s0-1"] and "Porto" in out.context    # the evidence first
-    assert "s0-2" not in quoted and len(quoted) >= 10     # the short turns, not the write-up
