@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from .budget import CopyBudget
 from .db import Store, namespace_key, retrying, utcnow
 from .derived import DerivedMixin
 from .errors import ForgetRaced
@@ -137,6 +138,12 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
         if self.dim is None:
             raise RuntimeError("bind_model() must be called before using vector tables")
         return self.dim
+
+    @property
+    def copy_budget(self) -> CopyBudget:
+        """The bytes budget shared by this process's in-process table copies, strategies'
+        caches of derived tables among them (``strategies/nscache.py``)."""
+        return self.store.budget.copies
 
     def bind_model(self, model: str, dim: int, embed: EmbedFn) -> None:
         """Use ``model`` for this namespace; re-embed rows stored under another model first."""

@@ -42,7 +42,7 @@ from .nscache import NamespaceCache
 from .wiki.text import NOT_NAMES, STOP
 
 if TYPE_CHECKING:
-    from ..storage.space import Space
+    from .space_api import StrategySpace
 
 log = logging.getLogger(__name__)
 MIN_VOTES, SHARE, INTRO_VOTES = 2.0, 0.75, 2.0
@@ -186,22 +186,22 @@ class Learned:
     speakers: frozenset[str] = frozenset()   # every speaker label of the namespace
 
 
-def _counts(space: Space) -> tuple:
+def _counts(space: StrategySpace) -> tuple:
     return (space.count_sources(),)
 
 
-def speaker_aliases(ns, space) -> dict[str, set[str]]:
+def speaker_aliases(ns, space: StrategySpace) -> dict[str, set[str]]:
     """The learned aliases of ``space``'s speakers, cached in the namespace's context ``ns``
     (``Env.ns``; see the module docstring)."""
     return _learned(ns, space).aliases
 
 
-def namespace_speakers(ns, space) -> frozenset[str]:
+def namespace_speakers(ns, space: StrategySpace) -> frozenset[str]:
     """Every speaker label of ``space``'s messages (from the same cache as the aliases)."""
     return _learned(ns, space).speakers
 
 
-def _store(stats: dict[str, SessionStats], space) -> None:
+def _store(stats: dict[str, SessionStats], space: StrategySpace) -> None:
     """Keep what a cold cache counted for the next process (``aliasstats.py``); a store that
     cannot be written (full or read-only) only costs the next process the count again."""
     from .aliasstats import save
@@ -212,7 +212,7 @@ def _store(stats: dict[str, SessionStats], space) -> None:
         log.exception("storing the name votes of %d sessions failed", len(stats))
 
 
-def _learned(ns, space) -> Learned:
+def _learned(ns, space: StrategySpace) -> Learned:
     cache = ns.state("aliases.learned", lambda: NamespaceCache(_counts))
     item, gen, counts = cache.get(space, RECHECK_S)
     if item is not None:

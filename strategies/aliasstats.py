@@ -25,7 +25,7 @@ import pyarrow as pa
 from .aliases import SessionStats, session_stats
 
 if TYPE_CHECKING:
-    from ..storage.space import Space
+    from .space_api import StrategySpace
 
 KIND = "alias_stats"
 SCHEMA = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("n", pa.int64()),
@@ -47,7 +47,7 @@ def decode(n: int, text: str) -> SessionStats:
                         speakers=set(d["speakers"]))
 
 
-def curate(space: Space, session_id: str) -> None:
+def curate(space: StrategySpace, session_id: str) -> None:
     """Count and store one session's votes (called by curation for every session it curates)."""
     sess = space.get_session(session_id)   # its count first: messages added after it make the
     rows = space.sources_by_session(session_id)   # row's count stale, never a stale row current
@@ -58,7 +58,7 @@ def curate(space: Space, session_id: str) -> None:
     save(space, {session_id: st})
 
 
-def save(space: Space, stats: dict[str, SessionStats]) -> None:
+def save(space: StrategySpace, stats: dict[str, SessionStats]) -> None:
     """Store these sessions' votes, each tagged with its ``n`` (the session's message count
     read *before* its messages were)."""
     if stats:
@@ -66,7 +66,7 @@ def save(space: Space, stats: dict[str, SessionStats]) -> None:
                                     for sid, st in stats.items()])
 
 
-def stored(space: Space, counts: dict[str, int]) -> dict[str, SessionStats]:
+def stored(space: StrategySpace, counts: dict[str, int]) -> dict[str, SessionStats]:
     """The stored votes of the sessions in ``counts`` (session id -> its message count now)
     whose row was counted at that many messages."""
     if space.derived_table(KIND) is None:
@@ -79,7 +79,7 @@ def stored(space: Space, counts: dict[str, int]) -> dict[str, SessionStats]:
     return out
 
 
-def drop(space: Space, session_ids: Iterable[str]) -> None:
+def drop(space: StrategySpace, session_ids: Iterable[str]) -> None:
     """Forget the stored votes of these sessions (their messages changed without their count)."""
     ids = sorted(set(session_ids))
     if ids and space.derived_table(KIND) is not None:

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
+from typing_extensions import TypeVar
 
 from .options import RecallOptions
+from .space_api import StrategySpace
 
 if TYPE_CHECKING:
     from ..providers.base import LLM
-    from ..storage.space import Space
     from .context import NamespaceContext
     from .search import TurnSearch
 
@@ -84,13 +85,18 @@ class RecallRequest:
         return (self.since is None or ts >= self.since) and (self.until is None or ts <= self.until)
 
 
-@dataclass
-class Env:
+# The storage an ``Env`` carries: strategies see a ``StrategySpace`` (a bare ``Env``), the tools
+# that build it the concrete ``Space`` (``Env[Space]``, ``tools/runtime.py``).
+SpaceT = TypeVar("SpaceT", bound=StrategySpace, covariant=True, default=StrategySpace)
+
+
+@dataclass(frozen=True)
+class Env(Generic[SpaceT]):
     """What a strategy may use: one namespace's storage, what this process keeps for the
     namespace between calls (its caches, lock and pool: ``context.NamespaceContext``), the
     embedder and the LLM."""
 
-    space: Space                      # bound to the embedder's model
+    space: SpaceT                     # bound to the embedder's model (``space_api``)
     ns: "NamespaceContext"            # owned by the runtime; a strategy keeps no state elsewhere
     embed_query: Callable[[str], Any]  # str -> np.ndarray (dim,)
     embed_queries: Callable[[list[str]], Any]  # list[str] -> np.ndarray (n, dim), in one call
@@ -104,25 +110,69 @@ class Env:
 
 @runtime_checkable
 class Strategy(Protocol):
-    """Required: ``name`` and ``recall``. Optional hooks, found with ``registry.with_hook``:
-
-    - ``curate(env, session_id) -> None``: (re)build this strategy's derived data for one session
-      from its sources; idempotent; runs in the background worker, never on the request path.
-    - ``consolidate(env, dry_run, min_cluster_size, progress) -> dict``: offline clustering,
-      merging, superseding; returns ``{"before", "after", "clusters", "operations"}`` counts
-      and lists; ``progress(done, total, message)`` is synchronous.
-    - ``forget(env, source_ids: set[str]) -> int``: delete (and, where needed, rebuild) derived
-      data that cites any of ``source_ids``; returns the number of rows removed.
-    - ``explain(env, id) -> dict | None``: explain one of this strategy's own ids, or None.
-
-    Optional attribute ``Options``: the frozen dataclass of the recall options it reads
-    (``options.py``), read with ``request.options.of(Options)``.
-    """
+    """Required: ``name`` and ``recall``. A strategy may also implement any of the optional
+    hooks below (each its own protocol, found with ``registry.with_hook``), and may carry
+    ``Options`` (:class:`Configurable`)."""
 
     name: str
 
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
         ...
+
+
+Progress = Callable[[int, int, str], None]   # (done, total, message), called synchronously
+
+
+@runtime_checkable
+class Curates(Protocol):
+    """(Re)build this strategy's derived data for one session from its sources; idempotent;
+    runs in the background worker, never on the request path. What it returns is not read."""
+
+    name: str
+
+    def curate(self, env: Env, session_id: str) -> object:
+        ...
+
+
+@runtime_checkable
+class Consolidates(Protocol):
+    """Offline clustering, merging, superseding; returns ``{"before", "after", "clusters",
+    "operations"}`` counts and lists."""
+
+    name: str
+
+    def consolidate(self, env: Env, dry_run: bool, min_cluster_size: int,
+                    progress: Progress | None = None) -> dict[str, Any]:
+        ...
+
+
+@runtime_checkable
+class Forgets(Protocol):
+    """Delete (and, where needed, rebuild) derived data that cites any of ``source_ids``;
+    returns the number of rows removed."""
+
+    name: str
+
+    def forget(self, env: Env, source_ids: set[str]) -> int:
+        ...
+
+
+@runtime_checkable
+class Explains(Protocol):
+    """Explain one of this strategy's own ids, or None when the id is not its own."""
+
+    name: str
+
+    def explain(self, env: Env, id: str) -> dict | None:
+        ...
+
+
+@runtime_checkable
+class Configurable(Protocol):
+    """A strategy with recall options: ``Options`` is the frozen dataclass of the options it
+    reads (``options.py``), read with ``request.options.of(Options)``."""
+
+    Options: type
 
 
 def tokens_of(text: str) -> int:

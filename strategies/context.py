@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+if TYPE_CHECKING:
+    from .space_api import StrategySpace
 
 T = TypeVar("T")
 # auto's four voters, the BM25 search it reads after the vote, and wiki's page routing
@@ -22,7 +25,7 @@ POOL_WORKERS = 6
 class NamespaceContext:
     def __init__(self, namespace: str):
         self.namespace = namespace
-        self.space: Any = None             # trimem.storage.space.Space, set by the runtime
+        self.space: StrategySpace | None = None   # the namespace's storage, set by the runtime
         # held by curation of the namespace and by forget in it: a curation that read a source
         # before it was forgotten must not write memories derived from it afterwards
         self.lock = threading.RLock()

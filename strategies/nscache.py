@@ -27,17 +27,21 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from ..storage.budget import CopyBudget
+    from .space_api import StrategySpace
 
 
 class NamespaceCache:
-    def __init__(self, counts: Callable[[Any], tuple]):
+    def __init__(self, counts: Callable[[StrategySpace], tuple]):
         self._counts = counts
         self._lock = threading.Lock()
         self._item: Any = None
         self._gen = 0
         self._writing = 0
-        self._budget: Any = None   # the store's CopyBudget, known from the first ``get``
+        self._budget: CopyBudget | None = None   # the store's, known from the first ``get``
 
     def drop(self) -> None:
         """The RAM budget needs the room: the next ``get`` reads afresh (no lock: the budget
@@ -66,11 +70,11 @@ class NamespaceCache:
             with self._lock:
                 self._writing -= 1
 
-    def get(self, space, recheck_s: float) -> tuple[Any, int, tuple]:
+    def get(self, space: StrategySpace, recheck_s: float) -> tuple[Any, int, tuple]:
         """(the cached item, generation, counts) while it is current; else (None, generation, counts)
         for the caller to read ``space``'s tables and ``put`` the result."""
         if self._budget is None:
-            self._budget = space.store.budget.copies
+            self._budget = space.copy_budget
         with self._lock:
             item, gen, busy = self._item, self._gen, self._writing > 0
         if item is not None:
@@ -101,7 +105,7 @@ class NamespaceCache:
             item = self._item
             return item if item is not None and item.gen == self._gen else None
 
-    def replace(self, space, old, new) -> None:
+    def replace(self, space: StrategySpace, old, new) -> None:
         """Swap a patched item in (``new.gen`` = ``old.gen``; counts re-read from ``space``
         now), unless another thread replaced or invalidated ``old`` meanwhile."""
         new.counts, new.checked = self._counts(space), time.monotonic()

@@ -7,9 +7,11 @@ that the two agree). Strategy modules are imported lazily, on first use, so star
 from __future__ import annotations
 
 import importlib
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
-from .base import Strategy
+from .base import Configurable, Curates, Strategy
+
+H = TypeVar("H")
 
 # name -> "module:attribute" of the strategy object
 _BUILTIN = {
@@ -48,11 +50,11 @@ def get(name: str) -> Strategy:
     return strat
 
 
-def with_hook(hook: str) -> list[Any]:
-    """Every registered strategy that implements the optional method ``hook`` (``curate``,
-    ``consolidate``, ``forget``, ``explain``), loading them if needed. Typed ``Any``: which
-    optional methods a strategy has is only known here, at run time."""
-    return [s for s in (get(n) for n in names()) if callable(getattr(s, hook, None))]
+def with_hook(hook: type[H]) -> list[H]:
+    """Every registered strategy that implements the optional hook ``hook`` (one of the
+    protocols ``base.Curates``, ``Consolidates``, ``Forgets``, ``Explains``), loading them if
+    needed."""
+    return [s for s in (get(n) for n in names()) if isinstance(s, hook)]
 
 
 def option_keys() -> set[str]:
@@ -61,16 +63,14 @@ def option_keys() -> set[str]:
     from .options import declared
 
     out: set[str] = set()
-    for n in names():
-        cls = getattr(get(n), "Options", None)
-        if cls is not None:
-            out |= declared(cls)
+    for s in with_hook(Configurable):
+        out |= declared(s.Options)
     return out
 
 
 def curates() -> bool:
-    """Whether any registered strategy curates sessions (without importing them all)."""
-    return bool(with_hook("curate"))
+    """Whether any registered strategy curates sessions."""
+    return bool(with_hook(Curates))
 
 
 def register(name: str, target: str) -> None:

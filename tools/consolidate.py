@@ -77,6 +77,7 @@ def run_consolidation(rt: Runtime, namespace: str = "default", dry_run: bool = F
     are of memory rows (sources and derived memories), not logs.
     """
     from ..strategies import registry
+    from ..strategies.base import Consolidates
 
     if isinstance(min_cluster_size, bool) or not isinstance(min_cluster_size, int) or min_cluster_size < 2:
         raise ToolFailure("min_cluster_size must be a whole number ≥ 2")
@@ -90,7 +91,7 @@ def run_consolidation(rt: Runtime, namespace: str = "default", dry_run: bool = F
         ops: list[dict[str, Any]] = []
         clusters = 0
         active, extra_after = [0, 0], {}
-        for strat in registry.with_hook("consolidate"):
+        for strat in registry.with_hook(Consolidates):
             out = strat.consolidate(env, dry_run, min_cluster_size, report)
             clusters += int(out.get("clusters", 0))
             ops += [dict(op, strategy=strat.name) for op in out.get("operations", [])]

@@ -30,6 +30,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..storage.space import Space
+    from ..strategies.base import Curates, Env
 
 log = logging.getLogger(__name__)
 YIELD_MAX_S = 2.0
@@ -223,12 +228,13 @@ class CurationWorker:
     def _curate(self, namespace: str, session_id: str) -> str | None:
         """Run every curating strategy on one session: "done", "failed", or None (forgotten)."""
         from ..strategies import aliasstats, registry
+        from ..strategies.base import Curates
 
         env = self.rt.env(namespace)
         sess = env.space.get_session(session_id)
         if sess is None:   # forgotten meanwhile
             return None
-        strats = registry.with_hook("curate")
+        strats = registry.with_hook(Curates)
         failed: list[str] = []
 
         def run(group) -> None:
@@ -263,7 +269,7 @@ class CurationWorker:
         return state
 
 
-def _fenced_curate(env, strat, session_id: str) -> None:
+def _fenced_curate(env: Env[Space], strat: Curates, session_id: str) -> None:
     """``strat.curate`` inside the namespace's forget fence (``Space.fenced``): a forget by
     another process while it runs fails its later commits instead of letting them write text
     the forget removed; it then starts again from what is stored now (the session itself may

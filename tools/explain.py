@@ -98,9 +98,10 @@ def _explain(rt: Runtime, mid: str, ns: str) -> Explanation:
                                    f"{', written by ' + by if by else ''}) from "
                                    f"{len(sources)} sources")
     from ..strategies import registry
+    from ..strategies.base import Explains
 
     env = rt.env(ns)
-    for strat in registry.with_hook("explain"):
+    for strat in registry.with_hook(Explains):
         found = strat.explain(env, mid)
         if found is not None:
             return Explanation(id=mid, kind="memory", record=found, summary=found.get(

@@ -184,11 +184,12 @@ def _delete(rt: Runtime, ns: str, found: Targets, recall_ids: list[str],
     sessions left empty; purge old versions; tell other processes; queue what remains of a
     touched session for curation again. Returns (rows each strategy removed, emptied sessions)."""
     from ..strategies import aliasstats, registry   # the strategies load on first use
+    from ..strategies.base import Forgets
 
     space, sources = rt.space(ns), found.sources
     src_ids = set(sources)
     env = rt.env(ns)
-    derived = {st.name: st.forget(env, src_ids) for st in registry.with_hook("forget")}
+    derived = {st.name: st.forget(env, src_ids) for st in registry.with_hook(Forgets)}
     aliasstats.drop(space, {r["session_id"] for r in sources.values()})   # counts may not move
     space.delete_memories(sorted(found.memories))
     space.delete_recalls(recall_ids)

@@ -21,7 +21,8 @@ from .params import TIME, DateTimeStr, Int
 from .runtime import Runtime
 
 if TYPE_CHECKING:
-    from ..strategies.base import Env
+    from ..storage.space import Space
+    from ..strategies.base import Env, Strategy
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -118,7 +119,7 @@ def _check_query(rt: Runtime, query: str) -> None:
     v.unicode("query", query)
 
 
-def _log(rt: Runtime, env, recall_id: str, query: str, strategy: str, out, trace: dict) -> str:
+def _log(rt: Runtime, env: Env[Space], recall_id: str, query: str, strategy: str, out, trace: dict) -> str:
     """Write the recall's record to the namespace's recall log; "" or a note for the route
     reason saying why it was not logged (a read-only or full store still answers recalls)."""
     from ..storage.logs import RecallPolicy   # storage's log module: not at the server's start-up
@@ -139,7 +140,7 @@ def _log(rt: Runtime, env, recall_id: str, query: str, strategy: str, out, trace
     return ""
 
 
-def _run(strat, env, request: RecallRequest):
+def _run(strat: Strategy, env: Env[Space], request: RecallRequest):
     catch_up(env)
     out = strat.recall(env, request)
     # a forget (here or in another process) that landed during this recall and touched what
@@ -153,7 +154,7 @@ def _run(strat, env, request: RecallRequest):
     return out
 
 
-def reading(env: Env, fn: Callable[[], T], tries: int = READ_TRIES) -> T:
+def reading(env: Env[Space], fn: Callable[[], T], tries: int = READ_TRIES) -> T:
     """``fn()``, again on fresh handles and caches when a forget in another process purged the
     table versions it was reading (LanceDB then reports a file "not found")."""
     from ..storage.errors import purged
@@ -173,7 +174,7 @@ def _cited(out) -> set[str]:
     return {s.id for s in out.sources} | {s for i in out.items for s in i.source_ids}
 
 
-def catch_up(env: Env, force: bool = False) -> set[str] | None:
+def catch_up(env: Env[Space], force: bool = False) -> set[str] | None:
     """Apply forgets made by any process since this one last looked (``storage/forgets.py``):
     every in-process cache of the namespace is dropped, and recall records this process may
     have written quoting the forgotten sources meanwhile are deleted. Cheap when nothing moved;

@@ -19,6 +19,7 @@ from .errors import ToolFailure
 
 if TYPE_CHECKING:
     from ..storage.space import Space
+    from ..strategies.base import Env
 
 log = logging.getLogger(__name__)
 EMBED_BATCH = 64               # texts per embedder call (the local model cuts them by tokens again)
@@ -233,10 +234,8 @@ class Runtime:
 
     def space(self, namespace: str) -> Space:
         """The namespace's storage, bound to the current embedding model."""
-        ctx = self.context(namespace)
-        sp = ctx.space
-        if sp is None:
-            sp = ctx.space = self.store.space(namespace)
+        sp = self.store.space(namespace)   # one per namespace (``Store.space``)
+        self.context(namespace).space = sp
         emb = self.embedder
         if getattr(emb, "dim", None) is None:   # remote embedders learn their size on first use
             self.embed(["dimension probe"])
@@ -264,7 +263,7 @@ class Runtime:
             ok = store.close(max(0.0, end - time.monotonic())) and ok
         return ok
 
-    def env(self, namespace: str):
+    def env(self, namespace: str) -> Env[Space]:
         from ..strategies.base import Env
 
         # sampling / auto: no model in the background (the host's is asked inside consolidate)

@@ -34,9 +34,12 @@ The flag never changes the context: the evidence is still returned, ranked as be
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..space_api import StrategySpace
 
 SAMPLE = 256
 QUERY_SAMPLE = 16   # asymmetric embedders: turns embedded as queries (x 255 pairs each)
@@ -49,7 +52,7 @@ COVER = 0.5
 CAL_KEY = "auto.calibration"
 
 
-def calibration(ns, space, embed_queries: Callable[[list[str]], Any] | None = None
+def calibration(ns, space: StrategySpace, embed_queries: Callable[[list[str]], Any] | None = None
                 ) -> dict | None:
     """``{"turns", "mu", "sd", "pairs"}`` of the namespace's pairwise turn cosines, or None (too
     few); ``ns``: the namespace's context, where the last calibration is kept. With
@@ -77,7 +80,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / np.where(norms > 0, norms, 1.0)
 
 
-def _query_pairs(space, embed_queries: Callable[[list[str]], Any]) -> np.ndarray:
+def _query_pairs(space: StrategySpace, embed_queries: Callable[[list[str]], Any]) -> np.ndarray:
     """Cosines of the first ``QUERY_SAMPLE`` sampled turns, embedded as queries, to every other
     sampled turn's stored (passage) vector."""
     from ...storage.sources import search_text
@@ -118,7 +121,7 @@ def coverage(query: str, texts: list[str]) -> float:
     return len(words & seen) / len(words)
 
 
-def judge(ns, space, best_cosine: float | None, cover: float = 0.0,
+def judge(ns, space: StrategySpace, best_cosine: float | None, cover: float = 0.0,
           embed_queries: Callable[[list[str]], Any] | None = None) -> dict:
     """Whether the evidence is off the query: ``{"abstain", "why", ...}`` for trace and reason.
     ``embed_queries``: given for an asymmetric embedder (:func:`calibration`)."""

@@ -39,7 +39,7 @@ from .rules import llm_plan, merged_text, rule_plan
 from .store import KINDS
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
     from ..base import Env
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ MIN_UMAP = 16
 SMALL = 4096   # umap's own cut: below it, umap computes every pairwise distance (exact neighbours)
 
 
-def _active(space: Space, kind: str) -> tuple[list[dict], np.ndarray]:
+def _active(space: StrategySpace, kind: str) -> tuple[list[dict], np.ndarray]:
     if space.table("memories") is None:
         return [], np.zeros((0, 0), np.float32)
     rows = space.rows("memories", eq={"kind": kind, "status": "active"})
@@ -151,7 +151,7 @@ def consolidate(env: Env, dry_run: bool = False, min_cluster_size: int = 10, pro
             "dry_run": dry_run, "duration_s": round(time.perf_counter() - t0, 3)}
 
 
-def apply(space: Space, ops: list[dict], embed=None) -> None:
+def apply(space: StrategySpace, ops: list[dict], embed=None) -> None:
     """Write the plan: statuses and lineage, and each survivor of a merge gets the merged text
     (re-embedded with ``embed``); the retired rows keep their texts and vectors."""
     ids = {i for op in ops for i in op["ids"] + [op["into"]]}

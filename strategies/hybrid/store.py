@@ -24,7 +24,7 @@ from ..ids import stable_id
 
 if TYPE_CHECKING:
     from ...providers.base import LLM
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
     from ..base import Env
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ DERIVED_ORIGINS = ("heuristic", "llm")
 KEPT_ORIGINS = ("host", "sampled")   # written by the host (or its model): curation keeps them
 
 
-def session_rows(space: Space, session_id: str) -> list[dict]:
+def session_rows(space: StrategySpace, session_id: str) -> list[dict]:
     """Every hybrid memory row (any status) of one session."""
     if space.table("memories") is None:
         return []

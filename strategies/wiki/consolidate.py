@@ -14,10 +14,10 @@ from .pages import rebuild
 from .store import CLAIM, PAGE, TRAJ, ensure
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 
-def consolidate(space: Space, st, dry_run: bool, progress, m: int) -> dict:
+def consolidate(space: StrategySpace, st, dry_run: bool, progress, m: int) -> dict:
     """``st``: the namespace's ``curate.WikiState``."""
     ensure(space)
     before = {"trajectories": space.count_rows(TRAJ), "claims": space.count_rows(CLAIM),

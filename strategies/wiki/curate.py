@@ -54,7 +54,7 @@ from .trajectories import Builder
 from .wikiupdate import rebuild_all, sync_state, update
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 
 class IndexCache:
@@ -100,13 +100,13 @@ def state_of(ns) -> WikiState:
     return ns.state("wiki", WikiState)
 
 
-def slotted_claims(ns, space: Space) -> turnmap.SlottedClaims:
+def slotted_claims(ns, space: StrategySpace) -> turnmap.SlottedClaims:
     """The namespace's claims with a slot, from its turn maps (what ``revisions.changes`` reads;
     ``auto`` asks after its vote, when wiki's recall has usually read the maps already)."""
     return turnmap.SlottedClaims(turnmap.turn_maps(state_of(ns).maps, space))
 
 
-def new_snapshots(space: Space, session_id: str, llm=None) -> list[dict]:
+def new_snapshots(space: StrategySpace, session_id: str, llm=None) -> list[dict]:
     """Snapshots for the session's messages no snapshot covers yet (stored here), plus any of
     its snapshots that no trajectory holds (a crash between the two writes)."""
     rows = spoken(space.sources_by_session(session_id))
@@ -129,7 +129,7 @@ def new_snapshots(space: Space, session_id: str, llm=None) -> list[dict]:
     return out
 
 
-def load_index(space: Space) -> tuple[TrajIndex, dict, int]:
+def load_index(space: StrategySpace) -> tuple[TrajIndex, dict, int]:
     """Every open trajectory from its stored state, and the number of snapshots placed."""
     b = Builder(vectors=lambda ids: snapshot_vectors(space, ids))
     b.load_states({r["id"]: r["state"]
@@ -138,7 +138,7 @@ def load_index(space: Space) -> tuple[TrajIndex, dict, int]:
     return b.index, b.trajs, placed
 
 
-def curate_session(space: Space, st: WikiState, session_id: str, llm=None, m: int = 15) -> dict:
+def curate_session(space: StrategySpace, st: WikiState, session_id: str, llm=None, m: int = 15) -> dict:
     ensure(space)
     cache = st.index
     snaps = new_snapshots(space, session_id, llm)
@@ -172,7 +172,7 @@ def curate_session(space: Space, st: WikiState, session_id: str, llm=None, m: in
             "pages": "updated" if in_step else "rebuilt"}
 
 
-def replay(space: Space, st: WikiState, m: int) -> dict:
+def replay(space: StrategySpace, st: WikiState, m: int) -> dict:
     """Rebuild every trajectory by appending all snapshots in time order (forget, consolidate)."""
     snaps = sorted(load_snapshots(space), key=order_key)
     b = Builder(m)
@@ -182,7 +182,7 @@ def replay(space: Space, st: WikiState, m: int) -> dict:
     return {"mode": "replay", "snapshots": len(snaps), "trajectories": len(b.trajs)}
 
 
-def write(space: Space, st: WikiState, b: Builder, full: bool) -> dict:
+def write(space: StrategySpace, st: WikiState, b: Builder, full: bool) -> dict:
     touched = [b.trajs[t] for t in sorted(b.touched)]
     snap_ids = sorted({x["id"] for T in touched for x in T.snapshots})
     cols = [c for c in SNAP_SCHEMA.names if c != "vector"]
@@ -212,7 +212,7 @@ def write(space: Space, st: WikiState, b: Builder, full: bool) -> dict:
     return {"fresh": claims, "changed": changed, "rows": rows}
 
 
-def forget_sources(space: Space, st: WikiState, source_ids: set[str], m: int = 15) -> int:
+def forget_sources(space: StrategySpace, st: WikiState, source_ids: set[str], m: int = 15) -> int:
     """Delete the snapshots and claims citing ``source_ids``; replay the rest; pages follow."""
     ensure(space)
     snaps = [s for s in space.rows(SNAP, columns=["id", "source_ids"])

@@ -34,12 +34,12 @@ from . import text as tx
 from .store import SNAP
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 MIN_SUPPORT = 1.30
 
 
-def provenance(space: Space, packed_rows: list[dict], owner: dict[str, str],
+def provenance(space: StrategySpace, packed_rows: list[dict], owner: dict[str, str],
                s_of: dict[str, str]) -> list[dict]:
     """The (trajectory, snapshot, claims, ref, timestamp) record of each packed turn (``s_of``:
     source id -> snapshot id, from ``turnmap.TurnMaps``)."""

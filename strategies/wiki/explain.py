@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 from .store import CLAIM, SNAP, TRAJ, ensure
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 
-def _sources(space: Space, ids: list[str]) -> list[dict]:
+def _sources(space: StrategySpace, ids: list[str]) -> list[dict]:
     return [{k: r.get(k) for k in ("id", "ref", "session_id", "speaker", "timestamp", "text")}
             for r in space.get_sources(ids)]
 
 
-def claim_history(space: Space, cid: str) -> list[dict]:
+def claim_history(space: StrategySpace, cid: str) -> list[dict]:
     rows = {r["id"]: r for r in space.rows(CLAIM, eq={"id": cid})}
     if not rows:
         return []
@@ -45,7 +45,7 @@ def claim_history(space: Space, cid: str) -> list[dict]:
              "source_id": c["source_id"], "ref": c["ref"], "replaced_by": c["by"]} for c in chain]
 
 
-def explain_id(space: Space, id: str) -> dict | None:
+def explain_id(space: StrategySpace, id: str) -> dict | None:
     ensure(space)
     if id.startswith("clm_"):
         hist = claim_history(space, id)

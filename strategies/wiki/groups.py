@@ -33,7 +33,7 @@ from ..frame import one_line
 from . import dates as dt
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 GROUP = "wiki_groups"
 S = pa.string()
@@ -201,7 +201,7 @@ def _newest_first(items: list[list]) -> list[list]:
     return sorted(sorted(items, key=lambda x: x[1]), key=lambda x: x[0], reverse=True)
 
 
-def load(space: Space, keys) -> dict[tuple[str, str], Group]:
+def load(space: StrategySpace, keys) -> dict[tuple[str, str], Group]:
     """The stored groups for ``keys`` ((kind, key) pairs); missing ones start empty."""
     keys = set(keys)
     upgrade(space)
@@ -212,7 +212,7 @@ def load(space: Space, keys) -> dict[tuple[str, str], Group]:
     return {k: got.get(k) or Group(*k, dim=space.vector_dim) for k in keys}
 
 
-def upgrade(space: Space) -> None:
+def upgrade(space: StrategySpace) -> None:
     """Rewrite a ``wiki_groups`` table of the earlier shape (the sum base64 in the JSON state,
     a ``vector`` column no query read) into this one; the pages' sums carry over bit for bit."""
     space.reshape(GROUP, GROUP_SCHEMA, _new_shape)

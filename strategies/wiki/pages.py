@@ -46,7 +46,7 @@ from .groups import Group
 from .store import PAGE, TS, VEC
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 L, S = pa.list_(pa.string()), pa.string()
 PAGE_SCHEMA = pa.schema([("id", S), ("namespace", S), ("type", S), ("key", S), ("title", S),
@@ -176,7 +176,7 @@ def index_row(pages: list[dict], g: Group) -> dict:
             "n_links": len(g.trajs), "hub": True, "vector": g.vector()}
 
 
-def rebuild(space: Space) -> dict:
+def rebuild(space: StrategySpace) -> dict:
     from .wikiupdate import rebuild_all
 
     return rebuild_all(space)

@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 
-def page_text(space: Space, ns: str, page: str) -> str:
+def page_text(space: StrategySpace, ns: str, page: str) -> str:
     """The page ``page`` (``index``, ``entity-...``; ``wiki-`` prefix optional) of ``space``."""
     from ..frame import one_line, wiki_frame
     from .pages import PAGE

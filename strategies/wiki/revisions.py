@@ -46,7 +46,7 @@ from .claims import END, stated
 from .store import CLAIM
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 COLS = ["id", "source_id", "slot", "text", "timestamp"]
 # words by which a query asks about a state (general English; compared as ``text.stem`` stems)
@@ -78,7 +78,7 @@ def _time(ts: str | None) -> datetime | None:
         return None
 
 
-def changes(space: Space, ids: list[str], claims: Claims | None = None) -> dict[str, Change]:
+def changes(space: StrategySpace, ids: list[str], claims: Claims | None = None) -> dict[str, Change]:
     """``{turn id: Change}`` for the turns of ``ids`` that state a value a later turn changed.
     ``claims``: where the claims with a slot are looked up (default: ``wiki_claims``; wiki and
     auto pass the wiki's turn maps, ``turnmap.SlottedClaims``). Both are read in claim id order,
@@ -120,7 +120,7 @@ class Claims(Protocol):
 class _Table:
     """The claims with a slot as ``wiki_claims`` holds them."""
 
-    def __init__(self, space: Space):
+    def __init__(self, space: StrategySpace):
         self.space = space
 
     def by_source(self, ids: list[str]) -> list[dict]:

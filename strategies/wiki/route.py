@@ -45,7 +45,7 @@ from .pages import PAGE
 from .store import TRAJ
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 LIST_RX = re.compile(r"\b(how many|how often|how much|which|what (?:kinds?|types?|sorts?)|list|"
                      r"activities|things|ways|events|hobbies|both|all|times|places|books|pets)\b")
@@ -76,7 +76,7 @@ def _overlap(span: dict, a, b) -> bool:
     return span["start"] <= b.date().isoformat() and a.date().isoformat() <= span["end"]
 
 
-def route_pages(space: Space, qv: np.ndarray, query: str, f: dict, t: int) -> list[dict]:
+def route_pages(space: StrategySpace, qv: np.ndarray, query: str, f: dict, t: int) -> list[dict]:
     """The top-t non-index pages by S_p, each with its score parts."""
     found: dict[str, dict] = {}
     for r in space.nearest(PAGE, qv, 60, columns=PAGE_COLS + ["vector"]):
@@ -113,7 +113,7 @@ def route_pages(space: Space, qv: np.ndarray, query: str, f: dict, t: int) -> li
     return out[:t]
 
 
-def candidates(space: Space, routed: list[dict], direct: bool,
+def candidates(space: StrategySpace, routed: list[dict], direct: bool,
                read=None) -> tuple[list[dict], dict[str, float]]:
     """C_q (trajectory rows) and each trajectory's summed page support. ``read(ids, columns)``
     reads trajectory rows (default: from ``space``; wiki's recall passes its per-recall reads)."""
@@ -133,7 +133,7 @@ def candidates(space: Space, routed: list[dict], direct: bool,
     return rows, support
 
 
-def _read(space: Space):
+def _read(space: StrategySpace):
     return lambda ids, columns: space.rows(TRAJ, eq={"id": ids}, columns=columns)
 
 

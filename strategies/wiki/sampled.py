@@ -26,7 +26,7 @@ from .claims import build_snapshots, exchanges, opener_of
 from .store import SNAP, ensure, put_snapshots
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 STATES = ("residence", "job", "study", "relationship")
 
@@ -55,7 +55,7 @@ def valid_claims(claims: list, by_label: dict[str, dict]) -> dict[str, list]:
     return out
 
 
-def write_claims(space: Space, session_id: str, by_label: dict[str, dict], claims: list,
+def write_claims(space: StrategySpace, session_id: str, by_label: dict[str, dict], claims: list,
                  written_by: str) -> int:
     """Store the session's snapshots with the host's claims; the number of host claims used
     (0: nothing was written, the session keeps what it had)."""
@@ -92,7 +92,7 @@ def write_claims(space: Space, session_id: str, by_label: dict[str, dict], claim
     return used
 
 
-def written_by(space: Space, snapshot_id: str, claim_id: str) -> str | None:
+def written_by(space: StrategySpace, snapshot_id: str, claim_id: str) -> str | None:
     """Who wrote a claim, when another model did (``None``: the sentence heuristics)."""
     rows = space.rows(SNAP, eq={"id": snapshot_id}, columns=["id", "claims"])
     for c in json.loads(rows[0]["claims"]) if rows else []:

@@ -24,7 +24,7 @@ import numpy as np
 from ..search import ranked_lists, rrf
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 RRF_K = 20
 POOL_HITS, POOL_ROUTED = 100, 40
@@ -41,7 +41,7 @@ def fused_scores(parts: dict[str, dict], k: int = RRF_K) -> dict[str, float]:
     return {i: v / top for i, v in s.items()}
 
 
-def score_turns(space: Space, qv, f: dict, parts: dict, support: dict[str, float],
+def score_turns(space: StrategySpace, qv, f: dict, parts: dict, support: dict[str, float],
                 m, vectors=None, selected: set[str] | None = None,
                 sel_w: float = 0.0) -> tuple[list[str], dict]:
     """The pool scored: the searched turns, every turn of a trajectory holding one of the best

@@ -26,7 +26,7 @@ from .claims import snapshot_vector
 from .trajectories import dump_state
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 log = logging.getLogger(__name__)
 SNAP, CLAIM, TRAJ, PAGE = "wiki_snapshots", "wiki_claims", "wiki_trajectories", "wiki_pages"
@@ -55,7 +55,7 @@ TRAJ_SCHEMA = pa.schema([("id", S), ("namespace", S), ("title", S),
 CLAIM_COLS = [f.name for f in CLAIM_SCHEMA if f.name != "namespace"]
 
 
-def ensure(space: Space) -> None:
+def ensure(space: StrategySpace) -> None:
     """Declare the vector-bearing schemas, so reads in a fresh process find the model-tagged
     tables (``Space.name`` only knows a derived kind has vectors once it has seen its schema)."""
     from .groups import GROUP, GROUP_SCHEMA
@@ -75,33 +75,33 @@ INDEXES = {SNAP: {"id": "btree", "session_id": "btree"},
            "wiki_groups": {"id": "btree"}}
 
 
-def index_tables(space: Space, rebuild: bool = False) -> None:
+def index_tables(space: StrategySpace, rebuild: bool = False) -> None:
     """Scalar indexes on the wiki tables' filter columns (once per process per table);
     ``rebuild`` after a forget, so no deleted key survives in an index segment."""
     for kind, cols in INDEXES.items():
         space.scalar_indexes(kind, cols, rebuild)
 
 
-def load_snapshots(space: Space, ids: list[str] | None = None) -> list[dict]:
+def load_snapshots(space: StrategySpace, ids: list[str] | None = None) -> list[dict]:
     """Snapshot rows, each with its vector computed from its sources' (as when it was made)."""
     rows = space.rows(SNAP, eq={"id": ids} if ids is not None else None)
     return _with_vectors(space, rows)
 
 
-def snapshot_vectors(space: Space, ids: list[str]) -> dict[str, np.ndarray]:
+def snapshot_vectors(space: StrategySpace, ids: list[str]) -> dict[str, np.ndarray]:
     """The vectors of snapshots ``ids`` (those that exist), by id."""
     rows = space.rows(SNAP, eq={"id": sorted(set(ids))}, columns=["id", "source_ids"]) if ids else []
     return {r["id"]: r["vector"] for r in _with_vectors(space, rows)}
 
 
-def _with_vectors(space: Space, rows: list[dict]) -> list[dict]:
+def _with_vectors(space: StrategySpace, rows: list[dict]) -> list[dict]:
     vectors = space.source_vectors(sorted({i for r in rows for i in r["source_ids"]}))
     for r in rows:
         r["vector"] = snapshot_vector(r["source_ids"], vectors, space.dim)
     return rows
 
 
-def put_snapshots(space: Space, snaps: list[dict]) -> None:
+def put_snapshots(space: StrategySpace, snaps: list[dict]) -> None:
     """Store snapshots (their vectors stay out); a table of the earlier shape, which stored
     them, is rewritten without them first."""
     space.reshape(SNAP, SNAP_SCHEMA, lambda r: {k: v for k, v in r.items() if k != "vector"})

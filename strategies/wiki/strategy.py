@@ -39,7 +39,7 @@ from .explain import explain_id
 from .pages import rebuild
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class WikiStrategy:
                 final = second
         return self._finish(env, request, final, first, retry, t, k, direct, parts)
 
-    def _attempt(self, env, reads, request, query, qv, fused, order, t, k, direct, parts: dict,
+    def _attempt(self, env: Env, reads, request, query, qv, fused, order, t, k, direct, parts: dict,
                  judge=None, routed: tuple[dict, list[dict]] | None = None) -> dict:
         """One routing + evidence pass. ``judge``: the features sufficiency is judged against
         (the retry's are the original query's, so its hint words, which the evidence it finds
@@ -172,11 +172,11 @@ class WikiStrategy:
                 "score": suff["support"], "s_of": maps.s_of, "changed": changed}
 
     @staticmethod
-    def _ref_time(space: Space):
+    def _ref_time(space: StrategySpace):
         """'Now' for relative dates in a query: the time of the latest session."""
         return space.latest_session_time()
 
-    def _finish(self, env, request, a, first, retry, t, k, direct, parts) -> Recollection:
+    def _finish(self, env: Env, request, a, first, retry, t, k, direct, parts) -> Recollection:
         packed = a["packed"]
         items = [Item(id=x["page"]["id"], kind="page", text=x["page"]["title"],
                       score=x["parts"]["S_p"], role="routed page") for x in a["routed"]]
@@ -199,7 +199,7 @@ class WikiStrategy:
                             abstain=abstain, route_reason=reason, trace=trace)
 
     @staticmethod
-    def _trace(env, request, a, first, retry, t, k, direct) -> dict:
+    def _trace(env: Env, request, a, first, retry, t, k, direct) -> dict:
         packed = a["packed"]
         cand = sorted(a["scores"].items(), key=lambda kv: -kv[1]["b"])
         sel = {c["row"]["id"] for c in a["chosen"]}
@@ -241,7 +241,7 @@ class _Reads:
     turn search and source rows (``search.TurnSearch``, shared with ``auto``'s other voters
     when auto asks). Trajectory rows are also kept with the table's copy (``trajectories``)."""
 
-    def __init__(self, space, turns):
+    def __init__(self, space: StrategySpace, turns):
         self.space, self.turns = space, turns
         self._trajs: dict[tuple, dict] = {}
         self._keys: dict[str, frozenset | None] = {}

@@ -31,7 +31,7 @@ from .revisions import COLS
 from .store import SNAP, TRAJ
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 RECHECK_S = 2.0
 
@@ -63,7 +63,7 @@ class TurnMaps:
             sample_bytes(claims)
 
 
-def _counts(space: Space) -> tuple:
+def _counts(space: StrategySpace) -> tuple:
     return (space.count_rows(TRAJ), space.count_rows(SNAP))
 
 
@@ -73,7 +73,7 @@ def new_cache() -> NamespaceCache:
     return NamespaceCache(_counts)
 
 
-def turn_maps(cache: NamespaceCache, space) -> TurnMaps:
+def turn_maps(cache: NamespaceCache, space: StrategySpace) -> TurnMaps:
     m, gen, counts = cache.get(space, RECHECK_S)
     if m is not None:
         return m
@@ -86,7 +86,8 @@ def turn_maps(cache: NamespaceCache, space) -> TurnMaps:
     return m
 
 
-def note_append(cache: NamespaceCache, space, snapshots: list[dict], traj_rows: list[dict]) -> None:
+def note_append(cache: NamespaceCache, space: StrategySpace, snapshots: list[dict],
+                traj_rows: list[dict]) -> None:
     """Apply what an append-mode curation just wrote (new snapshots, the rewritten rows of the
     trajectories they joined) to the cached maps, if any are cached and current. The maps are
     replaced, not changed in place, so a recall reading the old ones is not disturbed."""

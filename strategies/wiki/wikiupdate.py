@@ -37,10 +37,10 @@ from .pages import (
 from .store import CLAIM, TRAJ, ensure, load_snapshots, order_key
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 
-def sync_state(space: Space) -> dict | None:
+def sync_state(space: StrategySpace) -> dict | None:
     rows = space.rows(GROUP, eq={"id": gid(*INDEX)}, columns=["id", "state"])
     return Group(*INDEX, rows[0]["state"], dim=space.vector_dim).sync if rows else None
 
@@ -49,7 +49,7 @@ def _claims(rows) -> list[dict]:
     return [{k: v for k, v in c.items() if k != "namespace"} for c in rows]
 
 
-def _replacements(space: Space, claims: list[dict]) -> dict[str, dict]:
+def _replacements(space: StrategySpace, claims: list[dict]) -> dict[str, dict]:
     by = {c["id"]: c for c in claims}
     missing = sorted({c["by"] for c in claims if c["by"]} - set(by))
     if missing:
@@ -57,7 +57,8 @@ def _replacements(space: Space, claims: list[dict]) -> dict[str, dict]:
     return by
 
 
-def update(space: Space, placed: list[tuple[dict, str]], fresh: list[dict], changed: list[dict]) -> str:
+def update(space: StrategySpace, placed: list[tuple[dict, str]], fresh: list[dict],
+           changed: list[dict]) -> str:
     """Fold one curation into the wiki. ``placed``: the new snapshots with the trajectory each
     joined, ``fresh``: the claims it created, ``changed``: older claims it revised or deprecated
     (rows as written)."""
@@ -96,7 +97,7 @@ def update(space: Space, placed: list[tuple[dict, str]], fresh: list[dict], chan
     return idx.sync["token"]
 
 
-def _older(space: Space, joined: dict[str, set], fresh_ids: set[str]) -> list[dict]:
+def _older(space: StrategySpace, joined: dict[str, set], fresh_ids: set[str]) -> list[dict]:
     """Earlier claims of trajectories new to an entity that name it only as their subject (an
     LLM's subject; the heuristic subject is a speaker or a name, so the trajectory had the key)."""
     if not joined:
@@ -108,7 +109,7 @@ def _older(space: Space, joined: dict[str, set], fresh_ids: set[str]) -> list[di
     return _claims(space.rows(CLAIM, eq={"id": hit})) if hit else []
 
 
-def rebuild_all(space: Space) -> dict:
+def rebuild_all(space: StrategySpace) -> dict:
     """Recompute every group and page from all snapshots, trajectories and claims."""
     ensure(space)
     trajs = space.rows(TRAJ, columns=["id", "snapshot_ids", "n"])
@@ -141,7 +142,7 @@ def rebuild_all(space: Space) -> dict:
     return {"pages": n, "token": token}
 
 
-def _assign_pids(space: Space, gs: list[Group], full: bool) -> None:
+def _assign_pids(space: StrategySpace, gs: list[Group], full: bool) -> None:
     """A page id per new page: ``wiki-<type>-<slug>``, ``-x`` appended while another key has it."""
     taken: dict[str, str] = {}
     base = {page_id(g.kind, g.key) for g in gs}
@@ -157,7 +158,7 @@ def _assign_pids(space: Space, gs: list[Group], full: bool) -> None:
         g.pid, taken[pid] = pid, g.key
 
 
-def _write(space: Space, groups: dict, full: bool) -> int:
+def _write(space: StrategySpace, groups: dict, full: bool) -> int:
     upgrade(space)
     idx = groups[INDEX]
     n_all = len(idx.trajs)
@@ -194,7 +195,7 @@ def _write(space: Space, groups: dict, full: bool) -> int:
     return len(rows) + 1
 
 
-def resum(space: Space, g: Group) -> None:
+def resum(space: StrategySpace, g: Group) -> None:
     """The vector sum of a group stored without it (it was no page), from the snapshots of its
     trajectories that are about it, added in time order as curation added them."""
     key = (g.kind, g.key)
@@ -207,7 +208,7 @@ def resum(space: Space, g: Group) -> None:
     g.partial = False
 
 
-def _refill(space: Space, g: Group) -> None:
+def _refill(space: StrategySpace, g: Group) -> None:
     """Rebuild the buffer of newest current claims after revisions emptied it (rare)."""
     eq: dict[str, Any] = {"status": "active"}
     if len(g.trajs) <= 500:

@@ -31,7 +31,7 @@ from ..nscache import NamespaceCache
 from .graph import EDGES, THREAD_SCHEMA, THREADS, declare
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
 
 UNIT_CACHE = 50_000   # source rows + vectors kept (about 2 kB each: ~100 MB at most)
 RECHECK_S = 2.0   # re-count the tables at most this often (another process may have written)
@@ -73,7 +73,8 @@ class Snapshot:
             pos = self._pos[scheme] = {t: n for n, t in enumerate(self.ids.get(scheme, ()))}
         return pos
 
-    def unit_rows(self, space, ids: list[str]) -> tuple[dict[str, dict], dict[str, np.ndarray]]:
+    def unit_rows(self, space: StrategySpace,
+                  ids: list[str]) -> tuple[dict[str, dict], dict[str, np.ndarray]]:
         """Source rows and vectors of ``ids``, read through a bounded LRU (sources never change;
         a forget changes the thread table, which replaces the whole snapshot)."""
         miss = [i for i in ids if i not in self.units]
@@ -90,7 +91,7 @@ class Snapshot:
         return {i: r for i, (r, _) in got.items()}, {i: v for i, (_, v) in got.items()}
 
 
-def _counts(space: Space) -> tuple:
+def _counts(space: StrategySpace) -> tuple:
     return (space.count_rows(THREADS), space.count_rows(EDGES))
 
 
@@ -101,7 +102,7 @@ def of(ns) -> NamespaceCache:
     return ns.state("workspace.snapshot", lambda: NamespaceCache(_counts))
 
 
-def note_session(cache: NamespaceCache, space, session_id: str, threads: list[dict],
+def note_session(cache: NamespaceCache, space: StrategySpace, session_id: str, threads: list[dict],
                  edges: list[dict]) -> None:
     """Apply one re-curated session (its old threads and their edges gone, ``threads`` and
     ``edges`` written) to the cached snapshot, if one is cached and current, instead of dropping
@@ -145,7 +146,7 @@ def note_session(cache: NamespaceCache, space, session_id: str, threads: list[di
     cache.replace(space, old, snap)
 
 
-def snapshot(cache: NamespaceCache, space) -> Snapshot:
+def snapshot(cache: NamespaceCache, space: StrategySpace) -> Snapshot:
     declare(space)
     snap, gen, counts = cache.get(space, RECHECK_S)
     if snap is not None:

@@ -28,7 +28,7 @@ from ..base import spoken
 from .segment import segment
 
 if TYPE_CHECKING:
-    from ...storage.space import Space
+    from ..space_api import StrategySpace
     from ..base import Env
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ THREAD_COLUMNS = ["id", "session_id", "scheme", "idx", "seq_start", "seq_end", "
                   "head", "head_by", "t_start", "t_end", "vector"]
 
 
-def declare(space: Space) -> None:
+def declare(space: StrategySpace) -> None:
     """Tell the space that ``ws_threads`` carries vectors (so its model-tagged name is used even
     in a process that has not written it yet)."""
     space.derived_table(THREADS, THREAD_SCHEMA)
@@ -131,7 +131,7 @@ def _cos(a: dict, b: dict) -> float:
     return float(np.asarray(a["vector"]) @ np.asarray(b["vector"]))
 
 
-def session_order(space: Space) -> list[str]:
+def session_order(space: StrategySpace) -> list[str]:
     times = space.session_times()
     return sorted(times, key=lambda sid: (str(times[sid] or ""), sid))
 

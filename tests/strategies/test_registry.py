@@ -32,3 +32,16 @@ async def test_tool_schema_offers_exactly_the_registered_strategies(server):
     async with Client(server) as c:
         tool = next(t for t in (await c.list_tools()).tools if t.name == "recall")
     assert set(tool.input_schema["properties"]["strategy"]["enum"]) == set(registry.names())
+
+
+def test_each_optional_hook_finds_the_strategies_that_implement_it():
+    """``with_hook`` takes the hook's protocol and hands back the strategies typed by it: each
+    strategy it names has the method, and every strategy with the method is named."""
+    from trimem.strategies.base import Configurable, Consolidates, Curates, Explains, Forgets
+
+    for hook, method in [(Curates, "curate"), (Consolidates, "consolidate"),
+                         (Forgets, "forget"), (Explains, "explain"), (Configurable, "Options")]:
+        found = {s.name for s in registry.with_hook(hook)}
+        assert found == {n for n in registry.names() if hasattr(registry.get(n), method)}, hook
+    assert {s.name for s in registry.with_hook(Curates)} == {"hybrid", "wiki", "workspace"}
+    assert registry.curates()

@@ -9,6 +9,7 @@ from helpers import payload, resource_text, session, turns
 from trimem.server.app import build_server
 from trimem.server.settings import Settings
 from trimem.strategies import registry
+from trimem.strategies.base import Curates
 from trimem.strategies.plain.strategy import PlainStrategy
 
 pytestmark = pytest.mark.anyio
@@ -132,7 +133,7 @@ def test_strategies_curating_side_by_side_give_what_one_at_a_time_gives(tmp_path
     from trimem.tools.runtime import Runtime
 
     seen: dict[str, set[str]] = {}
-    for strat in registry.with_hook("curate"):
+    for strat in registry.with_hook(Curates):
         def spy(env, sid, _orig=strat.curate, _name=strat.name):
             seen.setdefault(_name, set()).add(threading.current_thread().name)
             return _orig(env, sid)

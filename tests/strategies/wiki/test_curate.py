@@ -226,7 +226,7 @@ def test_recalls_during_a_wiki_write_keep_the_turn_maps(rt, monkeypatch):
     assert snap not in maps_of(rt).snaps    # no note: the moved counts re-read
 
 
-def test_one_recalls_reads_are_shared_by_its_attempts(rt):
+def test_one_recalls_reads_are_shared_by_its_attempts(rt, monkeypatch):
     from trimem.strategies.wiki.route import TRAJ_COLS
     from trimem.strategies.wiki.strategy import _Reads
 
@@ -242,7 +242,7 @@ def test_one_recalls_reads_are_shared_by_its_attempts(rt):
         {r["id"]: str(r) for r in space.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
     calls = []
     space_rows = space.rows
-    reads.space = type("Spy", (), {"rows": lambda s, *a, **k: calls.append(a) or space_rows(*a, **k)})()
+    monkeypatch.setattr(space, "rows", lambda *a, **k: calls.append(a) or space_rows(*a, **k))
     assert len(reads.trajectories(ids, TRAJ_COLS)) == len(ids) and calls == []   # this recall's
 
 
