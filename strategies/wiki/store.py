@@ -109,7 +109,7 @@ def put_snapshots(space: StrategySpace, snaps: list[dict]) -> None:
                                      for s in snaps])
 
 
-def put_trajectories(space: Space, rows: list[dict]) -> None:
+def put_trajectories(space: StrategySpace, rows: list[dict]) -> None:
     """Store trajectory rows; a table of the earlier shape (with the snapshots' text copied
     into each row) is rewritten without that column first."""
     space.reshape(TRAJ, TRAJ_SCHEMA, lambda r: {k: v for k, v in r.items() if k != "text"})
