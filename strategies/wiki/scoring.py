@@ -11,6 +11,12 @@ keeps its lead over smoothed neighbours), normalised by its maximum; inv(i) = 1 
 turn i is on an inventory page of a subject the query names with a facet the query has;
 route(T) = summed S_p of routed pages linking T / max. For list/count queries a turn's score
 drops by 0.02 per turn of its trajectory already ranked (complementary evidence first).
+
+A message too long to quote whole (``render.WHOLE_CHARS``) is quoted by the passage the search
+found in it; one that no search ranked among its best ``POOL_HITS`` turns has no such passage,
+and a quote of its opening would spend hundreds of tokens on text the query does not touch. It
+keeps its own ``base`` but not the lift of its snapshot, trajectory and routing
+(:func:`unlift_unsearched`): its exchange's evidence is quoted on its own merits.
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ def score_turns(space: StrategySpace, qv, f: dict, parts: dict, support: dict[st
     # bounded so the pool does not grow with the namespace: the trajectories of the best
     # POOL_HITS searched turns and the POOL_ROUTED best-supported routed ones (at 100k turns
     # routed pages link hundreds of trajectories, ~20k turns, whose vectors cost seconds to read)
-    best = sorted(parts, key=lambda i: -parts[i].get("score", 0.0))[:POOL_HITS]
+    best = best_searched(parts)
     routed = sorted(support, key=lambda t: (-support[t], t))[:POOL_ROUTED]
     trajs = {t_of[i] for i in best if i in t_of} | set(routed)
     if sel_w and selected:
@@ -91,6 +97,27 @@ def score_turns(space: StrategySpace, qv, f: dict, parts: dict, support: dict[st
     if f.get("list"):
         order = _diversify(order, out, t_of)
     return order, {"t_of": t_of, "parts": out}
+
+
+def best_searched(parts: dict) -> list[str]:
+    """The ``POOL_HITS`` turns the search ranked best (the pool's seeds)."""
+    return sorted(parts, key=lambda i: -parts[i].get("score", 0.0))[:POOL_HITS]
+
+
+def unlift_unsearched(order: list[str], info: dict, parts: dict, long: set[str],
+                      listing: bool) -> list[str]:
+    """``order`` again after each of the ``long`` messages outside :func:`best_searched` falls
+    to its own ``base`` (see the module docstring; ``info``: :func:`score_turns`' second
+    result, whose scores are changed in place). ``listing``: a list/count query, re-diversified."""
+    scored = info["parts"]
+    drop = long - set(best_searched(parts))
+    drop &= scored.keys()
+    if not drop:
+        return order
+    for i in drop:
+        scored[i] = {**scored[i], "score": scored[i]["base"]}
+    out = sorted(order, key=lambda i: -scored[i]["score"] if i in scored else 0.0)
+    return _diversify(out, scored, info["t_of"]) if listing else out
 
 
 def _group_max(values: np.ndarray, keys: list[str]) -> np.ndarray:
