@@ -74,6 +74,15 @@ class RecallRequest:
     # asked by ``auto`` for a voter's ranking: the items, route_reason and abstain are used, the
     # trace is not, so a strategy may leave out the parts of it that cost time to build
     ranking_only: bool = False
+    # the budget whose quote width (``render.quote_width``) long messages are excerpted at, when
+    # not this request's: ``auto``'s voters rank for 2x its caller's budget, but what they weigh
+    # a long message's cost by is the excerpt its caller's context will quote
+    quote_budget: int | None = None
+
+    @property
+    def quote_tokens(self) -> int:
+        """The budget that sets the quote width of long messages."""
+        return self.quote_budget or self.budget_tokens
 
     def in_window(self, ts: datetime | None) -> bool:
         """Whether a source's or memory's time falls within ``since``..``until``, both ends

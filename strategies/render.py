@@ -146,7 +146,7 @@ class Packed:
 
 def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int = 0,
                  max_items: int | None = None, by_rank: bool = False,
-                 marks: dict[str, str] | None = None) -> Packed:
+                 marks: dict[str, str] | None = None, quote_tokens: int | None = None) -> Packed:
     """Greedily accept ``candidates`` (best first) while the rendered context fits the budget.
 
     A candidate too long for what is left is skipped, not the end: a shorter one after it may
@@ -154,10 +154,11 @@ def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int
     Each row needs ``id, session_id, seq, speaker, timestamp, text``. ``by_rank`` orders the
     session groups by their best candidate instead of by time (see :func:`render`). ``marks``:
     a line written by the strategy (never stored text) to quote under a source, counted in the
-    budget (``wiki/revisions.py``: ``[changed later: DATE]``).
+    budget (``wiki/revisions.py``: ``[changed later: DATE]``). ``quote_tokens``: the budget that
+    sets long messages' quote width (``RecallRequest.quote_tokens``; default ``budget_tokens``).
     """
     marks = marks or {}
-    width = quote_width(budget_tokens)
+    width = quote_width(quote_tokens or budget_tokens)
     limit = budget_tokens * 4 - extra_chars
     used = len(OPEN) + len(CLOSE)
     chosen, left_out, seen = [], [], set()

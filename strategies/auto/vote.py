@@ -36,7 +36,7 @@ def vote(env: Env, request: RecallRequest, voters: list[str], expand: float,
                         budget_tokens=max(1, int(request.budget_tokens * expand)),
                         since=request.since, until=request.until,
                         options=RecallOptions.parse({"current_first": 0}),
-                        ranking_only=True)
+                        ranking_only=True, quote_budget=request.budget_tokens)
     guess = _name_free_guess(env, request.query)
     qv: Future = Future()
     turns = TurnSearch(env, sub, depth, qv)

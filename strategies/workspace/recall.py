@@ -157,7 +157,7 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
     # greedy (eq. 8-9) under B_q units, then (fill) the token budget
     # the unit cache keeps a long message's first-read passage: quote the best one so far
     cand_rows = env.space.with_spans([rows[u] for u in unit_ids])
-    width = quote_width(request.budget_tokens)
+    width = quote_width(request.quote_tokens)
     costs, first = line_costs(cand_rows, width)
     limit = request.budget_tokens * 4 - len(OPEN) - len(CLOSE)
     chosen, left = greedy(K, pi, rho, delta, alpha, tidx, mass, costs, first,
