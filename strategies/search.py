@@ -36,10 +36,12 @@ import numpy as np
 from ..storage import SourceFilter
 from .aliases import namespace_speakers, speaker_aliases
 from .base import Env, RecallRequest
+from .render import WHOLE_CHARS
 from .render import source_ref  # noqa: F401  (re-exported: strategies cite sources through it)
 from .speakers import named_speakers, without_speakers
 
 RRF_K = 60
+BEST_HITS = 100     # the searched turns whose own match counts as a hit (wiki's pool seeds)
 SPEAKER_ROWS = 50   # the dense hits whose speakers count as "named" (default ``speaker_rows``)
 SPEAKER_W = 1.0     # the named speakers' list weighs as the name-free one (chosen, not fitted)
 T = TypeVar("T")
@@ -103,6 +105,24 @@ def rrf(rankings: dict[str, list[str]], k: float = RRF_K,
             entry[f"{name}_rank"] = rank
     order = sorted(parts, key=lambda i: -parts[i]["score"])   # stable: first appearance
     return {i: parts[i] for i in order}
+
+
+def best_searched(parts: dict[str, dict], n: int = BEST_HITS) -> list[str]:
+    """The ``n`` turns a fused search (``parts``, :func:`rrf`'s) ranked best."""
+    return sorted(parts, key=lambda i: -parts[i].get("score", 0.0))[:n]
+
+
+def unsearched_long(rows: Iterable[dict], parts: dict[str, dict]) -> set[str]:
+    """The ids of ``rows`` too long to quote whole (``render.WHOLE_CHARS``) that the search
+    (``parts``) did not rank among its :func:`best_searched`; nothing when there was no search.
+    Such a message is quoted by the passage a search found in it; without one, all a context
+    can show of it is its opening, which the query does not touch. Strategies that lift a turn
+    by its neighbours' relevance (wiki's snapshot and trajectory, workspace's context
+    inheritance) do not lift these: a long reply is not quoted for a neighbour's sake."""
+    if not parts:
+        return set()
+    best = set(best_searched(parts))
+    return {r["id"] for r in rows if len(r["text"]) > WHOLE_CHARS and r["id"] not in best}
 
 
 def ranked_lists(parts: dict[str, dict], names: Iterable[str]) -> dict[str, list[str]]:

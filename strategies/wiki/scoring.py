@@ -12,11 +12,10 @@ turn i is on an inventory page of a subject the query names with a facet the que
 route(T) = summed S_p of routed pages linking T / max. For list/count queries a turn's score
 drops by 0.02 per turn of its trajectory already ranked (complementary evidence first).
 
-A message too long to quote whole (``render.WHOLE_CHARS``) is quoted by the passage the search
-found in it; one that no search ranked among its best ``POOL_HITS`` turns has no such passage,
-and a quote of its opening would spend hundreds of tokens on text the query does not touch. It
-keeps its own ``base`` but not the lift of its snapshot, trajectory and routing
-(:func:`unlift_unsearched`): its exchange's evidence is quoted on its own merits.
+A message too long to quote whole that the search did not rank among its best
+(``search.unsearched_long``) keeps its own ``base`` but not the lift of its snapshot,
+trajectory and routing (:func:`unlift_unsearched`): its exchange's evidence is quoted on its own
+merits, not its opening for the evidence's sake.
 """
 
 from __future__ import annotations
@@ -27,13 +26,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..search import ranked_lists, rrf
+from ..search import BEST_HITS, best_searched, ranked_lists, rrf
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
 
 RRF_K = 20
-POOL_HITS, POOL_ROUTED = 100, 40
+POOL_HITS, POOL_ROUTED = BEST_HITS, 40
 W = {"content": 1.0, "speaker": 1.0, "traj": 0.4, "snap": 0.3, "route": 0.3, "cos": 0.1, "inv": 0.2,
      "list_red": 0.02}
 
@@ -99,19 +98,12 @@ def score_turns(space: StrategySpace, qv, f: dict, parts: dict, support: dict[st
     return order, {"t_of": t_of, "parts": out}
 
 
-def best_searched(parts: dict) -> list[str]:
-    """The ``POOL_HITS`` turns the search ranked best (the pool's seeds)."""
-    return sorted(parts, key=lambda i: -parts[i].get("score", 0.0))[:POOL_HITS]
-
-
-def unlift_unsearched(order: list[str], info: dict, parts: dict, long: set[str],
-                      listing: bool) -> list[str]:
-    """``order`` again after each of the ``long`` messages outside :func:`best_searched` falls
-    to its own ``base`` (see the module docstring; ``info``: :func:`score_turns`' second
-    result, whose scores are changed in place). ``listing``: a list/count query, re-diversified."""
+def unlift_unsearched(order: list[str], info: dict, drop: set[str], listing: bool) -> list[str]:
+    """``order`` again after each turn of ``drop`` (``search.unsearched_long``) falls to its own
+    ``base`` (``info``: :func:`score_turns`' second result, whose scores are changed in place).
+    ``listing``: a list/count query, re-diversified."""
     scored = info["parts"]
-    drop = long - set(best_searched(parts))
-    drop &= scored.keys()
+    drop = drop & scored.keys()
     if not drop:
         return order
     for i in drop:

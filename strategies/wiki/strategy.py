@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..base import Env, Item, RecallRequest, Recollection
-from ..render import WHOLE_CHARS, pack_sources
-from ..search import RRF_K, ahead, search_turns, source_ref, turn_search
+from ..render import pack_sources
+from ..search import RRF_K, ahead, search_turns, source_ref, turn_search, unsearched_long
 from . import evidence as ev
 from . import revisions, route, scoring, store, turnmap
 from .curate import curate_session, forget_sources, state_of
@@ -158,8 +158,8 @@ class WikiStrategy:
         order2, sc = scoring.score_turns(space, qv, f, parts, support, maps, None,
                                          {c["row"]["id"] for c in chosen},
                                          request.options.of(WikiOptions).sel_w)
-        long = {r["id"] for r in reads.turns.rows(order2[:200]) if len(r["text"]) > WHOLE_CHARS}
-        order2 = scoring.unlift_unsearched(order2, sc, parts, long, bool(f.get("list")))
+        drop = unsearched_long(reads.turns.rows(order2[:200]), parts)
+        order2 = scoring.unlift_unsearched(order2, sc, drop, bool(f.get("list")))
         rel = {i: round(sc["parts"][i]["score"], 4) for i in order2}
         owner = {i: sc["t_of"].get(i) for i in order2}
         changed = (revisions.changes(space, order2[:200], turnmap.SlottedClaims(maps))

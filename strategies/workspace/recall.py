@@ -20,7 +20,7 @@ from ..aliases import speaker_aliases
 from ..base import Item, RecallRequest, Recollection
 from ..frame import CLOSE, OPEN, one_line
 from ..render import quote_width
-from ..search import search_turns, source_ref, turn_search
+from ..search import search_turns, source_ref, turn_search, unsearched_long
 from ..speakers import speaker_match
 from . import roles
 from .select import greedy, kernel, path_costs, priorities, propagate
@@ -134,7 +134,8 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
     # sgemm threading costs tens of ms on a busy two-core machine; dgemm of this size takes ~1 ms
     texts = [rows[u]["text"] for u in unit_ids]
     alpha_own = _affinity(env, request, s, E @ qv, parts, unit_ids, rows)
-    alpha = _inherit(s, alpha_own, thread_of)
+    own = unsearched_long((rows[u] for u in unit_ids), parts)
+    alpha = _inherit(s, alpha_own, thread_of, [u in own for u in unit_ids])
 
     # roles (eq. 5)
     conditioned = not s.no_roles
@@ -254,13 +255,17 @@ def _affinity(env: Env, request: RecallRequest, s: WorkspaceOptions, cos: np.nda
     return alpha
 
 
-def _inherit(s: WorkspaceOptions, alpha_own: np.ndarray, thread_of: list[str]) -> np.ndarray:
+def _inherit(s: WorkspaceOptions, alpha_own: np.ndarray, thread_of: list[str],
+             own: list[bool]) -> np.ndarray:
     """Context inheritance (strategy.py docstring): a unit's affinity is at least ``ctx_eta``
-    times a within-thread neighbour's, less ``ctx_margin``."""
+    times a within-thread neighbour's, less ``ctx_margin``; not for a unit marked in ``own``
+    (a long message the search did not find: ``search.unsearched_long``)."""
     if s.ctx_eta <= 0:
         return alpha_own
     n, alpha = len(alpha_own), alpha_own.copy()
     for i in range(n):
+        if own[i]:
+            continue
         for j in ((i - 1,) if s.ctx_next_only else (i - 1, i + 1)):
             if 0 <= j < n and thread_of[j] == thread_of[i]:
                 alpha[i] = max(alpha[i], s.ctx_eta * alpha_own[j] - s.ctx_margin)
