@@ -34,7 +34,7 @@ import warnings
 from datetime import datetime, timedelta, timezone
 
 from .db import retrying
-from .errors import StorageError
+from .errors import StorageError, purged
 from .locks import LockBusy
 from .parts import SpaceParts
 
@@ -183,24 +183,40 @@ class UpkeepMixin(SpaceParts):
         out: dict[str, str] = {}
         prefix = f"ns_{self.key}__"
         try:
-            for name in self.store.table_names():
-                suffix = name[len(prefix):]
-                kind, _, tag = suffix.partition("__")
-                if not name.startswith(prefix) or (tag and (
-                        self.model is None or self.dim is None
-                        or tag != model_tag(self.model, self.dim))):
-                    continue   # another namespace's, or another model's (no recall reads it)
+            names = self.store.table_names()
+        except Exception as exc:  # noqa: BLE001 - upkeep is an optimisation: log, go on
+            log.warning("listing the tables of %r for upkeep failed: %s", self.namespace, exc)
+            return out
+        for name in names:
+            suffix = name[len(prefix):]
+            kind, _, tag = suffix.partition("__")
+            if not name.startswith(prefix) or (tag and (
+                    self.model is None or self.dim is None
+                    or tag != model_tag(self.model, self.dim))):
+                continue   # another namespace's, or another model's (no recall reads it)
+            if self._unsettled(name):
+                out[kind] = name
+        return out
+
+    def _unsettled(self, name: str, attempts: int = 3) -> bool:
+        """Whether table ``name`` needs upkeep (:meth:`_left_unsettled`). Each table is checked
+        on its own: another process's version cleanup can delete a manifest while this one
+        lists the versions ("Not found"), which a fresh handle reads past; a table that still
+        fails is logged and left out, never the others with it."""
+        for attempt in range(attempts):
+            try:
                 tbl = self.store.open_table(name)
                 if tbl is None:
-                    continue
+                    return False
                 frags = tbl.stats()["fragment_stats"]
-                if frags["num_small_fragments"] > 1 or any(
-                        (getattr(i, "num_unindexed_rows", 0) or 0) > 0
-                        for i in tbl.list_indices()) or self._stale_versions(tbl):
-                    out[kind] = name
-        except Exception as exc:  # noqa: BLE001 - upkeep is an optimisation: log, go on
-            log.warning("checking the tables of %r for upkeep failed: %s", self.namespace, exc)
-        return out
+                return frags["num_small_fragments"] > 1 or any(
+                    (getattr(i, "num_unindexed_rows", 0) or 0) > 0
+                    for i in tbl.list_indices()) or self._stale_versions(tbl)
+            except Exception as exc:  # noqa: BLE001 - upkeep is an optimisation: log, go on
+                if purged(exc) and attempt < attempts - 1:
+                    continue
+                log.warning("checking %s of %r for upkeep failed: %s", name, self.namespace, exc)
+        return False
 
     def _optimize_now(self, kind: str, again: bool = True, name: str | None = None) -> None:
         """Optimize ``kind`` and come back ``keep_versions`` later to delete the versions this

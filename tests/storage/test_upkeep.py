@@ -148,3 +148,47 @@ def test_close_waits_for_upkeep_and_starts_no_more(tmp_path):
     assert not sp._optimizing and sp._idle_thread is None
     sp.add_sources(rows(100, 10))                        # writes still work; no upkeep starts
     assert sp._idle_thread is None and not sp._optimizing
+
+
+def test_another_process_cleaning_up_one_table_hides_no_other_from_the_upkeep_check(tmp_path):
+    """A process that starts looks once for tables an earlier one left unsettled. Another
+    process's version cleanup can delete a manifest of one table while this one lists its
+    versions ("Not found"); that table is read again, and the others are checked regardless
+    (before, the whole check gave up, and the unsettled sources table went uncompacted)."""
+    import threading
+    import warnings
+    from datetime import timedelta
+
+    import lancedb
+
+    first = space(tmp_path, optimize_every_commits=10_000, optimize_every_rows=10_000_000,
+                  optimize_idle_s=3600)
+    for k in range(3):
+        first.add_sources(rows(10 * k, 10))
+    for _ in range(5):
+        first.audit("test", ["x"], {})
+    first.store.close()
+    other = lancedb.connect(str(tmp_path))
+    audit = other.open_table(next(p.name.removesuffix(".lance") for p in tmp_path.iterdir()
+                                  if p.name.endswith("__audit.lance")))
+    stop = threading.Event()
+
+    def churn():   # a new version, and every older one deleted, as fast as it goes
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)   # "removes every version": the point
+            while not stop.is_set():
+                audit.delete("1 = 0")
+                audit.optimize(cleanup_older_than=timedelta(0))
+
+    worker = threading.Thread(target=churn, daemon=True)
+    worker.start()
+    sp = space(tmp_path, optimize_idle_s=3600)
+    try:
+        checks, missed, t0 = 0, 0, time.monotonic()
+        while time.monotonic() - t0 < 6:
+            missed += "sources" not in sp._left_unsettled()
+            checks += 1
+    finally:
+        stop.set()
+        worker.join(30)
+    assert checks > 20 and missed == 0, (checks, missed)
