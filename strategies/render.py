@@ -22,13 +22,17 @@ holds the matched passage (at most 700) and about a paragraph of its surrounding
 budget an excerpt is narrower: at most a quarter of the budget's characters
 (:func:`quote_width`: 1,000 characters at 1,000 tokens, 500 at 500), so one long reply cannot
 take a third of what the host reads, and a shorter quote fits beside the turns ranked above
-it. Below the passage's own length the quote keeps the passage's beginning. Measured on
+it. Below the passage's own length (budgets under 700 tokens) the quote is the stretch of the
+passage, starting at its beginning or at one of its sentences, that holds the most of the
+question's content words (:func:`focused`; the earliest such stretch, so a passage the question
+shares no word with keeps its beginning). Measured on
 ``bench/longmsg.py`` (facts at 10-90 % of 3,000- and 7,000-character replies; auto's fact found
 at 500 tokens 0.58 -> 0.70, at 1,000 0.88 -> 0.92; plain 0.55 -> 0.72 and 0.83 -> 0.93).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -37,6 +41,7 @@ from typing import Any
 from ..storage.passages import PASSAGE_CHARS
 from .base import SourceRef
 from .frame import CLOSE, OPEN, one_line, shown, speaker
+from .hybrid.heuristics import content_words
 
 __all__ = ["CLOSE", "OPEN", "Packed", "excerpt", "pack_sources", "quote_width", "render",
            "render_line", "session_header", "source_ref"]
@@ -53,6 +58,36 @@ def quote_width(budget_tokens: int) -> int:
     (``4 * budget_tokens`` characters): :data:`EXCERPT_CHARS`, or a quarter of the budget when
     that is less."""
     return max(1, min(EXCERPT_CHARS, 4 * budget_tokens // QUOTE_SHARE))
+
+
+_STARTS = re.compile(r"(?<=[.!?;:])\s+|\n+")   # where a sentence or a line begins after
+
+
+def focused(rows: list[dict], query: str, width: int) -> list[dict]:
+    """``rows`` with each long message's ``span`` narrowed to ``width`` characters when its
+    matched passage is wider (see the module docstring): of the windows that start at the
+    passage's beginning or at one of its sentence or line starts, the one holding the most
+    distinct content words of ``query``; the earliest on a tie. A narrowed row is a copy."""
+    words = set(content_words(query))
+    out = []
+    for r in rows:
+        span = r.get("span")
+        if words and span and len(r["text"]) > WHOLE_CHARS and span[1] - span[0] > width:
+            r = {**r, "span": _best_window(r["text"], (int(span[0]), int(span[1])), width, words)}
+        out.append(r)
+    return out
+
+
+def _best_window(text: str, span: tuple[int, int], width: int, words: set[str]) -> tuple[int, int]:
+    start, end = span
+    starts = [start] + [m.end() for m in _STARTS.finditer(text, start, end - 1)
+                        if m.end() <= end - width] + [end - width]
+    best, best_n = start, -1
+    for a in sorted(set(starts)):
+        n = len(words.intersection(content_words(text[a:a + width])))
+        if n > best_n:
+            best, best_n = a, n
+    return best, best + width
 
 
 @lru_cache(maxsize=4096)   # packing asks for each candidate's header, hundreds per recall
@@ -146,7 +181,8 @@ class Packed:
 
 def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int = 0,
                  max_items: int | None = None, by_rank: bool = False,
-                 marks: dict[str, str] | None = None, quote_tokens: int | None = None) -> Packed:
+                 marks: dict[str, str] | None = None, quote_tokens: int | None = None,
+                 focus: str | None = None) -> Packed:
     """Greedily accept ``candidates`` (best first) while the rendered context fits the budget.
 
     A candidate too long for what is left is skipped, not the end: a shorter one after it may
@@ -156,9 +192,13 @@ def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int
     a line written by the strategy (never stored text) to quote under a source, counted in the
     budget (``wiki/revisions.py``: ``[changed later: DATE]``). ``quote_tokens``: the budget that
     sets long messages' quote width (``RecallRequest.quote_tokens``; default ``budget_tokens``).
+    ``focus``: the query, which a quote narrower than its passage is focused on (:func:`focused`;
+    the chosen rows carry the narrowed span, so ``source_ref`` cites what was quoted).
     """
     marks = marks or {}
     width = quote_width(quote_tokens or budget_tokens)
+    if focus:
+        candidates = focused(candidates, focus, width)
     limit = budget_tokens * 4 - extra_chars
     used = len(OPEN) + len(CLOSE)
     chosen, left_out, seen = [], [], set()

@@ -125,7 +125,7 @@ class AutoStrategy:
         rankings = {s: ranked_sources(out) for s, out in runs.items()}
         fused = _fused(env, request, route, rankings, turns)
         packed = pack_sources(fused.rows, request.budget_tokens, by_rank=True,
-                              marks=revisions.marks(fused.changed))
+                              marks=revisions.marks(fused.changed), focus=request.query)
         info = fused.info
         items = [Item(id=r["id"], kind="source", text=r["text"], role="evidence",
                       score=round(info[r["id"]][0], 6), timestamp=r.get("timestamp"),

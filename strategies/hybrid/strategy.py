@@ -36,7 +36,7 @@ class HybridStrategy:
         limit = request.budget_tokens * 4
         notes, kept, dropped = R.notes_block(episodes, facts, int(limit * o.notes), o.max_notes)
         packed = pack_sources(rows, request.budget_tokens, extra_chars=len(notes),
-                              quote_tokens=request.quote_tokens)
+                              quote_tokens=request.quote_tokens, focus=request.query)
         context = R.with_notes(packed.context, notes)   # notes alone still get the frame
         if len(context) > limit:  # cannot happen with pack_sources' accounting; stay safe anyway
             context, kept = packed.context, []

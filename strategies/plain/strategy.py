@@ -56,7 +56,8 @@ class PlainStrategy:
                 if key in p:
                     p[key] = round(p[key], 4)
         rows = turns.rows(order)
-        packed = pack_sources(rows, request.budget_tokens, quote_tokens=request.quote_tokens)
+        packed = pack_sources(rows, request.budget_tokens, quote_tokens=request.quote_tokens,
+                              focus=request.query)
         items, sources = finish(packed, parts)
         lists = ("BM25 (name-free query when it names speakers) + dense (+ the named speakers' "
                  "own turns)") if named else "BM25 + dense"

@@ -167,7 +167,7 @@ class WikiStrategy:
         ids = revisions.current_first(order2[:200], changed, request.query)
         rows_src = [r for r in reads.turns.rows(ids) if request.in_window(r["timestamp"])]
         packed = pack_sources(rows_src, request.budget_tokens, marks=revisions.marks(changed),
-                              quote_tokens=request.quote_tokens)
+                              quote_tokens=request.quote_tokens, focus=request.query)
         suff = ev.sufficiency(judge or f, chosen, packed.chosen)
         return {"f": f, "routed": pages, "rows": rows, "scores": scores, "chosen": chosen,
                 "packed": packed, "owner": owner, "turn_parts": sc["parts"], "order": order2,

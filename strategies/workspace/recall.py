@@ -19,7 +19,7 @@ import numpy as np
 from ..aliases import speaker_aliases
 from ..base import Item, RecallRequest, Recollection
 from ..frame import CLOSE, OPEN, one_line
-from ..render import quote_width
+from ..render import focused, quote_width
 from ..search import search_turns, source_ref, turn_search, unsearched_long
 from ..speakers import speaker_match
 from . import roles
@@ -157,8 +157,8 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
 
     # greedy (eq. 8-9) under B_q units, then (fill) the token budget
     # the unit cache keeps a long message's first-read passage: quote the best one so far
-    cand_rows = env.space.with_spans([rows[u] for u in unit_ids])
     width = quote_width(request.quote_tokens)
+    cand_rows = focused(env.space.with_spans([rows[u] for u in unit_ids]), request.query, width)
     costs, first = line_costs(cand_rows, width)
     limit = request.budget_tokens * 4 - len(OPEN) - len(CLOSE)
     chosen, left = greedy(K, pi, rho, delta, alpha, tidx, mass, costs, first,

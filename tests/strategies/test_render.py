@@ -111,3 +111,29 @@ def test_messages_up_to_1600_chars_are_quoted_whole_as_before():
     p = pack_sources([row(1, text=text)], budget_tokens=2000)
     ref = source_ref(p.chosen[0])
     assert (ref.start, ref.end, ref.text) == (None, None, text) and text in p.context
+
+
+def test_a_quote_narrower_than_its_passage_holds_the_part_the_question_asks_about():
+    """Under 700 tokens the quote is narrower than a matched passage: it keeps the stretch of
+    the passage (from its beginning or one of its sentences) with the most of the question's
+    content words, not the passage's beginning. Without a word in common it keeps the
+    beginning, as before."""
+    from trimem.strategies.render import source_ref
+
+    filler = ("The build cache is warmed every night by the scheduler, and the artifacts it "
+              "keeps are pruned once they are a week old. ")
+    fact = "The billing export writes its files to the vault bucket in Frankfurt."
+    passage = filler * 4 + fact + " " + filler
+    text = filler * 10 + passage + filler * 10
+    at = text.index(passage)
+    r = row(9, text=text, speaker="assistant")
+    r["span"] = (at, at + len(passage))
+    assert len(passage) > 600
+    p = pack_sources([r], budget_tokens=150, focus="Where does the billing export write its files?")
+    ref = source_ref(p.chosen[0], p.width)
+    assert p.width == 150 and fact in p.context and fact in ref.text
+    assert ref.start is not None and at <= ref.start and ref.text == text[ref.start:ref.end]
+    plain = pack_sources([r], budget_tokens=150, focus="How is the garden watered?")
+    assert source_ref(plain.chosen[0], plain.width).start == at   # no word in common
+    unfocused = pack_sources([r], budget_tokens=150)
+    assert fact not in unfocused.context
