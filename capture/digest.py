@@ -37,6 +37,7 @@ from ..strategies import frame
 from .state import CaptureState, read_json, write_json
 
 if TYPE_CHECKING:
+    from ..storage.space import Space
     from ..tools.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -50,16 +51,16 @@ def _day(t) -> str:
     return t.strftime("%Y-%m-%d") if isinstance(t, datetime) else "undated"
 
 
-def _asks(space, session_id: str) -> list[str]:
-    rows = [r for r in space.sources_by_session(session_id) if r.get("speaker") == "user"]
-    rows.sort(key=lambda r: r.get("seq") or 0)
-    texts = [str(r.get("text") or "").strip() for r in rows]
+def _asks(space: Space, session_id: str) -> list[str]:
+    rows = [r for r in space.sources_by_session(session_id) if r.speaker == "user"]
+    rows.sort(key=lambda r: r.seq or 0)
+    texts = [str(r.text or "").strip() for r in rows]
     texts = [t for t in texts if t]
     picked = texts[:1] + ([texts[-1]] if len(texts) > 1 else [])
     return [t if len(t) <= ASK_CHARS else t[:ASK_CHARS].rstrip() + " …" for t in picked]
 
 
-def _threads(space) -> list[str]:
+def _threads(space: Space) -> list[str]:
     from ..tools.wiki_pages import recurring_threads   # the wiki loads only for this
 
     return [f"- {frame.one_line(frame.neutralise(r.get('title') or ''))[:160]} "

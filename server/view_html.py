@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 from html import escape
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
+
+if TYPE_CHECKING:
+    from ..storage.rows import Source
 
 STYLE = """body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:1em 2em;
 color:#1d2430}a{color:#0b5cad}table{border-collapse:collapse;width:100%;margin:.5em 0 1.5em}
@@ -97,9 +101,9 @@ def namespace(ns: str, sessions: list[dict], pages: list[dict], cap: dict | None
     return page(f"Namespace {ns}", body, ns)
 
 
-def session(ns: str, sid: str, meta: dict | None, messages: list[dict]) -> str:
-    rows = [[h(m["seq"]), when(m["timestamp"]), h(m["speaker"]), h(m["ref"]),
-             f'<div class=t>{h(m["text"])}</div>'] for m in messages]
+def session(ns: str, sid: str, meta: dict | None, messages: list[Source]) -> str:
+    rows = [[h(m.seq), when(m.timestamp), h(m.speaker), h(m.ref),
+             f'<div class=t>{h(m.text)}</div>'] for m in messages]
     head = f"<p class=muted>{when((meta or {}).get('session_time'))}</p>"
     return page(f"Session {sid}", head + table(["#", "time", "speaker", "ref", "message"], rows), ns)
 

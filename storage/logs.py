@@ -226,8 +226,7 @@ class LogsMixin(SpaceParts):
 
     def _source_texts(self, ids: list[str]) -> dict[str, tuple[str, datetime | None]]:
         """id -> (text, timestamp) of the sources still stored (what a trace elides)."""
-        return {r["id"]: (r["text"], r.get("timestamp"))
-                for r in self.get_sources(ids)} if ids else {}
+        return {r.id: (r.text, r.timestamp) for r in self.get_sources(ids)} if ids else {}
 
     def _memory_texts(self, ids: list[str]) -> dict[str, tuple[str, datetime | None]]:
         return {r["id"]: (r["text"], r.get("timestamp"))

@@ -12,7 +12,7 @@ followed by ``frame.INDENT``; one that needed a tag neutralised is quoted but no
 
 A message longer than :data:`WHOLE_CHARS` (an IDE assistant's multi-page answer) is quoted as
 one verbatim excerpt of at most :data:`EXCERPT_CHARS`: the passage of it that the search matched
-best (``row["span"]``, see ``storage/passages.py``; its opening passage when no search found
+best (``Source.span``, see ``storage/passages.py``; its opening passage when no search found
 one), widened evenly to word boundaries, with ``…`` outside the quote where text was left out.
 :func:`source_ref` cites exactly that excerpt with its offsets (``start``/``end`` into the
 message's text), so ``sources`` stays honest: every cited text stands verbatim in the context.
@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..storage.passages import PASSAGE_CHARS
+from ..storage.rows import Source
 from .base import SourceRef
 from .frame import CLOSE, OPEN, one_line, shown, speaker
 
@@ -48,14 +49,17 @@ def session_header(ts: datetime | None, session_id: str) -> str:
     return f"[{ts.strftime('%Y-%m-%d')} ({ts.strftime('%a')})]\n"
 
 
-def excerpt(row: dict) -> tuple[str, int | None, int | None]:
+def excerpt(row: Source) -> tuple[str, int | None, int | None]:
     """What of a source is quoted: ``(text, None, None)`` for a message of up to
     :data:`WHOLE_CHARS`, else ``(text[start:end], start, end)``, an excerpt of at most
-    :data:`EXCERPT_CHARS` around ``row["span"]`` (default: the opening passage)."""
-    text = row["text"]
+    :data:`EXCERPT_CHARS` around ``row.span`` (default: the opening passage)."""
+    return _quoted(row.text, row.span)
+
+
+def _quoted(text: str, span: tuple[int, int] | None) -> tuple[str, int | None, int | None]:
     if len(text) <= WHOLE_CHARS:
         return text, None, None
-    start, end = row.get("span") or (0, PASSAGE_CHARS)
+    start, end = span or (0, PASSAGE_CHARS)
     return _excerpt(text, (int(start), int(end)))
 
 
@@ -90,25 +94,24 @@ def _excerpt(text: str, span: tuple[int, int]) -> tuple[str, int, int]:
     return text[a:b], a, b
 
 
-def source_ref(row: dict) -> SourceRef:
+def source_ref(row: Source) -> SourceRef:
     """The citation of a quoted source: its text as it stands in the context (the excerpt, with
     its offsets, for a long message)."""
     text, start, end = excerpt(row)
-    return SourceRef(id=row["id"], ref=row.get("ref"), session_id=row["session_id"],
-                     speaker=row.get("speaker"), timestamp=row.get("timestamp"), text=text,
-                     start=start, end=end)
+    return SourceRef(id=row.id, ref=row.ref, session_id=row.session_id, speaker=row.speaker,
+                     timestamp=row.timestamp, text=text, start=start, end=end)
 
 
-def render_line(row: dict) -> tuple[str, bool]:
+def render_line(row: Source) -> tuple[str, bool]:
     """The line for one source, and whether its text (its excerpt, for a long message) stands
     in it verbatim."""
-    span = row.get("span") if len(row["text"]) > WHOLE_CHARS else None
-    return _line(row["text"], row.get("speaker"), tuple(span) if span else None)
+    span = row.span if len(row.text) > WHOLE_CHARS else None
+    return _line(row.text, row.speaker, tuple(span) if span else None)
 
 
 @lru_cache(maxsize=8192)   # a recall measures hundreds of candidates' lines, the same from one
 def _line(full: str, who: str | None, span: tuple[int, int] | None) -> tuple[str, bool]:
-    quote, start, end = excerpt({"text": full, "span": span})
+    quote, start, end = _quoted(full, span)
     text, verbatim = shown(quote)
     if start is not None and end is not None:   # both or neither
         text = (f"{ELLIPSIS} " if start > 0 else "") + text + (
@@ -119,21 +122,21 @@ def _line(full: str, who: str | None, span: tuple[int, int] | None) -> tuple[str
 @dataclass
 class Packed:
     context: str
-    chosen: list[dict]                      # the source rows, in the order they were accepted
-    left_out: list[tuple[dict, str]] = field(default_factory=list)
+    chosen: list[Source]                    # the source rows, in the order they were accepted
+    left_out: list[tuple[Source, str]] = field(default_factory=list)
     verbatim_ids: set[str] = field(default_factory=set)
     chars_used: int = 0
     chars_budget: int = 0
 
 
-def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int = 0,
+def pack_sources(candidates: list[Source], budget_tokens: int, *, extra_chars: int = 0,
                  max_items: int | None = None, by_rank: bool = False,
                  marks: dict[str, str] | None = None) -> Packed:
     """Greedily accept ``candidates`` (best first) while the rendered context fits the budget.
 
     A candidate too long for what is left is skipped, not the end: a shorter one after it may
     still fit. ``extra_chars`` reserves room for text a strategy renders around the sources.
-    Each row needs ``id, session_id, seq, speaker, timestamp, text``. ``by_rank`` orders the
+    ``by_rank`` orders the
     session groups by their best candidate instead of by time (see :func:`render`). ``marks``:
     a line written by the strategy (never stored text) to quote under a source, counted in the
     budget (``wiki/revisions.py``: ``[changed later: DATE]``).
@@ -141,29 +144,31 @@ def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int
     marks = marks or {}
     limit = budget_tokens * 4 - extra_chars
     used = len(OPEN) + len(CLOSE)
-    chosen, left_out, seen = [], [], set()
+    chosen: list[Source] = []
+    left_out: list[tuple[Source, str]] = []
+    seen: set[str] = set()
     headers: dict[str, int] = {}
     if used > limit:
         return Packed("", [], [(c, "budget smaller than the frame") for c in candidates],
                       chars_budget=max(limit, 0))
     for c in candidates:
-        if c["id"] in seen:
+        if c.id in seen:
             continue
         if max_items is not None and len(chosen) >= max_items:
             left_out.append((c, "item limit"))
             continue
         line, _ = render_line(c)
-        cost = len(line) + len(marks.get(c["id"], ""))
-        sid = c["session_id"]
+        cost = len(line) + len(marks.get(c.id, ""))
+        sid = c.session_id
         if sid not in headers:
-            cost += len(session_header(c.get("timestamp"), sid))
+            cost += len(session_header(c.timestamp, sid))
         if used + cost > limit:
             left_out.append((c, "over budget"))
             continue
         used += cost
         headers.setdefault(sid, 1)
         chosen.append(c)
-        seen.add(c["id"])
+        seen.add(c.id)
     context, verbatim = render(chosen, by_rank, marks)
     while chosen and len(context) > limit:  # only if headers differed from the estimate
         left_out.append((chosen.pop(), "over budget"))
@@ -173,29 +178,29 @@ def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int
     return Packed(context, chosen, left_out, verbatim, len(context), limit)
 
 
-def render(rows: list[dict], by_rank: bool = False,
+def render(rows: list[Source], by_rank: bool = False,
            marks: dict[str, str] | None = None) -> tuple[str, set[str]]:
     """Rows grouped by session (turns by position) inside the frame. Sessions come in time
     order, or with ``by_rank`` in the order of their best row (``rows`` best first), so the most
     useful evidence opens the block: answering models read the start of a context best."""
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[Source]] = {}
     for r in rows:
-        groups.setdefault(r["session_id"], []).append(r)
+        groups.setdefault(r.session_id, []).append(r)
 
     def first_time(sid: str) -> Any:
-        ts = [r["timestamp"] for r in groups[sid] if r.get("timestamp") is not None]
+        ts = [r.timestamp for r in groups[sid] if r.timestamp is not None]
         return (0, min(ts)) if ts else (1, sid)
 
     parts, verbatim = [OPEN], set()
     for sid in (list(groups) if by_rank else sorted(groups, key=first_time)):
-        turns = sorted(groups[sid], key=lambda r: (r.get("seq") or 0))
-        parts.append(session_header(turns[0].get("timestamp"), sid))
+        turns = sorted(groups[sid], key=lambda r: (r.seq or 0))
+        parts.append(session_header(turns[0].timestamp, sid))
         for r in turns:
             line, ok = render_line(r)
             parts.append(line)
-            if marks and r["id"] in marks:
-                parts.append(marks[r["id"]])
+            if marks and r.id in marks:
+                parts.append(marks[r.id])
             if ok:
-                verbatim.add(r["id"])
+                verbatim.add(r.id)
     parts.append(CLOSE)
     return "".join(parts), verbatim

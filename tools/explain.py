@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -12,6 +12,9 @@ from .errors import ToolFailure
 from .namespaces import require
 from .params import Int
 from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from ..storage.rows import Source
 
 PAGE_TOKENS = 2000               # the most one explain text may take (chars / 4)
 PAGE_CHARS = PAGE_TOKENS * 4 - 200   # room for the page's header line
@@ -27,9 +30,8 @@ class Explanation(BaseModel):
     history: list[dict[str, Any]] = Field(default_factory=list, description="audit entries")
 
 
-def _source_view(row: dict) -> dict:
-    return {k: row.get(k) for k in ("id", "ref", "session_id", "seq", "speaker", "timestamp",
-                                    "text", "metadata")}
+def _source_view(row: Source) -> dict:
+    return row.view("id", "ref", "session_id", "seq", "speaker", "timestamp", "text", "metadata")
 
 
 def _memory_view(row: dict) -> dict:
@@ -85,8 +87,8 @@ def _explain(rt: Runtime, mid: str, ns: str) -> Explanation:
         derived = [_memory_view(m) for m in space.memories_citing({mid})]
         return Explanation(id=mid, kind="source", record=_source_view(src[0]), derived=derived,
                            sources=[_source_view(src[0])], history=space.audit_for(mid),
-                           summary=f"raw message (ref {src[0]['ref']!r}) of session "
-                                   f"{src[0]['session_id']!r}; {len(derived)} memories derive from it")
+                           summary=f"raw message (ref {src[0].ref!r}) of session "
+                                   f"{src[0].session_id!r}; {len(derived)} memories derive from it")
     mem = space.get_memories([mid])
     if mem:
         m = mem[0]

@@ -21,6 +21,8 @@ from ..strategies.hybrid import llm_schema as S
 from ..strategies.hybrid.llm_curate import EPISODIC_PROMPT, RELATIONAL_PROMPT
 
 if TYPE_CHECKING:
+    from ..storage.space import Space
+    from ..storage.rows import Source
     from .runtime import Runtime
 
 __all__ = ["EPISODIC_PROMPT", "RELATIONAL_PROMPT", "SYSTEM", "HostJob", "digest", "plan_job",
@@ -61,7 +63,7 @@ def digest(text: str) -> str:
 
 @dataclass
 class HostJob:
-    sessions: dict[str, tuple[str, list[dict]]] = field(default_factory=dict)  # label -> (id, turns)
+    sessions: dict[str, tuple[str, list[Source]]] = field(default_factory=dict)  # label -> (id, turns)
     merges: dict[str, dict] = field(default_factory=dict)                     # label -> survivor
     prompt: str = ""
 
@@ -116,7 +118,7 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
     return job
 
 
-def pending_merges(space) -> list[dict]:
+def pending_merges(space: Space) -> list[dict]:
     rows = [m for k in ("episode", "fact") for m in space.memories_of_kind(k)
             if (m.get("body") or {}).get("merged_text_by") == "heuristic"]
     return sorted(rows, key=lambda m: m["id"])

@@ -166,7 +166,7 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
     # retry costs less than a look-up on every call of an agent loop), and lets curated
     # memories cite a resent message by the id it is stored under.
     refs = [r["ref"] for r in rows if r["ref"]]
-    known = ({r["ref"]: r["id"] for r in space.sources_by_refs(refs) if r["session_id"] == sid}
+    known = ({r.ref: r.id for r in space.sources_by_refs(refs) if r.session_id == sid}
              if len(refs) > PRECHECK_MIN or plan is not None else {})
     kept = {r["id"] for r in rows if r["ref"] is None} if keep_ids else set()
     have = _held(space, sid, rows, kept)
@@ -252,7 +252,7 @@ def _held(space: Space, sid: str, rows: list[dict], kept: set[str]) -> set[str]:
     names another message (ids are unique in a namespace): that row is given a stable id of
     its own instead (of this session and the kept id, so a second import finds it again)."""
     def sessions(ids: set[str]) -> dict[str, str]:
-        return {r["id"]: r["session_id"] for r in space.get_sources(sorted(ids))} if ids else {}
+        return {r.id: r.session_id for r in space.get_sources(sorted(ids))} if ids else {}
 
     found = sessions({r["id"] for r in rows if r["ref"] is None} & kept)
     moved = set()

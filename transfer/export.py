@@ -11,28 +11,32 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from .format import VERSION, CuratedRec, ForgetRec, Header, MessageRec, SessionRec
+
+if TYPE_CHECKING:
+    from ..storage.rows import Source
+    from ..storage.space import Space
 
 Progress = Callable[[int, int, str], None]
 CURATED_KINDS = ("episode", "fact")
 
 
-def _sessions_in_order(space) -> list[dict]:
+def _sessions_in_order(space: Space) -> list[dict]:
     rows = [s for s in space.list_sessions() if s.get("namespace") == space.namespace]
     far = datetime.max.replace(tzinfo=timezone.utc)
     return sorted(rows, key=lambda s: (s.get("session_time") or s.get("first_ts") or far,
                                        s["session_id"]))
 
 
-def namespace_records(space) -> Iterator:
+def namespace_records(space: Space) -> Iterator:
     """Every record of one namespace: sessions (in time order) each followed by its messages
     (in order) and its curated memories, then the forget records."""
     ns = space.namespace
-    by_session: dict[str, list[dict]] = {}
+    by_session: dict[str, list[Source]] = {}
     for r in space.all_sources():
-        by_session.setdefault(r["session_id"], []).append(r)
+        by_session.setdefault(r.session_id, []).append(r)
     curated: dict[str, list[dict]] = {}
     for kind in CURATED_KINDS:
         for m in space.memories_of_kind(kind, status=None):
@@ -46,15 +50,15 @@ def namespace_records(space) -> Iterator:
                  if sid not in listed]
     for s in sessions:
         sid = s["session_id"]
-        msgs = sorted(by_session.get(sid, []), key=lambda r: r["seq"])
+        msgs = sorted(by_session.get(sid, []), key=lambda r: r.seq)
         if not msgs:
             continue
         yield SessionRec(type="session", namespace=ns, session_id=sid,
                          session_time=s.get("session_time"))
         for r in msgs:
-            yield MessageRec(type="message", namespace=ns, session_id=sid, seq=r["seq"],
-                             id=r["id"], ref=r["ref"], speaker=r["speaker"],
-                             timestamp=r["timestamp"], content=r["text"], metadata=r["metadata"])
+            yield MessageRec(type="message", namespace=ns, session_id=sid, seq=r.seq,
+                             id=r.id, ref=r.ref, speaker=r.speaker,
+                             timestamp=r.timestamp, content=r.text, metadata=r.metadata)
         for m in sorted(curated.get(sid, []), key=lambda m: m["id"]):
             yield CuratedRec(type="curated", namespace=ns, session_id=sid, kind=m["kind"],
                              id=m["id"], timestamp=m["timestamp"], refs=list(m["refs"] or []),
@@ -64,7 +68,7 @@ def namespace_records(space) -> Iterator:
         yield f
 
 
-def forget_records(space) -> list[ForgetRec]:
+def forget_records(space: Space) -> list[ForgetRec]:
     rows = space.rows("audit", eq={"op": "forget"}, columns=["at", "target_ids", "detail"])
     out = []
     for r in sorted(rows, key=lambda r: r["at"]):

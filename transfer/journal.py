@@ -20,9 +20,12 @@ import uuid
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from filelock import FileLock, Timeout
+
+if TYPE_CHECKING:
+    from ..storage.space import Space
 
 FOLDER = "_imports"
 
@@ -48,7 +51,7 @@ class Journal:
         return cls(None if "://" in home else Path(home).expanduser() / FOLDER)
 
     @contextmanager
-    def intent(self, space, session_id: str, source_ids: list[str],
+    def intent(self, space: Space, session_id: str, source_ids: list[str],
                memory_ids: list[str]) -> Iterator[None]:
         """Around one session's ``remember``: recorded before, removed after; if the write
         fails here, what it wrote is undone at once."""
@@ -108,7 +111,7 @@ def _lock_of(intent: Path) -> Path:
     return intent.with_name(intent.name + ".lock")
 
 
-def _settle(space, intent: dict[str, Any]) -> str:
+def _settle(space: Space, intent: dict[str, Any]) -> str:
     with space.store.write_lock(space.namespace):
         space.see_latest("sources", "sessions", "memories")
         sources = intent["source_ids"]

@@ -253,5 +253,4 @@ def explain_memory(env: Env, memory_id: str) -> dict | None:
             "absorbed": [others.get(a["id"], a) for a in lin.get("absorbed", [])],
             "supersedes": [others.get(a["id"], a) for a in lin.get("supersedes", [])],
             "history": lin.get("history", []),
-            "sources": [{k: s.get(k) for k in ("id", "ref", "session_id", "speaker", "text")}
-                        for s in srcs]}
+            "sources": [s.view("id", "ref", "session_id", "speaker", "text") for s in srcs]}

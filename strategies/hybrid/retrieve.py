@@ -153,5 +153,5 @@ def candidate_sources(env: Env, request: RecallRequest, o: HybridOptions, episod
     fused = rrf(rankings, weights=weights)
     for i, p in parts.items():
         fused[i].update({k: round(v, 4) for k, v in p.items() if k in ("bm25", "cosine")})
-    rows = [r for r in turns.rows(list(fused)) if request.in_window(r.get("timestamp"))]
+    rows = [r for r in turns.rows(list(fused)) if request.in_window(r.timestamp)]
     return rows, fused

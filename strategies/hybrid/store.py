@@ -103,7 +103,7 @@ def curate(env: Env, session_id: str) -> dict:
     if not turns:
         return {"origin": None, "removed": len(stale), "added": 0}
     sess = space.get_session(session_id) or {}
-    when = sess.get("session_time") or turns[0].get("timestamp")
+    when = sess.get("session_time") or turns[0].timestamp
     episodes = tuples = None
     origin, written_by = "heuristic", "heuristic"
     if llm_usable(env.llm):
@@ -116,7 +116,7 @@ def curate(env: Env, session_id: str) -> dict:
         except ProviderError as exc:
             log.warning("LLM curation of %s failed (%s); using heuristics", session_id, exc)
     if episodes is None or tuples is None:
-        vectors = space.source_vectors([t["id"] for t in turns])
+        vectors = space.source_vectors([t.id for t in turns])
         episodes, tuples = heuristics.curate_session(turns, vectors, when, space.dim)
     now = space.now()
     rows = build_rows(episodes, tuples, session_id, when, origin, now, written_by)

@@ -39,17 +39,17 @@ class HybridStrategy:
         context = R.with_notes(packed.context, notes)   # notes alone still get the frame
         if len(context) > limit:  # cannot happen with pack_sources' accounting; stay safe anyway
             context, kept = packed.context, []
-        quoted = {r["id"] for r in packed.chosen if r["id"] in packed.verbatim_ids}
+        quoted = {r.id for r in packed.chosen if r.id in packed.verbatim_ids}
         items = []
         for kind, row in kept:
             parts = (fa_parts if kind == "fact" else ep_parts).get(row["id"], {})
             items.append(Item(id=row["id"], kind=kind, text=row["text"],
                               score=round(parts.get("score", 0.0), 6), role="note",
                               timestamp=row.get("timestamp"), source_ids=row["source_ids"]))
-        items += [Item(id=r["id"], kind="source", text=r["text"], role="evidence",
-                       score=round(fused[r["id"]]["score"], 6), timestamp=r.get("timestamp"),
-                       source_ids=[r["id"]]) for r in packed.chosen]
-        sources = [source_ref(r) for r in packed.chosen if r["id"] in quoted]
+        items += [Item(id=r.id, kind="source", text=r.text, role="evidence",
+                       score=round(fused[r.id]["score"], 6), timestamp=r.timestamp,
+                       source_ids=[r.id]) for r in packed.chosen]
+        sources = [source_ref(r) for r in packed.chosen if r.id in quoted]
         kept_ids = {row["id"] for _, row in kept}
         trace = {
             "method": f"top-{k} episodes + top-{2 * k} tuples (dense{' + BM25' if fts else ''}, RRF)"
@@ -58,9 +58,9 @@ class HybridStrategy:
             "episodes": [self._mem_trace(r, ep_parts, kept_ids, quoted) for r in episodes],
             "facts": [self._mem_trace(r, fa_parts, kept_ids, quoted) for r in facts],
             "notes_dropped": [{"id": i, "why": why} for i, why in dropped],
-            "chosen": [{"id": r["id"], **fused[r["id"]], "why": "highest fused score that fit"}
+            "chosen": [{"id": r.id, **fused[r.id], "why": "highest fused score that fit"}
                        for r in packed.chosen],
-            "left_out": [{"id": r["id"], **fused[r["id"]], "why": why}
+            "left_out": [{"id": r.id, **fused[r.id], "why": why}
                          for r, why in packed.left_out[:50]],
             "budget": {"tokens": request.budget_tokens, "chars_allowed": limit,
                        "notes_chars": len(notes), "evidence_chars": packed.chars_used,

@@ -29,6 +29,7 @@ import numpy as np
 from ...storage.budget import ENTRY_BYTES, sample_bytes
 from ..nscache import NamespaceCache
 from .graph import EDGES, THREAD_SCHEMA, THREADS, declare
+from ...storage.rows import Source
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -74,12 +75,12 @@ class Snapshot:
         return pos
 
     def unit_rows(self, space: StrategySpace,
-                  ids: list[str]) -> tuple[dict[str, dict], dict[str, np.ndarray]]:
+                  ids: list[str]) -> tuple[dict[str, Source], dict[str, np.ndarray]]:
         """Source rows and vectors of ``ids``, read through a bounded LRU (sources never change;
         a forget changes the thread table, which replaces the whole snapshot)."""
         miss = [i for i in ids if i not in self.units]
         if miss:
-            rows = {r["id"]: r for r in space.get_sources(miss)}
+            rows = {r.id: r for r in space.get_sources(miss)}
             vecs = space.source_vectors(miss)
             with self.units_lock:
                 for i in miss:

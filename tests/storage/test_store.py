@@ -48,7 +48,7 @@ def test_hostile_values_match_nothing_and_break_nothing(tmp_path):
     for evil in ["r1' OR '1'='1", "r1'; --", "' OR true OR '", "r1\\"]:
         assert sp.sources_by_refs([evil]) == []
         assert sp.sources_by_session(evil) == []
-    assert [r["ref"] for r in sp.sources_by_refs(["r1"])] == ["r1"]
+    assert [r.ref for r in sp.sources_by_refs(["r1"])] == ["r1"]
 
 
 def test_switching_the_embedding_model_re_embeds_and_never_mixes(tmp_path):
@@ -62,7 +62,7 @@ def test_switching_the_embedding_model_re_embeds_and_never_mixes(tmp_path):
     assert tables == ["sources__model_b_4"]
     got = sp2.source_vectors([f"src_s_{i}" for i in range(5)])
     assert len(got) == 5 and all(v.shape == (4,) for v in got.values())
-    assert {r["embed_model"] for r in sp2.all_sources()} == {"model-b"}
+    assert {r.embed_model for r in sp2.all_sources()} == {"model-b"}
     assert [a["op"] for a in sp2.audit_log()] == ["reembed"]
 
 

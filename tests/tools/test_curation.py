@@ -25,7 +25,7 @@ class Counter(PlainStrategy):
     def curate(self, env, session_id):
         rows = env.space.sources_by_session(session_id)
         env.space.upsert("counts", COUNTS, [{"id": session_id, "session_id": session_id,
-                                             "n": len(rows), "source_ids": [r["id"] for r in rows]}])
+                                             "n": len(rows), "source_ids": [r.id for r in rows]}])
 
     def forget(self, env, source_ids):
         hit = [r["id"] for r in env.space.rows("counts") if source_ids & set(r["source_ids"])]

@@ -54,8 +54,8 @@ def snapshot(home, ns="work") -> dict:
     rt = Runtime(Settings(home=str(home), curation=False).to_config())
     try:
         sp = rt.space(ns)
-        src = sorted((r["session_id"], r["seq"], r["ref"], r["speaker"], r["timestamp"], r["text"],
-                      json.dumps(r["metadata"], sort_keys=True)) for r in sp.all_sources())
+        src = sorted((r.session_id, r.seq, r.ref, r.speaker, r.timestamp, r.text,
+                      json.dumps(r.metadata, sort_keys=True)) for r in sp.all_sources())
         mems = sorted((m["id"], m["kind"], m["text"], tuple(m["refs"]), m["timestamp"],
                        json.dumps(m["body"], sort_keys=True))
                       for k in ("episode", "fact") for m in sp.memories_of_kind(k, None)

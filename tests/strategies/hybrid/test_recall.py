@@ -81,7 +81,7 @@ async def test_forget_removes_derived_memories_and_recurates(client, server, rem
     rt = server.runtime
     assert rt.curation.wait_idle(60)
     space = rt.space("default")
-    gone = space.sources_by_refs(["s1:2"])[0]["id"]
+    gone = space.sources_by_refs(["s1:2"])[0].id
     assert space.memories_citing({gone})
     payload(await client.call_tool("forget", {"refs": ["s1:2"]}))
     assert rt.curation.wait_idle(60)

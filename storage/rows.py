@@ -1,0 +1,53 @@
+"""Typed rows: what storage hands back above itself, instead of dicts keyed by column name.
+
+A :class:`Source` is one stored message as read: frozen, so a row a cache holds (the sources'
+in-process copy, a recall's ``TurnSearch``, the workspace's unit cache) can be shared without
+copying and no caller can change it for another. What a caller adds to a row (a score, the
+passage a search matched) goes into a new object (``span``: :meth:`Source.with_span`) or a
+wrapper of the caller's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+# The sources' columns as storage reads them (the vector aside), in the order of ``as_dict``.
+SOURCE_COLUMNS = ["id", "namespace", "session_id", "seq", "ref", "speaker", "timestamp", "text",
+                  "metadata", "embed_model", "created_at"]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One stored message (a row of the ``sources`` table, without its vector)."""
+
+    id: str
+    namespace: str
+    session_id: str
+    seq: int
+    ref: str | None
+    speaker: str | None
+    timestamp: datetime | None
+    text: str
+    metadata: dict[str, Any] | None    # parsed from the stored JSON; None when absent
+    embed_model: str | None
+    created_at: datetime | None
+    # for a long message: the offsets of the passage the latest searches matched best
+    # (``storage/passages.py``), which is what a recall quotes of it; None otherwise
+    span: tuple[int, int] | None = None
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Source:
+        """From a row as LanceDB returns it, ``metadata`` already parsed (a copy of it kept)."""
+        meta = row.get("metadata")
+        return cls(row["id"], row["namespace"], row["session_id"], row["seq"], row.get("ref"),
+                   row.get("speaker"), row.get("timestamp"), row["text"],
+                   dict(meta) if meta else meta, row.get("embed_model"), row.get("created_at"))
+
+    def with_span(self, span: tuple[int, int] | None) -> Source:
+        return replace(self, span=span)
+
+    def view(self, *fields: str) -> dict[str, Any]:
+        """These fields of the row, by name, in this order: what a tool shows of it (JSON)."""
+        return {k: getattr(self, k) for k in fields}
