@@ -23,6 +23,10 @@ same turns remembered directly (one ``remember`` per session, the same speakers 
 scored too: the text ``capture.hook.prompt_context`` returns (what the hook prints), within the
 hook's budget, empty when recall abstains; ``--hook-checks`` questions per conversation are
 also asked through a real hook process and must print the same text.
+
+``--rescore --home DIR`` asks the questions again over the stores an earlier run left in
+``DIR`` (captured and direct), with the recall code as it is now: for a change that touches only
+recall, without capturing again.
 """
 
 from __future__ import annotations
@@ -183,6 +187,9 @@ def run(args) -> dict:
     made: dict[str, dict] = {}
     t0 = time.perf_counter()
     for name, raw in convs:
+        if args.rescore:   # the homes of an earlier run: only the questions are asked again
+            made[name] = {"cwd": str(root / "projects" / name), "rescored": True}
+            continue
         made[name] = live_sessions(name, raw.get("conversation", raw), root, hooks,
                                    tool_every=args.tool_every, long_every=args.long_every,
                                    long_kind=args.long_kind)
@@ -193,7 +200,7 @@ def run(args) -> dict:
     rt_d = Runtime(Settings(home=str(direct_home)).to_config())
     rt_c = Runtime(Settings(home=str(cap_home)).to_config())
     t1 = time.perf_counter()
-    for name, raw in convs:
+    for name, raw in convs if not args.rescore else []:
         remember_directly(rt_d, name, name, raw.get("conversation", raw))
     rt_d.curation.wait_idle()
     t_direct = time.perf_counter() - t1
@@ -277,6 +284,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="what the long write-ups say (see _write_up)")
     ap.add_argument("--linger-s", type=float, default=20.0)
     ap.add_argument("--home", default="")
+    ap.add_argument("--rescore", action="store_true",
+                    help="--home holds an earlier run's stores: ask the questions again (the "
+                         "current recall code) without capturing or remembering anything")
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
     out = run(args)

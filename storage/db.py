@@ -149,7 +149,7 @@ class Store:
                  source_copy_max_rows: int = 200_000, max_ram_mb: float = DEFAULT_MB,
                  optimize_every_rows: int = 2_000, optimize_every_commits: int = 64,
                  optimize_idle_s: float = 3.0, lock_wait_s: float = 30.0,
-                 lock_lease_s: float = 10.0):
+                 lock_lease_s: float = 10.0, scalar_index_min_rows: int = 2_000):
         self.uri = str(home)
         if "://" not in self.uri:
             from .private import private_umask
@@ -160,6 +160,7 @@ class Store:
             except OSError as exc:
                 raise StorageError(f"cannot create the data folder {self.uri}: {exc}") from exc
         self.vector_index_min_rows = vector_index_min_rows
+        self.scalar_index_min_rows = scalar_index_min_rows   # derived.py, scalar_indexes
         self.source_copy_max_rows = source_copy_max_rows   # storage/snapshot.py, SourceSnapshot
         self.budget = RamBudget(max_ram_mb)   # LanceDB's caches and the copies (budget.py)
         allocators.settle()                   # freed memory goes back to the system

@@ -21,6 +21,7 @@ import pyarrow as pa
 from . import snapshot
 from .db import ensure_index, retrying, sql_in, sql_str
 from .parts import SpaceParts
+from .schema import ZSTD, compressed, uncompressed_columns
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,10 @@ def model_bound(schema: pa.Schema) -> bool:
 
 
 def sized(schema: pa.Schema, dim: int | None) -> pa.Schema:
-    """``schema`` with its ``vector`` column as ``dim`` float32s: a strategy declares that a
-    table has vectors, the namespace's bound model says how long they are."""
+    """``schema`` with its ``vector`` column as ``dim`` float32s (a strategy declares that a
+    table has vectors, the namespace's bound model says how long they are) and its strings and
+    bytes compressed on disk (``schema.compressed``)."""
+    schema = compressed(schema)
     i = schema.get_field_index("vector")
     if i < 0 or dim is None:
         return schema
@@ -96,7 +99,7 @@ class DerivedMixin(SpaceParts):
         if copy is not None:
             copy.touch()
 
-    def derived_table(self, kind: str, schema: pa.Schema | None = None, create: bool = False):
+    def derived_table(self, kind: str, schema: pa.Schema | None = None, create: bool = False) -> Any:
         if schema is not None:
             schema = sized(schema, self.dim)
         if schema is not None and model_bound(schema):
@@ -110,7 +113,26 @@ class DerivedMixin(SpaceParts):
                 self._vector_kinds[kind] = None
             else:
                 self._plain_kinds.add(kind)
-        return self.table(kind, schema, create=create)
+        tbl = self.table(kind, schema, create=create)
+        if create and tbl is not None:
+            self.encode(kind, tbl)
+        return tbl
+
+    def encode(self, kind: str, tbl) -> None:
+        """Give the compressible columns of ``kind``'s table (``schema.compressed``) their
+        on-disk compression where a table an earlier version created lacks it: its next
+        compaction rewrites the old rows with it (``optimize``), new rows are written with it.
+        The rows read back the same. Checked once per process per kind, before a write."""
+        done = self.__dict__.setdefault("_encoded", set())
+        if kind in done:
+            return
+        cols = uncompressed_columns(tbl.schema)
+        if cols:
+            with self.writing():
+                retrying(lambda: tbl.update_field_metadata(
+                    *({"path": c, "metadata": ZSTD} for c in cols)), f"encode {kind}", table=tbl)
+            log.info("%s: %d columns now compressed on disk", tbl.name, len(cols))
+        done.add(kind)
 
     def reshape(self, kind: str, schema: pa.Schema, convert: Callable[[dict], dict]) -> bool:
         """Rewrite ``kind``'s table into ``schema`` when it is stored with other columns (a
@@ -165,11 +187,14 @@ class DerivedMixin(SpaceParts):
     def scalar_indexes(self, kind: str, columns: dict[str, str], rebuild: bool = False) -> None:
         """Scalar indexes on a derived table's filter columns (``{"id": "btree", "status":
         "bitmap"}``), so lookups by id or key do not scan the whole table as it grows. Built once
-        (checked once per process per kind); rows written later are folded in by the usual
-        ``optimize`` upkeep and read by a flat scan of the unindexed part until then.
-        ``rebuild``: rebuild them from the rows that remain (``forget``: an index segment keeps
-        the values of deleted rows, and keys such as a page's can be words of a message).
-        Failures (a full or read-only disk) are logged: an index only speeds reads up."""
+        the table holds ``Store.scalar_index_min_rows`` rows (a flat scan of fewer is quick, and
+        each index costs tens of KB on disk whatever the table's size; until then each call
+        counts the rows again), then checked once per process per kind; rows written later are
+        folded in by the usual ``optimize`` upkeep and read by a flat scan of the unindexed part
+        until then. ``rebuild``: rebuild them from the rows that remain (``forget``: an index
+        segment keeps the values of deleted rows, and keys such as a page's can be words of a
+        message), on a smaller table those it has. Failures (a full or read-only disk) are
+        logged: an index only speeds reads up."""
         from lancedb.index import BTree, Bitmap
 
         done = self.__dict__.setdefault("_scalar_done", set())
@@ -178,6 +203,12 @@ class DerivedMixin(SpaceParts):
         tbl = self.derived_table(kind)
         if tbl is None:
             return
+        small = tbl.count_rows() < self.store.scalar_index_min_rows
+        if small:
+            if not rebuild:
+                return
+            have = {c for ix in tbl.list_indices() for c in ix.columns}
+            columns = {c: how for c, how in columns.items() if c in have}
         try:
             with self.store.index_lock(self.namespace):
                 for col, how in columns.items():
@@ -188,7 +219,8 @@ class DerivedMixin(SpaceParts):
                                      f"rebuild index {kind}.{col}", table=tbl)
                     else:
                         ensure_index(tbl, col, cfg)
-            done.add(kind)
+            if not small:
+                done.add(kind)
         except (OSError, RuntimeError, ValueError) as exc:
             if rebuild:
                 raise   # forget must not leave a deleted value behind in an index

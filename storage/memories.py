@@ -44,6 +44,7 @@ class MemoriesMixin(SpaceParts):
             r.setdefault("status", "active")
             r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
         tbl = self.table("memories", create=True)
+        self.encode("memories", tbl)
 
         def merge():
             m = tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
@@ -57,7 +58,7 @@ class MemoriesMixin(SpaceParts):
             retrying(merge, "add memories", table=tbl)
         self.touch_copy("memories")
         self.after_write("memories", len(rows))
-        self.scalar_indexes("memories", MEMORY_INDEXES)   # once per process
+        self.scalar_indexes("memories", MEMORY_INDEXES)   # once built, once per process
 
     def _mem_select(self, where: str, eq: dict | None = None) -> list[dict]:
         """Memories matching ``eq`` (served by the in-process copy when it can, ``snapshot.py``)

@@ -70,10 +70,41 @@ SESSIONS = pa.schema([
 ])
 
 # zstd over blocks of several records (miniblock): a record's ids, keys and reasons repeat in the
-# next one. Level 6: 4.0 KB a record; 3 gave 4.1 KB, 9 gave 3.96 KB at 2.3x the time (a
+# next one. Level 6: 4.0 KB a recall record; 3 gave 4.1 KB, 9 gave 3.96 KB at 2.3x the time (a
 # compaction rewrites the whole log).
-TRACE_ENCODING = {"lance-encoding:compression": "zstd", "lance-encoding:compression-level": "6",
-                  "lance-encoding:structural-encoding": "miniblock"}
+ZSTD = {"lance-encoding:compression": "zstd", "lance-encoding:compression-level": "6",
+        "lance-encoding:structural-encoding": "miniblock"}
+TRACE_ENCODING = ZSTD
+
+
+def compressible(field: pa.Field) -> bool:
+    """Strings, bytes and lists of strings: what LanceDB stores uncompressed by default and zstd
+    shrinks (JSON states, claim lines, ids repeated across rows; not vectors)."""
+    t = field.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        t = t.value_type
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t))
+
+
+def compressed(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with ``ZSTD`` set on each compressible column (``compressible``): the on-disk
+    encoding of the memories and the strategies' derived tables. On a LanceDB table the field
+    metadata chooses the encoding each data file is written with (a compaction rewrites old
+    files with it)."""
+    return pa.schema([f.with_metadata({**(f.metadata or {}), **ZSTD}) if compressible(f) else f
+                      for f in schema], metadata=schema.metadata)
+
+
+def uncompressed_columns(schema: pa.Schema) -> list[str]:
+    """The compressible columns of a stored table's ``schema`` without ``ZSTD`` (a table an
+    earlier version created)."""
+    out = []
+    for f in schema:
+        meta = {k.decode(): v.decode() for k, v in (f.metadata or {}).items()}
+        if compressible(f) and any(meta.get(k) != v for k, v in ZSTD.items()):
+            out.append(f.name)
+    return out
 
 RECALLS = pa.schema([
     ("recall_id", pa.string()),
@@ -105,7 +136,7 @@ def memories_schema(dim: int) -> pa.Schema:
     can add kinds without a schema migration. ``status`` is active | merged | superseded: nothing
     derived is ever destroyed by consolidation, only by ``forget`` of its sources.
     """
-    return pa.schema([
+    return compressed(pa.schema([
         ("id", pa.string()),
         ("namespace", pa.string()),
         ("kind", pa.string()),
@@ -121,7 +152,7 @@ def memories_schema(dim: int) -> pa.Schema:
         ("embed_model", pa.string()),
         ("created_at", TS),
         ("vector", pa.list_(pa.float32(), dim)),
-    ])
+    ]))
 
 
 META = pa.schema([("key", pa.string()), ("value", pa.string())])

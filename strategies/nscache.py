@@ -55,6 +55,13 @@ class NamespaceCache:
             return True
         return self._budget.admit(self, int(size))
 
+    def _charge_kept(self, item) -> None:
+        """Charge ``item``, just kept; let it go again if the budget refuses it."""
+        if not self._charge(item):
+            with self._lock:
+                if self._item is item:
+                    self._item = None
+
     def invalidate(self) -> None:
         with self._lock:
             self._gen += 1
@@ -94,10 +101,7 @@ class NamespaceCache:
             if self._gen != item.gen:
                 return
             self._item = item
-        if not self._charge(item):
-            with self._lock:
-                if self._item is item:
-                    self._item = None
+        self._charge_kept(item)
 
     def current(self) -> Any:
         """The cached item to patch, or None (nothing cached, or invalidated)."""
@@ -113,7 +117,4 @@ class NamespaceCache:
             if self._item is not old or self._gen != old.gen:
                 return
             self._item = new
-        if not self._charge(new):
-            with self._lock:
-                if self._item is new:
-                    self._item = None
+        self._charge_kept(new)

@@ -18,7 +18,13 @@ one), widened evenly to word boundaries, with ``…`` outside the quote where te
 message's text), so ``sources`` stays honest: every cited text stands verbatim in the context.
 Why these sizes: 1,600 characters is 400 tokens, a fifth of the default budget, and no message of
 the development chats is longer, so they are quoted whole as before; a 1,200-character excerpt
-holds the matched passage (at most 700) and about a paragraph of its surroundings.
+holds the matched passage (at most 700) and about a paragraph of its surroundings. Under a small
+budget an excerpt is narrower: at most a quarter of the budget's characters
+(:func:`quote_width`: 1,000 characters at 1,000 tokens, 500 at 500), so one long reply cannot
+take a third of what the host reads, and a shorter quote fits beside the turns ranked above
+it. Below the passage's own length the quote keeps the passage's beginning. Measured on
+``bench/longmsg.py`` (facts at 10-90 % of 3,000- and 7,000-character replies; auto's fact found
+at 500 tokens 0.58 -> 0.70, at 1,000 0.88 -> 0.92; plain 0.55 -> 0.72 and 0.83 -> 0.93).
 """
 
 from __future__ import annotations
@@ -33,13 +39,21 @@ from ..storage.rows import Source
 from .base import SourceRef
 from .frame import CLOSE, OPEN, one_line, shown, speaker
 
-__all__ = ["CLOSE", "OPEN", "Packed", "excerpt", "pack_sources", "render", "render_line",
-           "session_header", "source_ref"]
+__all__ = ["CLOSE", "OPEN", "Packed", "excerpt", "pack_sources", "quote_width", "render",
+           "render_line", "session_header", "source_ref"]
 
 WHOLE_CHARS = 1600    # a message up to this long is quoted whole
 EXCERPT_CHARS = 1200  # the quote of a longer one: its matched passage and what surrounds it
 ELLIPSIS = "…"
 SNAP = 200            # how far an excerpt's edge may move to begin or end at a line
+QUOTE_SHARE = 4       # an excerpt takes at most 1/QUOTE_SHARE of the budget's characters
+
+
+def quote_width(budget_tokens: int) -> int:
+    """The widest excerpt of a long message in a context of ``budget_tokens`` tokens
+    (``4 * budget_tokens`` characters): :data:`EXCERPT_CHARS`, or a quarter of the budget when
+    that is less."""
+    return max(1, min(EXCERPT_CHARS, 4 * budget_tokens // QUOTE_SHARE))
 
 
 @lru_cache(maxsize=4096)   # packing asks for each candidate's header, hundreds per recall
@@ -49,30 +63,31 @@ def session_header(ts: datetime | None, session_id: str) -> str:
     return f"[{ts.strftime('%Y-%m-%d')} ({ts.strftime('%a')})]\n"
 
 
-def excerpt(row: Source) -> tuple[str, int | None, int | None]:
+def excerpt(row: Source, width: int = EXCERPT_CHARS) -> tuple[str, int | None, int | None]:
     """What of a source is quoted: ``(text, None, None)`` for a message of up to
-    :data:`WHOLE_CHARS`, else ``(text[start:end], start, end)``, an excerpt of at most
-    :data:`EXCERPT_CHARS` around ``row.span`` (default: the opening passage)."""
-    return _quoted(row.text, row.span)
+    :data:`WHOLE_CHARS`, else ``(text[start:end], start, end)``, an excerpt of at most ``width``
+    characters (:func:`quote_width`) around ``row.span`` (default: the opening passage)."""
+    return _quoted(row.text, row.span, width)
 
 
-def _quoted(text: str, span: tuple[int, int] | None) -> tuple[str, int | None, int | None]:
+def _quoted(text: str, span: tuple[int, int] | None,
+            width: int) -> tuple[str, int | None, int | None]:
     if len(text) <= WHOLE_CHARS:
         return text, None, None
     start, end = span or (0, PASSAGE_CHARS)
-    return _excerpt(text, (int(start), int(end)))
+    return _excerpt(text, (int(start), int(end)), width)
 
 
-def _excerpt(text: str, span: tuple[int, int]) -> tuple[str, int, int]:
+def _excerpt(text: str, span: tuple[int, int], width: int) -> tuple[str, int, int]:
     n = len(text)
     start, end = span
     start, end = max(0, min(start, n)), max(0, min(end, n))
-    if end - start > EXCERPT_CHARS:
-        end = start + EXCERPT_CHARS
-    room = EXCERPT_CHARS - (end - start)
+    if end - start > width:
+        end = start + width
+    room = width - (end - start)
     a = max(0, start - room // 2)
     b = min(n, end + room - (start - a))
-    a = max(0, min(a, b - EXCERPT_CHARS))
+    a = max(0, min(a, b - width))
     if a > 0:   # begin at a line (else a word) start, never inside the passage
         line = text.find("\n", a - 1, min(start, a + SNAP))
         if line >= 0:
@@ -94,24 +109,27 @@ def _excerpt(text: str, span: tuple[int, int]) -> tuple[str, int, int]:
     return text[a:b], a, b
 
 
-def source_ref(row: Source) -> SourceRef:
+def source_ref(row: Source, width: int = EXCERPT_CHARS) -> SourceRef:
     """The citation of a quoted source: its text as it stands in the context (the excerpt, with
-    its offsets, for a long message)."""
-    text, start, end = excerpt(row)
+    its offsets, for a long message; ``width`` as it was rendered: ``Packed.width``)."""
+    text, start, end = excerpt(row, width)
     return SourceRef(id=row.id, ref=row.ref, session_id=row.session_id, speaker=row.speaker,
                      timestamp=row.timestamp, text=text, start=start, end=end)
 
 
-def render_line(row: Source) -> tuple[str, bool]:
+def render_line(row: Source, width: int = EXCERPT_CHARS) -> tuple[str, bool]:
     """The line for one source, and whether its text (its excerpt, for a long message) stands
     in it verbatim."""
-    span = row.span if len(row.text) > WHOLE_CHARS else None
-    return _line(row.text, row.speaker, tuple(span) if span else None)
+    long = len(row.text) > WHOLE_CHARS
+    span = row.span if long else None
+    return _line(row.text, row.speaker, tuple(span) if span else None,
+                 width if long else EXCERPT_CHARS)
 
 
 @lru_cache(maxsize=8192)   # a recall measures hundreds of candidates' lines, the same from one
-def _line(full: str, who: str | None, span: tuple[int, int] | None) -> tuple[str, bool]:
-    quote, start, end = _quoted(full, span)
+def _line(full: str, who: str | None, span: tuple[int, int] | None,
+          width: int) -> tuple[str, bool]:
+    quote, start, end = _quoted(full, span, width)
     text, verbatim = shown(quote)
     if start is not None and end is not None:   # both or neither
         text = (f"{ELLIPSIS} " if start > 0 else "") + text + (
@@ -127,6 +145,7 @@ class Packed:
     verbatim_ids: set[str] = field(default_factory=set)
     chars_used: int = 0
     chars_budget: int = 0
+    width: int = EXCERPT_CHARS              # of a long message's excerpt (``source_ref``)
 
 
 def pack_sources(candidates: list[Source], budget_tokens: int, *, extra_chars: int = 0,
@@ -142,6 +161,7 @@ def pack_sources(candidates: list[Source], budget_tokens: int, *, extra_chars: i
     budget (``wiki/revisions.py``: ``[changed later: DATE]``).
     """
     marks = marks or {}
+    width = quote_width(budget_tokens)
     limit = budget_tokens * 4 - extra_chars
     used = len(OPEN) + len(CLOSE)
     chosen: list[Source] = []
@@ -150,14 +170,14 @@ def pack_sources(candidates: list[Source], budget_tokens: int, *, extra_chars: i
     headers: dict[str, int] = {}
     if used > limit:
         return Packed("", [], [(c, "budget smaller than the frame") for c in candidates],
-                      chars_budget=max(limit, 0))
+                      chars_budget=max(limit, 0), width=width)
     for c in candidates:
         if c.id in seen:
             continue
         if max_items is not None and len(chosen) >= max_items:
             left_out.append((c, "item limit"))
             continue
-        line, _ = render_line(c)
+        line, _ = render_line(c, width)
         cost = len(line) + len(marks.get(c.id, ""))
         sid = c.session_id
         if sid not in headers:
@@ -169,17 +189,17 @@ def pack_sources(candidates: list[Source], budget_tokens: int, *, extra_chars: i
         headers.setdefault(sid, 1)
         chosen.append(c)
         seen.add(c.id)
-    context, verbatim = render(chosen, by_rank, marks)
+    context, verbatim = render(chosen, by_rank, marks, width)
     while chosen and len(context) > limit:  # only if headers differed from the estimate
         left_out.append((chosen.pop(), "over budget"))
-        context, verbatim = render(chosen, by_rank, marks)
+        context, verbatim = render(chosen, by_rank, marks, width)
     if not chosen:
         context = ""
-    return Packed(context, chosen, left_out, verbatim, len(context), limit)
+    return Packed(context, chosen, left_out, verbatim, len(context), limit, width)
 
 
-def render(rows: list[Source], by_rank: bool = False,
-           marks: dict[str, str] | None = None) -> tuple[str, set[str]]:
+def render(rows: list[Source], by_rank: bool = False, marks: dict[str, str] | None = None,
+           width: int = EXCERPT_CHARS) -> tuple[str, set[str]]:
     """Rows grouped by session (turns by position) inside the frame. Sessions come in time
     order, or with ``by_rank`` in the order of their best row (``rows`` best first), so the most
     useful evidence opens the block: answering models read the start of a context best."""
@@ -196,7 +216,7 @@ def render(rows: list[Source], by_rank: bool = False,
         turns = sorted(groups[sid], key=lambda r: (r.seq or 0))
         parts.append(session_header(turns[0].timestamp, sid))
         for r in turns:
-            line, ok = render_line(r)
+            line, ok = render_line(r, width)
             parts.append(line)
             if marks and r.id in marks:
                 parts.append(marks[r.id])

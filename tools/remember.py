@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -139,8 +140,60 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
     ``whole_session`` lifts the per-call limits (so a session is one write, whatever its size);
     ``keep_ids[i]``, for a message without a ref, is the id it is stored under (the one it had
     where it was exported, so forget records naming it hold here too); a message whose kept id
-    the session already holds is not stored again."""
-    from .curated import check_curated, curated_texts, resolve_refs
+    the session already holds is not stored again.
+
+    Three steps: :func:`_checked` (every input, before anything is read or embedded),
+    :func:`_prepared` (what is new, embedded outside the lock) and :func:`_committed` (the
+    check again and the writes, under the namespace's write lock)."""
+    call = _checked(rt, messages, session_id, session_time, namespace, curated, whole_session,
+                    keep_ids)
+    prep = _prepared(rt, call, progress)
+    from ..strategies import registry
+
+    curates = bool(rt.config.curation and registry.curates())
+    new_rows, memory_ids = _committed(rt, call, prep, curates)
+    ids = [prep.known.get(r["ref"]) or r["id"] for r in call.rows]
+    if curates:
+        rt.curation.enqueue(call.ns, call.sid)
+    if progress is not None:
+        done = len(new_rows) + len(prep.extra)
+        progress(done, done, "stored")
+    return RememberResult(session_id=call.sid, source_ids=ids, stored=len(new_rows),
+                          curation="queued" if curates else "done"), memory_ids
+
+
+@dataclass
+class _Call:
+    """One call's checked inputs: namespace, session id and time, the message rows, the
+    curated memories' plan, and the ids an import keeps."""
+
+    ns: str
+    sid: str
+    stime: Any
+    rows: list[dict]
+    plan: Any
+    kept: set[str]
+
+
+@dataclass
+class _Prep:
+    """What :func:`_prepared` found: refs already stored (``known``: ref -> id), the ids the
+    session holds (``have``), the rows to store with their vectors (``candidates``), the
+    curated memories' texts (``extra``) and vectors, the cited rows by ref, the passages."""
+
+    known: dict[Any, str]
+    have: set[str]
+    candidates: list[dict]
+    extra: list[str]
+    cur_vecs: Any
+    by_ref: dict
+    passages: list[dict]
+
+
+def _checked(rt: Runtime, messages: list[Message], session_id: str | None,
+             session_time: str | None, namespace: str, curated: Curated | None,
+             whole_session: bool, keep_ids: list[str | None] | None) -> _Call:
+    from .curated import check_curated, curated_texts
 
     ns = v.namespace(namespace, rt.limits)
     sid = v.text_field("session_id", session_id, rt.limits) or new_id("ses")
@@ -157,82 +210,85 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
         if total > rt.limits.max_call_chars:
             raise ToolFailure(f"the messages and curated memories hold {total} characters in all; "
                             f"the limit per call is {rt.limits.max_call_chars}")
+    kept_ids = {r["id"] for r in rows if r["ref"] is None} if keep_ids else set()
+    return _Call(ns, sid, stime, rows, plan, kept_ids)
 
-    space = rt.space(ns)
+
+def _prepared(rt: Runtime, call: _Call, progress) -> _Prep:
+    """The rows not stored yet, their stable ids, vectors and passages, and the curated
+    memories' vectors: everything that can be done before the lock (embedding above all)."""
+    from ..storage.sources import search_text
+    from .curated import curated_texts, resolve_refs
+
+    space, sid, rows, plan = rt.space(call.ns), call.sid, call.rows, call.plan
     # Retries are safe: a message whose ref is already stored in this session is not stored
     # again (its existing id is returned), so a host that resends after a crash or a timeout
-    # never duplicates memory. The check under the lock below decides; the look-up here only
-    # spares a large resent call its embedding (for a few messages, embedding them again on a
-    # retry costs less than a look-up on every call of an agent loop), and lets curated
-    # memories cite a resent message by the id it is stored under.
+    # never duplicates memory. The check under the lock decides (``_committed``); the look-up
+    # here only spares a large resent call its embedding (for a few messages, embedding them
+    # again on a retry costs less than a look-up on every call of an agent loop), and lets
+    # curated memories cite a resent message by the id it is stored under.
     refs = [r["ref"] for r in rows if r["ref"]]
     known = ({r.ref: r.id for r in space.sources_by_refs(refs) if r.session_id == sid}
              if len(refs) > PRECHECK_MIN or plan is not None else {})
-    kept = {r["id"] for r in rows if r["ref"] is None} if keep_ids else set()
-    have = _held(space, sid, rows, kept)
+    have = _held(space, sid, rows, call.kept)
     new_rows = [r for r in rows if (r["ref"] not in known or r["ref"] is None)
                 and r["id"] not in have]
     for r in new_rows:
         if r["ref"] is not None:
-            r["id"] = stable_id("src", ns, sid, r["ref"])
+            r["id"] = stable_id("src", call.ns, sid, r["ref"])
     by_ref = resolve_refs(space, plan, new_rows, sid) if plan is not None else {}
     extra = curated_texts(plan) if plan is not None else []
-    from ..storage.sources import search_text
-
     all_vecs = rt.embed([search_text(r) for r in new_rows] + extra, progress)
     for r, vec in zip(new_rows, all_vecs[:len(new_rows)]):
         r["vector"] = vec
-    cur_vecs = all_vecs[len(new_rows):]
-    # the passages of long messages are embedded here too, not under the lock below: a lock
-    # is held for writes only (other processes wait for it, storage/locks.py)
-    when = stime or space.now()
+    # the passages of long messages are embedded here too, not under the lock: a lock is held
+    # for writes only (other processes wait for it, storage/locks.py)
+    when = call.stime or space.now()
     passages = space.passage_rows([dict(r, session_id=sid, timestamp=r["timestamp"] or when)
                                    for r in new_rows])
+    return _Prep(known, have, new_rows, extra, all_vecs[len(new_rows):], by_ref, passages)
 
-    from ..strategies import registry
 
-    curates = rt.config.curation and registry.curates()
-    # The check "is this ref stored yet?" and the write it decides must not interleave with
-    # another call's (a retry arriving twice at once, here or in another process): under the
-    # namespace's write lock the refs are checked again, and the offset and the session row are
-    # read from what is stored now, so n_messages stays the number of stored messages.
+def _committed(rt: Runtime, call: _Call, prep: _Prep, curates: bool) -> tuple[list[dict], list[str]]:
+    """Check and write under the namespace's write lock: the rows stored, the curated memories'
+    ids. The check "is this ref stored yet?" and the write it decides must not interleave with
+    another call's (a retry arriving twice at once, here or in another process): under the lock
+    the refs are checked again, and the offset and the session row are read from what is
+    stored now, so n_messages stays the number of stored messages."""
     from ..storage.locks import LockLost
 
-    candidates, memory_ids = new_rows, []
+    space, sid, ns = rt.space(call.ns), call.sid, call.ns
+    new_rows: list[dict] = prep.candidates
+    memory_ids: list[str] = []
     for attempt in range(LOCK_TRIES):
         try:
             # one hold of the lock for the checks, the writes and the audit entry
             with space.store.write_lock(ns) as held:
                 # another process's write, committed just now (its curated memories too: stored once)
                 space.see_latest("sources", "sessions",
-                                 *(["memories"] if plan is not None else []))
+                                 *(["memories"] if call.plan is not None else []))
                 session = space.get_session(sid)
                 # one read of the session's stored messages: their refs (the check) and their
                 # number (the offset new messages are numbered after)
                 stored = space.session_refs(sid)
-                wanted = {r["ref"] for r in candidates if r["ref"]}
+                wanted = {r["ref"] for r in prep.candidates if r["ref"]}
                 again = {ref: i for i, ref in stored if ref in wanted}
-                known.update(again)
-                have |= _held(space, sid, candidates, kept)
-                new_rows = [r for r in candidates if (r["ref"] is None or r["ref"] not in again)
-                            and r["id"] not in have]
+                prep.known.update(again)
+                prep.have |= _held(space, sid, prep.candidates, call.kept)
+                new_rows = [r for r in prep.candidates if (r["ref"] is None or r["ref"] not in again)
+                            and r["id"] not in prep.have]
                 # appending without a time: the session's stored time still holds
-                st = stime if stime is not None or session is None else session["session_time"]
-                memory_ids = _write(space, sid, st, session, len(stored), new_rows, plan, by_ref,
-                                    cur_vecs, curates, held, passages)
-                _audit(space, sid, new_rows, len(rows) - len(new_rows), memory_ids)
+                st = (call.stime if call.stime is not None or session is None
+                      else session["session_time"])
+                memory_ids = _write(space, sid, st, session, len(stored), new_rows, call.plan,
+                                    prep.by_ref, prep.cur_vecs, curates, held, prep.passages)
+                _audit(space, sid, new_rows, len(call.rows) - len(new_rows), memory_ids)
             break
         except LockLost:   # stopped while holding the lock, which another process took over
             if attempt == LOCK_TRIES - 1:
                 raise
             log.warning("remember: lost the namespace lock while stopped; checking again")
-    ids = [known.get(r["ref"]) or r["id"] for r in rows]
-    if curates:
-        rt.curation.enqueue(ns, sid)
-    if progress is not None:
-        progress(len(new_rows) + len(extra), len(new_rows) + len(extra), "stored")
-    return RememberResult(session_id=sid, source_ids=ids, stored=len(new_rows),
-                          curation="queued" if curates else "done"), memory_ids
+    return new_rows, memory_ids
 
 
 def _audit(space: Space, sid: str, new_rows: list[dict], already: int,
@@ -278,13 +334,7 @@ def _write(space: Space, sid: str, stime, session, offset: int, new_rows: list[d
             held.check()
 
     now = space.now()
-    for k, r in enumerate(new_rows):
-        r.update(session_id=sid, seq=offset + k, created_at=now,
-                 timestamp=r["timestamp"] or stime or now)
-    times = [r["timestamp"] for r in new_rows] or [stime or now]
-    by_id = {r["id"]: r for r in new_rows}
-    passages = [dict(p, timestamp=by_id[p["source_id"]]["timestamp"]) for p in passages
-                if p["source_id"] in by_id]
+    times, passages = _numbered(new_rows, passages, sid, offset, stime, now)
     # Write order, for crash safety and honest errors: what only describes or derives from the
     # messages goes first (curated memories and the session row, both idempotent on retry); the
     # sources commit is the acknowledgement point; the audit entry after it is best effort.
@@ -296,13 +346,8 @@ def _write(space: Space, sid: str, stime, session, offset: int, new_rows: list[d
     # session_time, else the session's stored time (for a new session: its earliest message)
     memory_ids = (store_curated(space, plan, sid, by_ref, cur_vecs, stime or session_time)
                   if plan is not None else [])
-    space.put_session({
-        "session_id": sid, "session_time": session_time,
-        "first_ts": min([t for t in [(session or {}).get("first_ts")] if t] + times),
-        "last_ts": max([t for t in [(session or {}).get("last_ts")] if t] + times),
-        "n_messages": offset + len(new_rows), "curation": "queued" if curates else "done",
-        "created_at": (session or {}).get("created_at") or now, "updated_at": now,
-    })
+    space.put_session(_session_row(session, sid, session_time, times, offset + len(new_rows),
+                                   curates, now))
     try:
         check()
         space.add_sources(new_rows, passages)
@@ -317,6 +362,31 @@ def _write(space: Space, sid: str, stime, session, offset: int, new_rows: list[d
         # it may have stored the same refs (same ids); keep one copy of each
         space.drop_twins([r["id"] for r in new_rows if r["ref"] is not None], now)
     return memory_ids
+
+
+def _numbered(new_rows: list[dict], passages: list[dict], sid: str, offset: int, stime,
+              now) -> tuple[list, list[dict]]:
+    """Give the new rows their session, position and time (in place); their times (this call's
+    session time, else now, when there are none) and their passages with their message's time."""
+    for k, r in enumerate(new_rows):
+        r.update(session_id=sid, seq=offset + k, created_at=now,
+                 timestamp=r["timestamp"] or stime or now)
+    times = [r["timestamp"] for r in new_rows] or [stime or now]
+    by_id = {r["id"]: r for r in new_rows}
+    return times, [dict(p, timestamp=by_id[p["source_id"]]["timestamp"]) for p in passages
+                   if p["source_id"] in by_id]
+
+
+def _session_row(session: dict | None, sid: str, session_time, times: list, n_messages: int,
+                 curates: bool, now) -> dict:
+    """The session's row after this write: its first and last message times widened by
+    ``times``, ``n_messages`` stored, queued for curation if anything curates."""
+    old = session or {}
+    return {"session_id": sid, "session_time": session_time,
+            "first_ts": min([t for t in [old.get("first_ts")] if t] + times),
+            "last_ts": max([t for t in [old.get("last_ts")] if t] + times),
+            "n_messages": n_messages, "curation": "queued" if curates else "done",
+            "created_at": old.get("created_at") or now, "updated_at": now}
 
 
 def text_of(out: RememberResult, given: int, namespace: str) -> str:

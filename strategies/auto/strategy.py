@@ -131,7 +131,7 @@ class AutoStrategy:
         items = [Item(id=r.id, kind="source", text=r.text, role="evidence",
                       score=round(info[r.id][0], 6), timestamp=r.timestamp,
                       source_ids=[r.id]) for r in packed.chosen]
-        sources = [source_ref(r) for r in packed.chosen if r.id in packed.verbatim_ids]
+        sources = [source_ref(r, packed.width) for r in packed.chosen if r.id in packed.verbatim_ids]
         trace = _trace(request, route, fused, packed) | {
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
                                "abstain": out.abstain, "ms": ms[s]} for s, out in runs.items()},

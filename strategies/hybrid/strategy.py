@@ -49,7 +49,7 @@ class HybridStrategy:
         items += [Item(id=r.id, kind="source", text=r.text, role="evidence",
                        score=round(fused[r.id]["score"], 6), timestamp=r.timestamp,
                        source_ids=[r.id]) for r in packed.chosen]
-        sources = [source_ref(r) for r in packed.chosen if r.id in quoted]
+        sources = [source_ref(r, packed.width) for r in packed.chosen if r.id in quoted]
         kept_ids = {row["id"] for _, row in kept}
         trace = {
             "method": f"top-{k} episodes + top-{2 * k} tuples (dense{' + BM25' if fts else ''}, RRF)"

@@ -38,7 +38,7 @@ def finish(packed: Packed, parts: dict[str, dict],
            kind: ItemKind = "source") -> tuple[list[Item], list[SourceRef]]:
     items = [Item(id=r.id, kind=kind, text=r.text, score=round(parts[r.id]["score"], 6),
                   timestamp=r.timestamp, source_ids=[r.id]) for r in packed.chosen]
-    sources = [source_ref(r) for r in packed.chosen if r.id in packed.verbatim_ids]
+    sources = [source_ref(r, packed.width) for r in packed.chosen if r.id in packed.verbatim_ids]
     return items, sources
 
 

@@ -3,9 +3,14 @@
 Choices (the paper says "each dialogue exchange", "extracted claims", "speaker and temporal
 context", "links to raw source messages"):
 
-- **Exchange**: the session's first speaker opens an exchange; it runs until that speaker speaks
-  again after someone else has replied (A,B | A,B,B | A). A session with one speaker gives one
-  exchange per message. Every message of the session belongs to exactly one snapshot.
+- **Exchange**: the session's *opener* opens an exchange; it runs until the opener speaks
+  again after someone else has replied (A,B | A,B,B | A). The opener is the host's ``user``
+  when the session has one (an agent session: the user's prompt opens each exchange, even when
+  the assistant spoke first), else the session's first speaker (a chat between named people).
+  Either way it is a property of the whole session, so a session remembered one exchange at a
+  time (a host's hooks, ``remember`` after every reply) is cut as it would be remembered at
+  once. A session with one speaker gives one exchange per message. Every message of the
+  session belongs to exactly one snapshot.
   Snapshots are immutable: messages appended to a session later form new exchanges of their own
   (a reply appended to an earlier exchange starts a new snapshot rather than rewriting it).
 - **Claims** (no LLM): each sentence of a message with at least two content words is a claim; a
@@ -105,12 +110,24 @@ def hid(prefix: str, *parts: str) -> str:
     return prefix + "_" + hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
+HOST_USER = "user"   # the speaker a host gives its user's messages (tools/remember.py)
+
+
+def opener_of(rows: list[Source]) -> str | None:
+    """Who opens the exchanges of a session whose messages are ``rows`` (all of them, ordered by
+    seq): the host's user if any message is theirs, else the first speaker."""
+    if any((r.speaker or "").strip().casefold() == HOST_USER for r in rows):
+        return next(r.speaker for r in rows
+                    if (r.speaker or "").strip().casefold() == HOST_USER)
+    return rows[0].speaker if rows else None
+
+
 def exchanges(rows: list[Source], opener=_FIRST) -> list[list[Source]]:
     """Group a session's messages (ordered by seq) into exchanges (see the module docstring).
-    ``opener``: the speaker who opens exchanges (default: the first speaker of ``rows``)."""
+    ``opener``: the speaker who opens exchanges (default: ``opener_of(rows)``)."""
     out: list[list[Source]] = []
     if opener is _FIRST:
-        opener = rows[0].speaker if rows else None
+        opener = opener_of(rows)
     for r in rows:
         cur = out[-1] if out else None
         replied = cur is not None and any(x.speaker != opener for x in cur)

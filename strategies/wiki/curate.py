@@ -32,20 +32,20 @@ from typing import TYPE_CHECKING
 from ..base import spoken
 from ..nscache import NamespaceCache
 from . import turnmap
-from .claims import build_snapshots
+from .claims import build_snapshots, opener_of
 from .store import (
     CLAIM,
     CLAIM_SCHEMA,
     SNAP,
     SNAP_SCHEMA,
     TRAJ,
-    TRAJ_SCHEMA,
     claim_row,
     ensure,
     index_tables,
     load_snapshots,
     order_key,
     put_snapshots,
+    put_trajectories,
     snapshot_vectors,
     traj_row,
 )
@@ -118,7 +118,7 @@ def new_snapshots(space: StrategySpace, session_id: str, llm=None) -> list[dict]
         sess = space.get_session(session_id) or {}
         when = sess.get("session_time") or rows[0].timestamp
         out = build_snapshots(session_id, new, when, space.source_vectors([r.id for r in new]),
-                              llm, opener=rows[0].speaker,
+                              llm, opener=opener_of(rows),
                               idx0=max((s["idx"] for s in have), default=-1) + 1, dim=space.dim)
         put_snapshots(space, out)
     if have:
@@ -206,7 +206,7 @@ def write(space: StrategySpace, st: WikiState, b: Builder, full: bool) -> dict:
         if stale:
             space.delete_rows(CLAIM, {"id": stale})
     space.upsert(CLAIM, CLAIM_SCHEMA, claims + changed)
-    space.upsert(TRAJ, TRAJ_SCHEMA, rows)
+    put_trajectories(space, rows)
     if full:
         st.maps.invalidate()   # again: a recall in between may have read half a replay
     return {"fresh": claims, "changed": changed, "rows": rows}

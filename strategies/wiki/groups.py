@@ -8,11 +8,14 @@ inventories their sessions. Groups exist before their page does (an entity named
 inventory seen in one snapshot), so crossing a page's threshold later needs no look-back but
 for the vector sum. Rows of ``wiki_groups``: id ``kind|key``, a JSON state, and ``sum``, the
 running sum as float64 bytes (the page vector is its normalised float32 copy, kept on the page
-alone). Only a page's group (and the index's) keeps its sum: most groups never become pages, and
-one that does sums its snapshots afresh then, in time order as curation added them
-(``wikiupdate.resum``). The table is model-bound (``MODEL_BOUND``): dropped with the other
-derived tables when the embedder changes. A table written before ``sum`` existed (the sum
-base64 in the state, and an unread page vector) is rewritten into this shape by ``upgrade``.
+alone). Only the index's group and a page's group linking more than ``SUM_TRAJS`` trajectories
+keep their sums: most groups never become pages, and one without its sum sums its snapshots
+afresh when it is next written as a page, in time order as curation added them
+(``wikiupdate.resum``, reading at most ``SUM_TRAJS`` trajectories' snapshots): the same float64
+numbers as a kept sum, so the same page vector. The table is model-bound (``MODEL_BOUND``):
+dropped with the other derived tables when the embedder changes. A table written before
+``sum`` existed (the sum base64 in the state, and an unread page vector) is rewritten into this
+shape by ``upgrade``.
 ``pages.py`` says which groups a snapshot and a claim belong to and when a group is a page.
 """
 
@@ -38,6 +41,9 @@ GROUP_SCHEMA = pa.schema([("id", S), ("namespace", S), ("kind", S), ("key", S),
                           ("live", pa.bool_()), ("state", S), ("sum", pa.binary())],
                          metadata=MODEL_BOUND)
 BUF, MAX_LINES, MAX_HIST, MAX_NAMES = 80, 40, 20, 50
+# a page's group linking more trajectories keeps its sum (3 KB at 384 dimensions); on LoCoMo
+# conv-26, 18 of its 302 pages do, and the sums took 2,214 bytes per stored turn when all did
+SUM_TRAJS = 16
 SETS = ("trajs", "facets", "sessions", "variants", "spk", "head_trajs", "snaps")
 
 
@@ -87,7 +93,7 @@ class Group:
         if d.get("v"):      # the state of a table not yet upgraded
             total = base64.b64decode(d["v"])
         self.v = np.frombuffer(total, dtype=np.float64).copy() if total else np.zeros(dim)
-        # stored without its sum (not a page then): ``v`` holds only what was added since
+        # stored without its sum (no page then, or a small one): ``v`` holds what was added since
         self.partial = state is not None and not total and bool(self.trajs)
         self.first, self.last = d.get("first"), d.get("last")
         self.n_act, self.n_hist = d.get("n_act", 0), d.get("n_hist", 0)
@@ -177,11 +183,17 @@ class Group:
     def vector(self) -> np.ndarray:
         return (self.v / (np.linalg.norm(self.v) or 1.0)).astype(np.float32)
 
+    def keeps_sum(self, live: bool) -> bool:
+        """Whether the stored row keeps the sum: the index's, and a page's (``live``) linking
+        more than ``SUM_TRAJS`` trajectories; the others' is summed again when next written as a
+        page."""
+        return live and (self.kind == "index" or len(self.trajs) > SUM_TRAJS)
+
     def row(self, live: bool) -> dict:
-        """The stored row; the sum only for a page's group (``live``), the others' is summed
-        again if they become one."""
+        """The stored row (the sum only where ``keeps_sum``)."""
         return {"id": gid(self.kind, self.key), "kind": self.kind, "key": self.key, "live": live,
-                "state": self.dump(), "sum": self.v.astype("<f8").tobytes() if live else b""}
+                "state": self.dump(),
+                "sum": self.v.astype("<f8").tobytes() if self.keeps_sum(live) else b""}
 
 
 def _newest_first(items: list[list]) -> list[list]:

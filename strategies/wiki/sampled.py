@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...storage.rows import Source
 from ..base import spoken
-from .claims import build_snapshots, exchanges
+from .claims import build_snapshots, exchanges, opener_of
 from .store import SNAP, ensure, put_snapshots
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def write_claims(space: StrategySpace, session_id: str, by_label: dict[str, Sour
     sess = space.get_session(session_id) or {}
     when = sess.get("session_time") or rows[0].timestamp
     vectors = space.source_vectors([r.id for r in rows])
-    opener = rows[0].speaker
+    opener = opener_of(rows)
     snaps, used = [], 0
     for k, ex in enumerate(exchanges(rows, opener)):
         items = [(i, c) for i, r in enumerate(ex) for c in given.get(r.id, [])]

@@ -4,8 +4,9 @@ Five tables per namespace (through ``space.upsert/rows/nearest/text_search`` onl
 ``wiki_snapshots`` (immutable, one per exchange; its vector is its sources' mean, computed by
 ``load_snapshots``, not stored), ``wiki_claims`` (every claim ever extracted,
 with its edit op and status), ``wiki_trajectories`` (ordered snapshot ids + the serialised
-builder state of the trajectory), ``wiki_pages`` (the Memory Wiki) and ``wiki_groups`` (the
-state each page is maintained from, ``groups.py``).
+builder state of the trajectory; not its snapshots' text, which nothing read: a table of the
+earlier shape is rewritten without it by ``put_trajectories``), ``wiki_pages`` (the Memory
+Wiki) and ``wiki_groups`` (the state each page is maintained from, ``groups.py``).
 
 How curation writes them is in ``curate.py`` (incremental appends, full replays); the pages'
 own state is in ``groups.py``.
@@ -21,7 +22,6 @@ import numpy as np
 import pyarrow as pa
 
 from ...storage.derived import MODEL_BOUND
-from . import text as tx
 from .claims import snapshot_vector
 from .trajectories import dump_state
 
@@ -47,7 +47,7 @@ CLAIM_SCHEMA = pa.schema([("id", S), ("namespace", S), ("snapshot_id", S), ("tra
                           ("ref", S), ("speaker", S), ("subject", S), ("timestamp", S),
                           ("text", S), ("slot", S), ("op", S), ("target", S), ("status", S),
                           ("by", S), ("names", L), ("facets", L), ("heads", L), ("dates", S)])
-TRAJ_SCHEMA = pa.schema([("id", S), ("namespace", S), ("title", S), ("text", S),
+TRAJ_SCHEMA = pa.schema([("id", S), ("namespace", S), ("title", S),
                          ("snapshot_ids", L), ("source_ids", L), ("sessions", L), ("names", L),
                          ("heads", L), ("facets", L), ("speakers", L), ("n", pa.int64()),
                          ("first_time", TS), ("last_time", TS), ("status", S), ("continues", S),
@@ -109,6 +109,13 @@ def put_snapshots(space: StrategySpace, snaps: list[dict]) -> None:
                                      for s in snaps])
 
 
+def put_trajectories(space: StrategySpace, rows: list[dict]) -> None:
+    """Store trajectory rows; a table of the earlier shape (with the snapshots' text copied
+    into each row) is rewritten without that column first."""
+    space.reshape(TRAJ, TRAJ_SCHEMA, lambda r: {k: v for k, v in r.items() if k != "text"})
+    space.upsert(TRAJ, TRAJ_SCHEMA, rows)
+
+
 def order_key(s: dict):
     t = s.get("session_time") or s.get("timestamp")
     return (t.timestamp() if t is not None else 0.0, s["session_id"], s["idx"])
@@ -132,7 +139,6 @@ def traj_row(T, snaps: list[dict]) -> dict:
         sorted(set(heads), key=lambda h: -heads.count(h))[:3]
     times = [s["timestamp"] for s in snaps if s.get("timestamp") is not None]
     return {"id": T.id, "title": ", ".join(top) or (claims[0]["text"][:60] if claims else T.id),
-            "text": "\n".join(s["text"] for s in snaps),
             "snapshot_ids": [s["id"] for s in snaps],
             "source_ids": [i for s in snaps for i in s["source_ids"]],
             "sessions": sorted({s["session_id"] for s in snaps}), "names": sorted(set(names)),
@@ -142,6 +148,3 @@ def traj_row(T, snaps: list[dict]) -> dict:
             "status": "closed" if T.closed else "open", "continues": T.continues,
             "state": dump_state(T), "vector": T.sum / (np.linalg.norm(T.sum) or 1.0)}
 
-
-def tokens_of_row(row: dict) -> set[str]:
-    return set(tx.tokens(row.get("text") or ""))

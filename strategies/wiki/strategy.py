@@ -187,7 +187,7 @@ class WikiStrategy:
                        role=f"evidence of {a['owner'][r.id]}" if r.id in a["owner"]
                        else "direct evidence", timestamp=r.timestamp, source_ids=[r.id])
                   for r in packed.chosen]
-        sources = [source_ref(r) for r in packed.chosen if r.id in packed.verbatim_ids]
+        sources = [source_ref(r, packed.width) for r in packed.chosen if r.id in packed.verbatim_ids]
         abstain = not packed.chosen or not a["suff"]["sufficient"]
         reason = (f"wiki: {len(a['routed'])} pages routed, {len(a['rows'])} candidate "
                   f"trajectories, {len(a['chosen'])} selected, {len(packed.chosen)} source turns")

@@ -19,6 +19,7 @@ import numpy as np
 from ..aliases import speaker_aliases
 from ..base import Item, RecallRequest, Recollection
 from ..frame import CLOSE, OPEN, one_line
+from ..render import quote_width
 from ..search import search_turns, source_ref, turn_search
 from ..speakers import speaker_match
 from . import roles
@@ -158,7 +159,8 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
     # greedy (eq. 8-9) under B_q units, then (fill) the token budget
     # the unit cache keeps a long message's first-read passage: quote the best one so far
     cand_rows = env.space.with_spans([rows[u] for u in unit_ids])
-    costs, first = line_costs(cand_rows)
+    width = quote_width(request.budget_tokens)
+    costs, first = line_costs(cand_rows, width)
     limit = request.budget_tokens * 4 - len(OPEN) - len(CLOSE)
     chosen, left = greedy(K, pi, rho, delta, alpha, tidx, mass, costs, first,
                           [r.session_id for r in cand_rows], limit, b_q, bool(s.fill), multi)
@@ -169,7 +171,7 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
     if s.heads:
         heads = [one_line(snap.threads[t]["head"])
                  for t in dict.fromkeys(thread_of[i] for i, *_ in chosen)]
-    context, verbatim = assemble(picked, heads, request.budget_tokens * 4)
+    context, verbatim = assemble(picked, heads, request.budget_tokens * 4, width)
     if not picked:
         context = ""
 
@@ -183,7 +185,7 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
     items = [Item(id=unit_ids[i], kind="unit", text=texts[i], score=round(g, 5),
                   role=roles.ROLES[int(np.argmax(rho[i]))], timestamp=cand_rows[i].timestamp,
                   source_ids=[unit_ids[i]]) for i, g, _, _ in chosen]
-    sources = [source_ref(r) for r in picked if r.id in verbatim]
+    sources = [source_ref(r, width) for r in picked if r.id in verbatim]
     used_threads = list(dict.fromkeys(thread_of[i] for i, *_ in chosen))
     reason = (f"workspace: {len(seeds)} seed threads, {len(th_ids)} in the neighbourhood "
               f"(H={s.hops}), {n} candidates, {len(chosen)} units from {len(used_threads)} "

@@ -197,10 +197,12 @@ class WorkspaceStrategy:
         return workspace_recall(env, request, s, snap, scheme, t0)
 
 
-def assemble(rows: list[Source], heads: list[str], limit: int) -> tuple[str, set[str]]:
-    """The context: the chosen units, verbatim, grouped as ``render`` does; with ``heads``, a
-    compact block of thread heads right after the frame's opening line, only if it fits."""
-    context, verbatim = render(rows)
+def assemble(rows: list[Source], heads: list[str], limit: int,
+             width: int) -> tuple[str, set[str]]:
+    """The context: the chosen units, verbatim, grouped as ``render`` does (a long message's
+    excerpt at most ``width`` characters); with ``heads``, a compact block of thread heads right
+    after the frame's opening line, only if it fits."""
+    context, verbatim = render(rows, width=width)
     if heads and rows:
         block = "[threads] " + " | ".join(heads) + "\n"
         if len(context) + len(block) <= limit:
@@ -208,7 +210,7 @@ def assemble(rows: list[Source], heads: list[str], limit: int) -> tuple[str, set
     return context, verbatim
 
 
-def line_costs(rows: list[Source]) -> tuple[list[int], list[int]]:
-    return ([len(render_line(r)[0]) for r in rows],
+def line_costs(rows: list[Source], width: int) -> tuple[list[int], list[int]]:
+    return ([len(render_line(r, width)[0]) for r in rows],
             [len(session_header(r.timestamp, r.session_id)) for r in rows])
 

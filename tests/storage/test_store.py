@@ -141,7 +141,7 @@ def test_nearest_many_equals_one_nearest_per_vector(tmp_path):
 
 
 def test_memories_get_scalar_indexes_and_later_rows_are_still_found(tmp_path):
-    sp = open_store(tmp_path).space("n")
+    sp = open_store(tmp_path, scalar_index_min_rows=0).space("n")
     sp.bind_model("m", 8, fake_embed(8))
     emb = fake_embed(8)
     now = datetime(2024, 1, 1, tzinfo=timezone.utc)

@@ -64,15 +64,38 @@ def test_a_long_message_is_quoted_as_an_excerpt_around_its_matched_passage():
     r = long_row()
     at = r.text.index("heron-stg-2")
     r = r.with_span((at - 300, at + 300))
-    p = pack_sources([r, row(1)], budget_tokens=500)   # the whole answer (5,897 chars) cannot fit
+    p = pack_sources([r, row(1)], budget_tokens=1200)  # the whole answer (5,897 chars) cannot fit
     assert [c.id for c in p.chosen] == ["r9", "r1"] and p.verbatim_ids == {"r1", "r9"}
-    ref = source_ref(p.chosen[0])
+    ref = source_ref(p.chosen[0], p.width)
     assert ref.start is not None and ref.end is not None          # an excerpt has offsets
-    assert ref.start < at < ref.end and ref.end - ref.start <= 1200
+    assert ref.start < at < ref.end and 1000 < ref.end - ref.start <= 1200
     assert ref.text == r.text[ref.start:ref.end]
     assert ref.text.replace("\n", "\n  ") in p.context            # verbatim, as rendered
     assert "assistant: … " in p.context and " …\n" in p.context     # marked as an excerpt
     assert r.text[ref.start - 1].isspace() and r.text[ref.end].isspace()   # whole words
+
+
+def test_under_a_small_budget_an_excerpt_takes_at_most_a_quarter_of_it():
+    """At 500 tokens (2,000 characters) a long reply's quote is at most 500 characters, still
+    around its matched passage, so it fits beside the turns ranked above it; its citation is
+    the same narrower text. At 2,000 tokens it is the 1,200 characters it always was."""
+    from trimem.strategies.render import quote_width, source_ref
+
+    assert [quote_width(b) for b in (100, 500, 1000, 1200, 2000, 8000)] == \
+        [100, 500, 1000, 1200, 1200, 1200]
+    r = long_row()
+    at = r.text.index("heron-stg-2")
+    r = r.with_span((at - 150, at + 150))
+    shorts = [row(i, text="a short turn ranked above the long reply " * 8) for i in range(4)]
+    p = pack_sources(shorts + [r], budget_tokens=500)   # 4 x ~330 chars; 1,200 would not fit
+    assert "r9" in p.verbatim_ids and len(p.chosen) == 5
+    ref = source_ref(p.chosen[-1], p.width)
+    assert ref.start is not None and ref.end is not None
+    assert ref.start < at < ref.end and ref.end - ref.start <= 500
+    assert ref.text.replace("\n", "\n  ") in p.context and len(p.context) <= 2000
+    wide = pack_sources([r], budget_tokens=2000)
+    ref = source_ref(wide.chosen[0], wide.width)
+    assert ref.end is not None and ref.start is not None and 1000 < ref.end - ref.start <= 1200
 
 
 def test_a_long_message_found_by_no_passage_is_quoted_from_its_start():

@@ -142,6 +142,7 @@ def test_a_curation_after_a_lost_write_repairs_itself(rt):
 
 
 def test_wiki_tables_get_scalar_indexes_and_lookups_still_see_later_rows(rt):
+    rt.store.scalar_index_min_rows = 0       # indexes however small the tables
     wiki = WikiStrategy()
     for sid, when, turns in SESSIONS[:2]:
         say(rt, wiki, sid, when, turns)
@@ -274,3 +275,40 @@ def test_the_next_recall_reuses_the_rows_until_the_table_changes(rt):
     assert {r["id"]: str(dict(r, vector=r["vector"].tolist())) for r in fresh} == \
         {r["id"]: str(r) for r in space.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
     assert any(r is not s for r, s in zip(fresh, rows))
+
+
+HOST_SESSION = [("assistant", "Welcome back! Yesterday we set up the staging database."),
+                ("user", "Right. Today I want the nightly backup to run at two."),
+                ("assistant", "Done: the backup job now runs at 02:00 and keeps seven copies."),
+                ("user", "Also my laptop is now a ThinkPad, the old Mac went to my sister."),
+                ("assistant", "Noted, I will use the Linux build commands from now on."),
+                ("assistant", "One more thing: the staging password rotates on Fridays."),
+                ("user", "Thanks, that is all for today.")]
+
+
+def snapshot_cuts(space) -> list[list[str]]:
+    snaps = sorted(space.rows(store.SNAP), key=lambda s: s["idx"])
+    by_id = {r.id: r.ref for r in space.all_sources()}
+    return [[by_id[i] for i in s["source_ids"]] for s in snaps]
+
+
+def test_a_host_session_kept_one_exchange_at_a_time_is_cut_as_if_kept_at_once(home, tmp_path):
+    """A host's hooks (or a host calling remember after every reply) store an agent session one
+    exchange at a time, and the assistant often speaks first. Each curation then sees only the
+    new messages; the exchanges must still open at the user's turns, as when the whole session
+    is remembered in one call (before, the session's first speaker -- here the assistant --
+    opened them, and the appended user turns were cut off their replies)."""
+    cuts = []
+    for n, batches in ((0, [HOST_SESSION]),
+                       (1, [HOST_SESSION[:1], HOST_SESSION[1:3], HOST_SESSION[3:6],
+                            HOST_SESSION[6:]])):
+        server = build_server(Settings(home=str(tmp_path / f"h{n}"), curation=False))
+        rt, wiki, start = server.runtime, WikiStrategy(), 0
+        for part in batches:
+            say(rt, wiki, "s1", "2026-11-02T09:00:00", part, start=start)
+            start += len(part)
+        cuts.append(snapshot_cuts(rt.space("default")))
+        rt.close()
+    whole, kept = cuts
+    assert whole == [["s1-0"], ["s1-1", "s1-2"], ["s1-3", "s1-4", "s1-5"], ["s1-6"]]
+    assert kept == whole

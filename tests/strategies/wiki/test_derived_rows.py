@@ -48,7 +48,8 @@ def test_a_group_row_is_its_state_and_its_sum_in_bytes(home):
     assert set(data.column_names) == {"id", "namespace", "kind", "key", "live", "state", "sum"}
     assert space.name(groups.GROUP).endswith(space.name("sources").rsplit("__", 1)[1])
     rows = data.to_pylist()
-    assert rows and all(len(r["sum"]) == 8 * space.vector_dim for r in rows if r["live"])
+    assert rows and all(len(r["sum"]) in (0, 8 * space.vector_dim) for r in rows if r["live"])
+    assert not any(r["sum"] for r in rows if not r["live"])
     assert not any("v" in json.loads(r["state"]) for r in rows)
     # each row: its sum (3,072 bytes at 384 dimensions) and a small state; the earlier shape
     # held the sum base64 in the state (4,096 characters) and a float32 vector (1,536 bytes)
@@ -132,7 +133,9 @@ def test_an_earlier_shape_table_is_upgraded_by_the_next_curation(home):
     rt.close()
 
 
-def test_only_a_pages_group_keeps_its_sum_and_one_that_becomes_a_page_sums_again(home):
+def test_only_a_pages_group_keeps_its_sum_and_one_that_becomes_a_page_sums_again(home,
+                                                                                monkeypatch):
+    monkeypatch.setattr(groups, "SUM_TRAJS", -1)     # every page's group keeps its sum
     rt = runtime(home)
     space = rt.space("default")
     say(rt, *WIKI_SESSIONS[0])           # Rex is named once: a group, not yet a page
@@ -153,6 +156,43 @@ def test_only_a_pages_group_keeps_its_sum_and_one_that_becomes_a_page_sums_again
             g.partial = True
             resum(space, g)
             assert g.v.tobytes() == r["sum"], r["id"]
+    rt.close()
+
+
+def exact_pages(space) -> dict:
+    return {r["id"]: (r["title"], r["text"], r["trajectory_ids"], r["n_links"],
+                      np.asarray(r["vector"], np.float32).tobytes()) for r in space.rows(pages.PAGE)}
+
+
+def _curated(home, keep_all_sums: int, monkeypatch) -> dict:
+    """Curate WIKI_SESSIONS into ``home``, the first ``keep_all_sums`` as a version that kept
+    every page's sum wrote them; the pages exactly."""
+    default = groups.SUM_TRAJS
+    for n, s in enumerate(WIKI_SESSIONS):
+        monkeypatch.setattr(groups, "SUM_TRAJS", -1 if n < keep_all_sums else default)
+        rt = runtime(home)                # a process per session: groups are read back
+        say(rt, *s)
+        rt.close()
+    monkeypatch.setattr(groups, "SUM_TRAJS", default)
+    rt = runtime(home)
+    out = exact_pages(rt.space("default"))
+    kept = {r["id"] for r in stored(rt.space("default")).to_pylist() if r["sum"]}
+    rt.close()
+    return {"pages": out, "kept": kept}
+
+
+def test_a_small_pages_group_keeps_no_sum_and_its_page_vector_is_the_same_bit_for_bit(
+        tmp_path, monkeypatch):
+    every = _curated(tmp_path / "every", len(WIKI_SESSIONS), monkeypatch)   # all pages' sums
+    fresh = _curated(tmp_path / "fresh", 0, monkeypatch)
+    older = _curated(tmp_path / "older", 1, monkeypatch)   # a store written with every sum, then
+    assert len(every["kept"]) > 5                          # updated by this version
+    assert fresh["kept"] == {groups.gid(*pages.INDEX)}
+    assert older["kept"] < every["kept"]    # what the later sessions wrote dropped its sum
+    assert fresh["pages"] == every["pages"] == older["pages"]
+    rt = runtime(tmp_path / "fresh")
+    pages.rebuild(rt.space("default"))
+    assert exact_pages(rt.space("default")) == every["pages"]
     rt.close()
 
 
@@ -234,10 +274,55 @@ def test_a_trajectory_state_holds_no_vectors_and_a_new_process_adds_them_up_the_
     rt.close()
 
 
+def _trajectories(space) -> list[dict]:
+    return sorted(({k: v for k, v in r.items() if k != "text"} for r in space.rows(store.TRAJ)),
+                  key=lambda r: r["id"])
+
+
+def test_a_trajectories_table_with_its_snapshots_text_is_upgraded_and_curation_goes_on(
+        tmp_path):
+    """A store whose trajectory rows kept their snapshots' text (an earlier version's): read as
+    before, rewritten without it at the next curation, and then the same rows and pages as a
+    store that never had it."""
+    rt = runtime(tmp_path / "earlier")
+    for s in WIKI_SESSIONS[:2]:
+        say(rt, *s)
+    space = rt.space("default")
+    rows = space.rows(store.TRAJ)
+    texts = {s["id"]: s["text"] for s in store.load_snapshots(space)}
+    for r in rows:
+        r["text"] = "\n".join(texts[i] for i in r["snapshot_ids"])
+    old = store.TRAJ_SCHEMA.insert(3, pa.field("text", pa.string()))
+    old = old.set(old.get_field_index("vector"),
+                  pa.field("vector", pa.list_(pa.float32(), space.vector_dim)))
+    name = space.name(store.TRAJ)
+    space.store.drop_table(name)
+    space.store.db.create_table(name, data=pa.Table.from_pylist(rows, schema=old))
+    rt.close()
+
+    rt = runtime(tmp_path / "earlier")
+    space = rt.space("default")
+    assert "text" in space.derived_table(store.TRAJ).to_arrow().column_names
+    before = page_view(space)
+    say(rt, *WIKI_SESSIONS[2])
+    assert "text" not in space.derived_table(store.TRAJ).to_arrow().column_names
+    after, upgraded = exact_pages(space), _trajectories(space)
+    assert all(after[p][:4] == before[p][:4] for p in ("wiki-entity-rex", "wiki-entity-berlin"))
+    rt.close()
+
+    rt = runtime(tmp_path / "never")
+    for s in WIKI_SESSIONS:
+        say(rt, *s)
+    assert _trajectories(rt.space("default")) == upgraded
+    assert exact_pages(rt.space("default")) == after
+    rt.close()
+
+
 def test_the_wiki_tables_bytes_per_stored_turn_stay_under_bounds(home):
     """The live rows of the three tables these shapes shrank, per stored turn, on the small
     store (2026-12-06: groups 33,608 -> 11,346, snapshots 1,559 -> 681, trajectories 4,974 ->
-    1,443 bytes; pages 5,212 and claims 427 as they were)."""
+    1,443 bytes; pages 5,212 and claims 427 as they were; then groups 11,346 -> 3,446 when
+    only the index's and large pages' groups kept their sums)."""
     from trimem.bench.disk import live_columns
 
     rt = runtime(home)
@@ -245,9 +330,10 @@ def test_the_wiki_tables_bytes_per_stored_turn_stay_under_bounds(home):
         say(rt, *s)
     rt.close()
     per_turn = {k: v["bytes_per_turn"] for k, v in live_columns(home).items()}
-    assert per_turn["wiki_groups"] < 15_000, per_turn
+    assert per_turn["wiki_groups"] < 5_000, per_turn
     assert per_turn["wiki_snapshots"] < 1_000, per_turn
     assert per_turn["wiki_trajectories"] < 2_500, per_turn
     cols = live_columns(home)
     assert "vector" not in cols["wiki_groups"]["columns"]
     assert "vector" not in cols["wiki_snapshots"]["columns"]
+    assert "text" not in cols["wiki_trajectories"]["columns"]   # its snapshots' text

@@ -50,3 +50,4 @@ def test_the_list_re_rank_picks_what_a_scan_of_every_remaining_turn_picks():
                  for i in ids}
         t_of = {i: f"t{rng.randint(0, rng.choice([1, 3, 20]))}" for i in ids if rng.random() < 0.9}
         assert _diversify(list(ids), parts, t_of) == scan(list(ids), parts, t_of)
+

@@ -87,6 +87,6 @@ async def test_forget_removes_claims_and_snapshots_of_deleted_sources(client, se
     assert not [c for c in space.rows(store.CLAIM) if c["source_id"] in gone]
     assert not [s for s in space.rows(store.SNAP) if set(s["source_ids"]) & set(gone)]
     assert all("Lisbon two weeks" not in p["text"] for p in space.rows(pages.PAGE))
-    assert all("Lisbon two weeks" not in t["text"] for t in space.rows(store.TRAJ))
+    assert all("Lisbon two weeks" not in t["state"] + t["title"] for t in space.rows(store.TRAJ))
     moves = [c for c in space.rows(store.CLAIM) if c["slot"] == "ana|residence"]
     assert sorted(c["ref"] for c in moves) == ["s1-0", "s3-0"]
