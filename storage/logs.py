@@ -14,6 +14,7 @@ from .db import retrying, sql_in, sql_str, sql_time
 from .errors import NotFound
 from .parts import SpaceParts
 from .recall_writer import RecallWriter
+from .rows import Session
 from .schema import AUDIT, RECALLS, SESSIONS, TRACE_ENCODING
 from .traces import compact, expand, fill, text_ids
 
@@ -59,15 +60,20 @@ class LogsMixin(SpaceParts):
         self._recall_encoded = False   # the log's trace column checked for its compression
 
     # -- sessions -------------------------------------------------------------------------------
-    def get_session(self, session_id: str) -> dict | None:
+    def get_session(self, session_id: str) -> Session | None:
         tbl = self.table("sessions")
         if tbl is None:
             return None
         rows = tbl.search().where(f"session_id = {sql_str(session_id)}").limit(1).to_list()
-        return rows[0] if rows and rows[0]["namespace"] == self.namespace else None
+        return Session.of(rows[0]) if rows and rows[0]["namespace"] == self.namespace else None
 
-    def put_session(self, row: dict) -> None:
-        row = dict(row, namespace=self.namespace, updated_at=self.now())
+    def session_time(self, session_id: str) -> datetime | None:
+        """When one session took place (None: no time stored, or no such session)."""
+        sess = self.get_session(session_id)
+        return sess.session_time if sess is not None else None
+
+    def put_session(self, session: Session) -> None:
+        row = dict(session.as_dict(), namespace=self.namespace, updated_at=self.now())
         tbl = self.table("sessions", SESSIONS, create=True)
         with self.writing():
             self.rewrote(tbl)
@@ -76,9 +82,9 @@ class LogsMixin(SpaceParts):
         self.touch_copy("sessions")
         self.after_write("sessions")
 
-    def list_sessions(self) -> list[dict]:
+    def list_sessions(self) -> list[Session]:
         tbl = self.table("sessions")
-        return tbl.search().limit(None).to_list() if tbl is not None else []
+        return [Session.of(r) for r in tbl.search().limit(None).to_list()] if tbl is not None else []
 
     def session_times(self) -> dict:
         """session id -> its ``session_time`` (or None), reading only those columns: curation

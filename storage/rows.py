@@ -51,3 +51,39 @@ class Source:
     def view(self, *fields: str) -> dict[str, Any]:
         """These fields of the row, by name, in this order: what a tool shows of it (JSON)."""
         return {k: getattr(self, k) for k in fields}
+
+
+# The sessions' columns (``schema.SESSIONS``), in the order of ``Session.as_dict``.
+SESSION_COLUMNS = ["session_id", "namespace", "session_time", "first_ts", "last_ts", "n_messages",
+                   "curation", "created_at", "updated_at"]
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One session's row (the ``sessions`` table): when it took place, the span of its
+    messages' times, how many it holds and where its curation stands. ``put_session`` sets
+    ``namespace`` and ``updated_at`` when it writes one."""
+
+    session_id: str
+    session_time: datetime | None = None
+    first_ts: datetime | None = None
+    last_ts: datetime | None = None
+    n_messages: int = 0
+    curation: str | None = None        # none | queued | done | failed
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    namespace: str = ""
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Session:
+        """From a row as LanceDB returns it (or a session's JSON as ``as_dict`` gave it)."""
+        return cls(row["session_id"], row.get("session_time"), row.get("first_ts"),
+                   row.get("last_ts"), int(row.get("n_messages") or 0), row.get("curation"),
+                   row.get("created_at"), row.get("updated_at"), row.get("namespace") or "")
+
+    def with_curation(self, state: str) -> Session:
+        return replace(self, curation=state)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row by column name: what the table stores."""
+        return {k: getattr(self, k) for k in SESSION_COLUMNS}

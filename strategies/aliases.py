@@ -221,8 +221,8 @@ def _learned(ns, space: StrategySpace) -> Learned:
     with ns.state("aliases.lock", threading.Lock):
         old = cache.current()
         sessions = dict(old.sessions) if old is not None else {}
-        listed = {r["session_id"]: int(r.get("n_messages") or 0) for r in space.list_sessions()
-                  if r.get("namespace") in (None, space.namespace)}
+        listed = {r.session_id: r.n_messages for r in space.list_sessions()
+                  if r.namespace in ("", space.namespace)}
         for sid in list(sessions):
             if sid not in listed:
                 del sessions[sid]

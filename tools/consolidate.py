@@ -190,8 +190,7 @@ def curate_queued(rt: Runtime, namespace: str) -> list[str]:
     """Curate (every strategy, heuristics unless the host's model wrote the session) each session
     of ``namespace`` still queued; their ids."""
     ns = require(rt, namespace)
-    queued = sorted(s["session_id"] for s in rt.space(ns).list_sessions()
-                    if s.get("curation") == "queued")
+    queued = sorted(s.session_id for s in rt.space(ns).list_sessions() if s.curation == "queued")
     for sid in queued:
         rt.curation.curate_now(ns, sid)
     return queued

@@ -208,7 +208,7 @@ def _delete(rt: Runtime, ns: str, found: Targets, recall_ids: list[str],
         for sess in {r.session_id for r in sources.values()} - set(emptied):
             row = space.get_session(sess)
             if row is not None:
-                space.put_session(dict(row, curation="queued"))
+                space.put_session(row.with_curation("queued"))
                 rt.curation.enqueue(ns, sess)
     return derived, emptied
 

@@ -83,14 +83,13 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
     origins: dict[str, set] = {}
     for r in space.rows("memories", eq={"kind": ["episode", "fact"]}, columns=["session_id", "origin"]):
         origins.setdefault(r["session_id"], set()).add(r["origin"])
-    sessions = sorted(space.list_sessions(), key=lambda s: (str(s.get("session_time") or ""),
-                                                            s["session_id"]))
+    sessions = sorted(space.list_sessions(), key=lambda s: (str(s.session_time or ""), s.session_id))
     for sess in sessions:
-        sid = sess["session_id"]
+        sid = sess.session_id
         got = origins.get(sid, set())
         # heuristic rows only, or not curated yet (a session the heuristics found nothing in
         # is not asked about again and again)
-        fresh = not got and sess.get("curation") == "queued"
+        fresh = not got and sess.curation == "queued"
         if got & (set(KEPT_ORIGINS) | {"llm"}) or not ("heuristic" in got or fresh):
             continue
         turns = space.sources_by_session(sid)
@@ -98,7 +97,7 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
             continue     # a session is shown whole or not at all
         lab = label("S", sid)
         lines, _ = S.turn_lines(turns, f"{lab}.t")
-        when = sess.get("session_time")
+        when = sess.session_time
         parts.append(f"SESSION {lab} (date: {when.strftime('%Y-%m-%d (%A)') if when else 'unknown'})"
                      f"\n{lines}")
         job.sessions[lab] = (sid, turns)
@@ -149,7 +148,7 @@ def store_answer(rt: Runtime, namespace: str, text: str, by: str,
                 continue
             sid, turns = job.sessions[s.session]
             _, by_label = S.turn_lines(turns, f"{s.session}.t")
-            when = (env.space.get_session(sid) or {}).get("session_time")
+            when = env.space.session_time(sid)
             eps, tps = S.link(s.episodes, s.tuples, by_label, turns, when)
             stored = eps + tps if replace_session(env, sid, eps, tps, by)["origin"] == "sampled" \
                 else []

@@ -13,6 +13,7 @@ import json
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from ..storage.rows import Session
 from .format import VERSION, CuratedRec, ForgetRec, Header, MessageRec, SessionRec
 
 if TYPE_CHECKING:
@@ -23,11 +24,10 @@ Progress = Callable[[int, int, str], None]
 CURATED_KINDS = ("episode", "fact")
 
 
-def _sessions_in_order(space: Space) -> list[dict]:
-    rows = [s for s in space.list_sessions() if s.get("namespace") == space.namespace]
+def _sessions_in_order(space: Space) -> list[Session]:
+    rows = [s for s in space.list_sessions() if s.namespace == space.namespace]
     far = datetime.max.replace(tzinfo=timezone.utc)
-    return sorted(rows, key=lambda s: (s.get("session_time") or s.get("first_ts") or far,
-                                       s["session_id"]))
+    return sorted(rows, key=lambda s: (s.session_time or s.first_ts or far, s.session_id))
 
 
 def namespace_records(space: Space) -> Iterator:
@@ -43,18 +43,17 @@ def namespace_records(space: Space) -> Iterator:
             if m.get("origin") == "host":
                 curated.setdefault(m["session_id"], []).append(m)
     sessions = _sessions_in_order(space)
-    listed = {s["session_id"] for s in sessions}
+    listed = {s.session_id for s in sessions}
     # a session row is written before its messages: a crash between them leaves messages
     # whose row is the only thing missing; they are exported too, as a session without a time
-    sessions += [{"session_id": sid, "session_time": None} for sid in sorted(by_session)
-                 if sid not in listed]
+    sessions += [Session(sid) for sid in sorted(by_session) if sid not in listed]
     for s in sessions:
-        sid = s["session_id"]
+        sid = s.session_id
         msgs = sorted(by_session.get(sid, []), key=lambda r: r.seq)
         if not msgs:
             continue
         yield SessionRec(type="session", namespace=ns, session_id=sid,
-                         session_time=s.get("session_time"))
+                         session_time=s.session_time)
         for r in msgs:
             yield MessageRec(type="message", namespace=ns, session_id=sid, seq=r.seq,
                              id=r.id, ref=r.ref, speaker=r.speaker,

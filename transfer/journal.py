@@ -24,21 +24,24 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from filelock import FileLock, Timeout
 
+from ..storage.rows import Session
+
 if TYPE_CHECKING:
     from ..storage.space import Space
 
 FOLDER = "_imports"
 
 
-def _encode(row: dict | None) -> dict | None:
-    if row is None:
+def _encode(session: Session | None) -> dict | None:
+    if session is None:
         return None
-    return {k: {"$t": v.isoformat()} if isinstance(v, datetime) else v for k, v in row.items()}
+    return {k: {"$t": v.isoformat()} if isinstance(v, datetime) else v
+            for k, v in session.as_dict().items()}
 
 
-def _decode(row: dict) -> dict:
-    return {k: datetime.fromisoformat(v["$t"]) if isinstance(v, dict) and "$t" in v else v
-            for k, v in row.items()}
+def _decode(row: dict) -> Session:
+    return Session.of({k: datetime.fromisoformat(v["$t"]) if isinstance(v, dict) and "$t" in v
+                       else v for k, v in row.items()})
 
 
 class Journal:

@@ -65,8 +65,7 @@ def write_claims(space: StrategySpace, session_id: str, by_label: dict[str, Sour
     rows = spoken(space.sources_by_session(session_id))
     if not given or not rows:
         return 0
-    sess = space.get_session(session_id) or {}
-    when = sess.get("session_time") or rows[0].timestamp
+    when = space.session_time(session_id) or rows[0].timestamp
     vectors = space.source_vectors([r.id for r in rows])
     opener = opener_of(rows)
     snaps, used = [], 0

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from trimem.storage import StorageError, open_store
+from trimem.storage import Session, StorageError, open_store
 from trimem.storage.db import namespace_key, sql_str
 from trimem.storage.schema import SCHEMA_VERSION
 
@@ -109,9 +109,9 @@ def test_latest_session_time_is_per_namespace_and_skips_sessions_without_one(tmp
     a, b = store.space("a"), store.space("b")
     assert a.latest_session_time() is None                      # no sessions table yet
     t1, t2 = (datetime(2024, m, 1, tzinfo=timezone.utc) for m in (3, 5))
-    a.put_session({"session_id": "s1", "session_time": t1, "curation": "done"})
-    a.put_session({"session_id": "s2", "session_time": None, "curation": "done"})
-    b.put_session({"session_id": "s3", "session_time": t2, "curation": "done"})
+    a.put_session(Session("s1", t1, curation="done"))
+    a.put_session(Session("s2", None, curation="done"))
+    b.put_session(Session("s3", t2, curation="done"))
     assert a.latest_session_time() == t1 and b.latest_session_time() == t2
 
 

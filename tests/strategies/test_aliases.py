@@ -156,7 +156,7 @@ def test_a_new_process_takes_the_votes_curation_stored_and_a_forget_drops_them(t
         assert scans == []                      # the stored votes, no read of every message
         pri = [f"s5:{i}" for i in (1, 3)]       # the two turns that call the user "Pri"
         assert forget(rt, refs=pri, namespace="ns").removed_sources == 2
-        assert session(rt.space("ns"), "s5")["n_messages"] == 5   # the count did not move
+        assert session(rt.space("ns"), "s5").n_messages == 5   # the count did not move
         assert rt.space("ns").count_rows(aliasstats.KIND) == 4
     finally:
         rt.close()

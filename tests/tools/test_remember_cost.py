@@ -65,7 +65,7 @@ def test_one_exchange_into_a_live_session_is_one_lock_hold_and_three_commits(tmp
         assert seen["round_trips"] <= 20, seen
         space = rt.space("default")
         assert [r.seq for r in space.sources_by_session("live")] == list(range(8))
-        assert (space.get_session("live") or {}).get("n_messages") == 8
+        assert (sess := space.get_session("live")) is not None and sess.n_messages == 8
         # a retry of the same exchange stores nothing again and returns the same ids
         again = remember(rt, exchange(3), session_id="live")
         assert again.stored == 0 and again.source_ids == out.source_ids

@@ -226,7 +226,7 @@ async def test_a_refusing_host_gets_a_queued_session_curated_by_heuristics(home,
         payload(await c.call_tool("remember", {"messages": S1, "session_id": "s1",
                                                "session_time": "2023-05-08T10:00:00"}))
         space = server.runtime.space("default")
-        assert not _rows(space) and session(space, "s1")["curation"] == "queued"
+        assert not _rows(space) and session(space, "s1").curation == "queued"
         res = await c.call_tool("consolidate", {})
         out = payload(res)
         assert out["host_model"]["curated_by_heuristics"] == ["s1"]
@@ -236,7 +236,7 @@ async def test_a_refusing_host_gets_a_queued_session_curated_by_heuristics(home,
         else:    # not asked by default: there a refusal would end the call
             assert not host.requests and "use_my_model=true" in out["host_model"]["why"]
         assert {r["origin"] for r in _rows(space)} == {"heuristic"}
-        assert session(space, "s1")["curation"] == "done" and _claims(space)
+        assert session(space, "s1").curation == "done" and _claims(space)
         rec = payload(await c.call_tool("recall", {"query": "Ben's dog", "strategy": "hybrid"}))
         assert "m1" in {s["ref"] for s in rec["sources"]}
 

@@ -60,7 +60,7 @@ def snapshot(home, ns="work") -> dict:
                        json.dumps(m["body"], sort_keys=True))
                       for k in ("episode", "fact") for m in sp.memories_of_kind(k, None)
                       if m["origin"] == "host")
-        sess = sorted((s["session_id"], s["session_time"]) for s in sp.list_sessions())
+        sess = sorted((s.session_id, s.session_time) for s in sp.list_sessions())
         return {"sources": src, "curated": mems, "sessions": sess,
                 "namespaces": sorted(rt.store.namespaces())}
     finally:

@@ -39,7 +39,7 @@ def stored(settings, ns):
         sp = rt.space(ns)
         src = sorted(sp.all_sources(), key=lambda r: (r.session_id, r.seq))
         mems = [m for k in ("fact", "episode") for m in sp.memories_of_kind(k, None)]
-        sessions = {s["session_id"]: s["session_time"] for s in sp.list_sessions()}
+        sessions = {s.session_id: s.session_time for s in sp.list_sessions()}
         return src, mems, sessions
     finally:
         rt.close()
