@@ -14,7 +14,7 @@ from .db import retrying, sql_in, sql_str, sql_time
 from .errors import NotFound
 from .parts import SpaceParts
 from .recall_writer import RecallWriter
-from .rows import Session
+from .rows import RecallRecord, Session
 from .schema import AUDIT, RECALLS, SESSIONS, TRACE_ENCODING
 from .traces import compact, expand, fill, text_ids
 
@@ -214,7 +214,7 @@ class LogsMixin(SpaceParts):
             self.delete_recalls(extra)
         return old + len(extra)
 
-    def get_recall(self, recall_id: str) -> dict:
+    def get_recall(self, recall_id: str) -> RecallRecord:
         """The record with its trace as the recall produced it: the text of every source or
         memory it names is read now by id (one forgotten since is marked ``gone``, textless);
         ``trace_bytes`` is what the stored trace takes."""
@@ -225,10 +225,10 @@ class LogsMixin(SpaceParts):
         if not rows or rows[0]["namespace"] != self.namespace:
             raise NotFound(f"no recall {recall_id!r} in namespace {self.namespace!r}")
         row = rows[0]
-        row["trace_bytes"] = len(row["trace"].encode())
-        row["trace"] = fill(expand(json.loads(row["trace"])), self._source_texts,
-                            self._memory_texts)
-        return row
+        trace = fill(expand(json.loads(row["trace"])), self._source_texts, self._memory_texts)
+        return RecallRecord(row["recall_id"], row["namespace"], row.get("created_at"),
+                            row["query"], row["strategy"], list(row.get("source_ids") or []),
+                            trace, len(row["trace"].encode()))
 
     def _source_texts(self, ids: list[str]) -> dict[str, tuple[str, datetime | None]]:
         """id -> (text, timestamp) of the sources still stored (what a trace elides)."""

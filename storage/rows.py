@@ -87,3 +87,19 @@ class Session:
     def as_dict(self) -> dict[str, Any]:
         """The row by column name: what the table stores."""
         return {k: getattr(self, k) for k in SESSION_COLUMNS}
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRecord:
+    """One record of the recall log as ``explain`` replays it: the query, the strategy, the
+    sources the context held, and the trace as the recall produced it (the text of every
+    message or memory it names read back by id: ``storage/traces.py``)."""
+
+    recall_id: str
+    namespace: str
+    created_at: datetime | None
+    query: str
+    strategy: str
+    source_ids: list[str]
+    trace: dict[str, Any]           # a JSON document: each strategy's own keys
+    trace_bytes: int                # what the stored (compacted) trace takes

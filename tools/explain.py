@@ -73,10 +73,10 @@ def _explain(rt: Runtime, mid: str, ns: str) -> Explanation:
             row = space.get_recall(mid)
         except NotFound as exc:
             raise ToolFailure(str(exc)) from exc
-        t = row["trace"]
+        t = row.trace
         gone = _gone(t)
         return Explanation(id=mid, kind="recall", record=t,
-                           summary=f"{row['strategy']} recall of {row['query']!r}: "
+                           summary=f"{row.strategy} recall of {row.query!r}: "
                                    f"{len(t.get('items', []))} items, {t.get('tokens')} tokens. "
                                    f"{t.get('route_reason', '')}" + (
                                        f" [{len(gone)} of the messages or memories it named "
