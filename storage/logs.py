@@ -235,7 +235,7 @@ class LogsMixin(SpaceParts):
         return {r.id: (r.text, r.timestamp) for r in self.get_sources(ids)} if ids else {}
 
     def _memory_texts(self, ids: list[str]) -> dict[str, tuple[str, datetime | None]]:
-        return {r["id"]: (r["text"], r.get("timestamp"))
+        return {r.id: (r.text, r.timestamp)
                 for r in self.get_memories(ids)} if ids else {}
 
     def recalls_citing(self, ids: set[str], in_trace: bool = True) -> list[str]:

@@ -103,3 +103,45 @@ class RecallRecord:
     source_ids: list[str]
     trace: dict[str, Any]           # a JSON document: each strategy's own keys
     trace_bytes: int                # what the stored (compacted) trace takes
+
+
+# The memories' columns as storage reads them (the vector aside), in the order of ``as_dict``.
+MEMORY_COLUMNS = ["id", "namespace", "kind", "origin", "session_id", "timestamp", "text", "body",
+                  "source_ids", "refs", "status", "lineage", "embed_model", "created_at"]
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One derived memory (a row of the ``memories`` table, without its vector): an episode, a
+    fact or another kind a strategy stores, with the sources it was derived from."""
+
+    id: str
+    namespace: str
+    kind: str
+    origin: str | None               # host | llm | heuristic | sampled | consolidation
+    session_id: str | None
+    timestamp: datetime | None
+    text: str
+    body: dict[str, Any]             # the kind's own fields, parsed from the stored JSON
+    source_ids: list[str] | None
+    refs: list[str] | None
+    status: str | None               # active | merged | superseded
+    lineage: dict[str, Any]          # parsed from the stored JSON
+    embed_model: str | None
+    created_at: datetime | None
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Memory:
+        """From a row as LanceDB returns it, ``body`` and ``lineage`` already parsed."""
+        return cls(row["id"], row.get("namespace") or "", row["kind"], row.get("origin"),
+                   row.get("session_id"), row.get("timestamp"), row.get("text") or "",
+                   row.get("body") or {}, row.get("source_ids"), row.get("refs"),
+                   row.get("status"), row.get("lineage") or {}, row.get("embed_model"),
+                   row.get("created_at"))
+
+    def with_source_ids(self, source_ids: list[str]) -> Memory:
+        return replace(self, source_ids=source_ids)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row by column name (``body`` and ``lineage`` parsed): what a tool shows of it."""
+        return {k: getattr(self, k) for k in MEMORY_COLUMNS}

@@ -14,7 +14,7 @@ from .params import Int
 from .runtime import Runtime
 
 if TYPE_CHECKING:
-    from ..storage.rows import Source
+    from ..storage.rows import Memory, Source
 
 PAGE_TOKENS = 2000               # the most one explain text may take (chars / 4)
 PAGE_CHARS = PAGE_TOKENS * 4 - 200   # room for the page's header line
@@ -34,9 +34,10 @@ def _source_view(row: Source) -> dict:
     return row.view("id", "ref", "session_id", "seq", "speaker", "timestamp", "text", "metadata")
 
 
-def _memory_view(row: dict) -> dict:
-    return {k: row.get(k) for k in ("id", "kind", "origin", "status", "session_id", "timestamp",
-                                    "text", "body", "refs", "source_ids", "lineage")}
+def _memory_view(row: Memory) -> dict:
+    return {k: getattr(row, k) for k in ("id", "kind", "origin", "status", "session_id",
+                                         "timestamp", "text", "body", "refs", "source_ids",
+                                         "lineage")}
 
 
 def _gone(trace) -> set[str]:
@@ -92,11 +93,11 @@ def _explain(rt: Runtime, mid: str, ns: str) -> Explanation:
     mem = space.get_memories([mid])
     if mem:
         m = mem[0]
-        sources = [_source_view(s) for s in space.get_sources(m["source_ids"] or [])]
-        by = (m.get("body") or {}).get("written_by")
+        sources = [_source_view(s) for s in space.get_sources(m.source_ids or [])]
+        by = m.body.get("written_by")
         return Explanation(id=mid, kind="memory", record=_memory_view(m), sources=sources,
                            history=space.audit_for(mid),
-                           summary=f"{m['kind']} ({m['origin']}, {m['status']}"
+                           summary=f"{m.kind} ({m.origin}, {m.status}"
                                    f"{', written by ' + by if by else ''}) from "
                                    f"{len(sources)} sources")
     from ..strategies import registry

@@ -19,7 +19,7 @@ from .runtime import Runtime
 
 if TYPE_CHECKING:
     from ..storage.locks import Held
-    from ..storage.rows import Source
+    from ..storage.rows import Memory, Source
     from ..storage.space import Space
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class Targets:
     stopped runs again, and reports what the first attempt already deleted too."""
 
     sources: dict[str, Source] = field(default_factory=dict)
-    memories: dict[str, dict] = field(default_factory=dict)
+    memories: dict[str, Memory] = field(default_factory=dict)
 
 
 def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) -> ForgetResult:
@@ -143,7 +143,7 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[s
         raise ToolFailure(f"nothing to forget in namespace {ns!r}: no match for {not_found[:10]}")
     src_ids = set(sources)
     for m in space.memories_citing(src_ids):
-        memories[m["id"]] = m
+        memories[m.id] = m
     recall_ids = space.recalls_citing(src_ids | set(memories))
     if held is not None:
         held.check()   # nothing below runs for a process that lost the lock while stopped
@@ -164,7 +164,7 @@ def _find(space: Space, ids: list[str], refs: list[str], named: dict[str, list[S
     what of those names matched nothing."""
     sources, memories = found.sources, found.memories
     sources.update({r.id: r for r in space.get_sources(ids)})
-    memories.update({m["id"]: m for m in space.get_memories([i for i in ids if i not in sources])})
+    memories.update({m.id: m for m in space.get_memories([i for i in ids if i not in sources])})
     not_found = [i for i in ids if i not in sources and i not in memories]
     found_refs = {r.ref for r in sources.values() if r.ref in refs} | set(named)
     for rows in named.values():

@@ -22,7 +22,7 @@ from ..strategies.hybrid.llm_curate import EPISODIC_PROMPT, RELATIONAL_PROMPT
 
 if TYPE_CHECKING:
     from ..storage.space import Space
-    from ..storage.rows import Source
+    from ..storage.rows import Memory, Source
     from .runtime import Runtime
 
 __all__ = ["EPISODIC_PROMPT", "RELATIONAL_PROMPT", "SYSTEM", "HostJob", "digest", "plan_job",
@@ -64,7 +64,7 @@ def digest(text: str) -> str:
 @dataclass
 class HostJob:
     sessions: dict[str, tuple[str, list[Source]]] = field(default_factory=dict)  # label -> (id, turns)
-    merges: dict[str, dict] = field(default_factory=dict)                     # label -> survivor
+    merges: dict[str, Memory] = field(default_factory=dict)                   # label -> survivor
     prompt: str = ""
 
 
@@ -105,9 +105,9 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
         if len(job.sessions) >= SESSIONS_PER_CALL:
             break
     for row in pending_merges(space)[:MERGES_PER_CALL]:
-        lab = label("M", row["id"])
-        texts = [row["lineage"].get("text_before", row["text"])] + \
-            [m["text"] for m in space.get_memories([a["id"] for a in row["lineage"].get("absorbed", [])])]
+        lab = label("M", row.id)
+        texts = [row.lineage.get("text_before", row.text)] + \
+            [m.text for m in space.get_memories([a["id"] for a in row.lineage.get("absorbed", [])])]
         parts.append(f"MERGE {lab}\n" + "\n".join(json.dumps({"entry": t}, ensure_ascii=False)
                                                   for t in texts))
         job.merges[lab] = row
@@ -117,10 +117,10 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
     return job
 
 
-def pending_merges(space: Space) -> list[dict]:
+def pending_merges(space: Space) -> list[Memory]:
     rows = [m for k in ("episode", "fact") for m in space.memories_of_kind(k)
-            if (m.get("body") or {}).get("merged_text_by") == "heuristic"]
-    return sorted(rows, key=lambda m: m["id"])
+            if m.body.get("merged_text_by") == "heuristic"]
+    return sorted(rows, key=lambda m: m.id)
 
 
 def store_answer(rt: Runtime, namespace: str, text: str, by: str,
@@ -186,10 +186,11 @@ def wiki_claims(env, session_id: str, by_label: dict, claims: list, by: str) -> 
         return 0
 
 
-def rewrite_merge(env, row: dict, text: str, by: str) -> None:
-    row["text"] = text[:S.MERGED_MAX_CHARS]
-    row["body"] = dict(row["body"], merged_text_by=by, written_by=by)
-    row["lineage"].setdefault("history", []).append(
-        {"at": env.space.now().isoformat(), "op": "merged_text", "by": by})
-    row["vector"] = env.embed([row["text"]])[0]
-    env.space.add_memories([row])
+def rewrite_merge(env, row: Memory, text: str, by: str) -> None:
+    text = text[:S.MERGED_MAX_CHARS]
+    history = [*row.lineage.get("history", []),
+               {"at": env.space.now().isoformat(), "op": "merged_text", "by": by}]
+    env.space.add_memories([dict(row.as_dict(), text=text,
+                                 body=dict(row.body, merged_text_by=by, written_by=by),
+                                 lineage=dict(row.lineage, history=history),
+                                 vector=env.embed([text])[0])])

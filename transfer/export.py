@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Literal, cast
 
 from ..storage.rows import Session
 from .format import VERSION, CuratedRec, ForgetRec, Header, MessageRec, SessionRec
 
 if TYPE_CHECKING:
-    from ..storage.rows import Source
+    from ..storage.rows import Memory, Source
     from ..storage.space import Space
 
 Progress = Callable[[int, int, str], None]
@@ -37,11 +37,11 @@ def namespace_records(space: Space) -> Iterator:
     by_session: dict[str, list[Source]] = {}
     for r in space.all_sources():
         by_session.setdefault(r.session_id, []).append(r)
-    curated: dict[str, list[dict]] = {}
+    curated: dict[str | None, list[Memory]] = {}
     for kind in CURATED_KINDS:
         for m in space.memories_of_kind(kind, status=None):
-            if m.get("origin") == "host":
-                curated.setdefault(m["session_id"], []).append(m)
+            if m.origin == "host":
+                curated.setdefault(m.session_id, []).append(m)
     sessions = _sessions_in_order(space)
     listed = {s.session_id for s in sessions}
     # a session row is written before its messages: a crash between them leaves messages
@@ -58,10 +58,11 @@ def namespace_records(space: Space) -> Iterator:
             yield MessageRec(type="message", namespace=ns, session_id=sid, seq=r.seq,
                              id=r.id, ref=r.ref, speaker=r.speaker,
                              timestamp=r.timestamp, content=r.text, metadata=r.metadata)
-        for m in sorted(curated.get(sid, []), key=lambda m: m["id"]):
-            yield CuratedRec(type="curated", namespace=ns, session_id=sid, kind=m["kind"],
-                             id=m["id"], timestamp=m["timestamp"], refs=list(m["refs"] or []),
-                             **{k: v for k, v in (m["body"] or {}).items()
+        for m in sorted(curated.get(sid, []), key=lambda m: m.id):
+            yield CuratedRec(type="curated", namespace=ns, session_id=sid,
+                             kind=cast(Literal["episode", "fact"], m.kind),   # CURATED_KINDS
+                             id=m.id, timestamp=m.timestamp, refs=list(m.refs or []),
+                             **{k: v for k, v in m.body.items()
                                 if k in CuratedRec.model_fields and isinstance(v, str)})
     for f in forget_records(space):
         yield f

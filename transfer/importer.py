@@ -126,7 +126,7 @@ def _curated_to_write(rt, plan: Plan, s: Session, curated: list, report: ImportR
     checked = check_curated(rt, curated_model(keep), whole_session=True)
     ordered = [c for c in keep if c.kind == "episode"] + [c for c in keep if c.kind == "fact"]
     ids = [memory_id(s.namespace, s.session_id, m) for m in checked.episodes + checked.facts]
-    stored = {m["id"] for m in rt.space(s.namespace).get_memories(ids)} if exists else set()
+    stored = {m.id for m in rt.space(s.namespace).get_memories(ids)} if exists else set()
     out, out_ids = [], []
     for c, mid in zip(ordered, ids):
         if plan.curated_forgotten(s, c, mid):

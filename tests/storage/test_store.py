@@ -154,7 +154,7 @@ def test_memories_get_scalar_indexes_and_later_rows_are_still_found(tmp_path):
     sp.add_memories([mem(0, "episode"), mem(1, "fact")])
     assert {"id_idx", "kind_idx", "status_idx"} <= {ix.name for ix in sp.table("memories").list_indices()}
     sp.add_memories([mem(2, "episode")])                     # after the indexes: unindexed rows
-    assert [m["id"] for m in sp.get_memories(["mem_2", "mem_0", "nope"])] == ["mem_2", "mem_0"]
+    assert [m.id for m in sp.get_memories(["mem_2", "mem_0", "nope"])] == ["mem_2", "mem_0"]
     found = sp.vector_memories("episode", emb(["memory 2"])[0], 5)
     assert found[0][0] == "mem_2" and {i for i, _ in found} == {"mem_0", "mem_2"}
 

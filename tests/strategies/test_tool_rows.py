@@ -68,7 +68,7 @@ def test_curation_leaves_tool_rows_out(rt):
             cited[table] = {i for r in space.rows(table, columns=["source_ids"])
                             for i in r["source_ids"] or []}
     every = {r.id for r in space.all_sources()}
-    cited["memories"] = {i for m in space.memories_citing(every) for i in m.get("source_ids") or []}
+    cited["memories"] = {i for m in space.memories_citing(every) for i in m.source_ids or []}
     assert cited[THREADS] and cited[SNAP] and cited["memories"]   # curation ran
     for table, ids in cited.items():
         assert not ids & tool_ids, f"{table} cites tool rows"

@@ -58,8 +58,8 @@ async def test_a_curated_memory_cites_its_own_sessions_message(client, two_sessi
         "curated": {"facts": [fact]}}))
     assert res["stored"] == 1
     b_t1 = [r.id for r in two_sessions.sources_by_refs(["t1"]) if r.session_id == "b"]
-    memory = [m for m in two_sessions.memories_of_kind("fact") if m["origin"] == "host"]
-    assert [m["source_ids"] for m in memory] == [b_t1]
+    memory = [m for m in two_sessions.memories_of_kind("fact") if m.origin == "host"]
+    assert [m.source_ids for m in memory] == [b_t1]
 
 
 async def test_a_curated_memory_cannot_cite_a_ref_of_several_other_sessions(client, two_sessions):

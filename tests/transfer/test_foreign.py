@@ -59,12 +59,12 @@ def test_memory_json(cli):
         ("Ana_Silva", "entity:Ana_Silva#0", "Works as a nurse at the Central Hospital"),
         ("Ana_Silva", "entity:Ana_Silva#1", "Prefers tea over coffee")]
     assert src[0].metadata == {"entityType": "person"}
-    facts = sorted((m["body"]["subject"], m["body"]["relation"], m["body"]["object"],
-                    tuple(m["refs"])) for m in mems)
+    facts = sorted((m.body["subject"], m.body["relation"], m.body["object"],
+                    tuple(m.refs or [])) for m in mems)
     assert facts == [("Ana_Silva", "volunteers_for", "Project_Kite", ("entity:Ana_Silva#0",)),
                      ("Ana_Silva", "works_at", "Central_Hospital",
                       ("entity:Ana_Silva#0", "entity:Central_Hospital#0"))]
-    assert all(m["origin"] == "host" for m in mems)
+    assert all(m.origin == "host" for m in mems)
     again = cli("import", "--from", "memory-json", "--namespace", "kg", "--quiet",
                 str(FIX / "memory.json"))
     assert again["messages_stored"] == 0 and again["curated_stored"] == 0

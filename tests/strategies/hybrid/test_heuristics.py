@@ -75,17 +75,17 @@ async def test_curation_writes_linked_episodes_and_facts(client, server, remembe
     space = rt.space("default")
     facts = space.memories_of_kind("fact")
     episodes = space.memories_of_kind("episode")
-    assert facts and episodes and {m["origin"] for m in facts + episodes} == {"heuristic"}
+    assert facts and episodes and {m.origin for m in facts + episodes} == {"heuristic"}
     by_id = {s.id: s for s in space.all_sources()}
     for m in facts + episodes:            # every item keeps the refs of the turns it came from
-        assert m["source_ids"] and all(s in by_id for s in m["source_ids"])
-        assert m["refs"] == [by_id[s].ref for s in m["source_ids"]]
-    puppy = next(f for f in facts if "adopted" in f["text"])
-    assert puppy["body"]["subject"] == "Ben" and "6 May 2023" in puppy["text"]
-    assert puppy["refs"] == ["s1:2"]
-    s1 = [e for e in episodes if e["session_id"] == "s1"]
-    assert sorted(r for e in s1 for r in e["refs"]) == sorted(f"s1:{k}" for k in range(1, 7))
-    assert all(e["body"]["title"] and e["body"]["summary"] and e["body"]["details"] for e in s1)
+        assert m.source_ids and all(s in by_id for s in m.source_ids)
+        assert m.refs == [by_id[s].ref for s in m.source_ids]
+    puppy = next(f for f in facts if "adopted" in f.text)
+    assert puppy.body["subject"] == "Ben" and "6 May 2023" in puppy.text
+    assert puppy.refs == ["s1:2"]
+    s1 = [e for e in episodes if e.session_id == "s1"]
+    assert sorted(r for e in s1 for r in e.refs) == sorted(f"s1:{k}" for k in range(1, 7))
+    assert all(e.body["title"] and e.body["summary"] and e.body["details"] for e in s1)
     # curation is idempotent: running it again replaces, never duplicates
     from trimem.strategies.hybrid.store import curate
 
@@ -106,5 +106,5 @@ async def test_host_curated_memories_take_precedence(client, server):
     rt = server.runtime
     assert rt.curation.wait_idle(60)
     rows = [m for m in rt.space("default").memories_of_kind("fact") +
-            rt.space("default").memories_of_kind("episode") if m["session_id"] == "h"]
-    assert len(rows) == 2 and {m["origin"] for m in rows} == {"host"}
+            rt.space("default").memories_of_kind("episode") if m.session_id == "h"]
+    assert len(rows) == 2 and {m.origin for m in rows} == {"host"}
