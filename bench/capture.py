@@ -160,7 +160,7 @@ def stored_refs(home: Path, namespace: str) -> list[str]:
     try:
         if namespace not in rt.store.namespaces():
             return []
-        return [str(r["ref"]) for r in rt.space(namespace).all_sources()]
+        return [str(r.ref) for r in rt.space(namespace).all_sources()]
     finally:
         rt.close(2.0)
 

@@ -94,7 +94,7 @@ def replay(home: Path, ns: str) -> int:
     sp = rt.env(ns).space
     tbl = sp.table("recalls")
     rows = sorted(tbl.search().limit(None).to_list(), key=lambda r: r["created_at"])
-    traces = {r["recall_id"]: sp.get_recall(r["recall_id"])["trace"] for r in rows}  # as produced
+    traces = {r["recall_id"]: sp.get_recall(r["recall_id"]).trace for r in rows}  # as produced
     sp.store.drop_table(tbl.name)
     for r in rows:
         sp.log_recall(r["recall_id"], r["query"], r["strategy"], list(r["source_ids"] or []),

@@ -38,9 +38,13 @@ import textwrap
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import realtalk
 from .locomo import dataset, ingest, load, norm_evidence, norm_ws, sessions, turn_text
+
+if TYPE_CHECKING:
+    from ..storage.rows import Source
 
 VOTERS: tuple[str, ...] = ("plain", "hybrid", "workspace", "wiki")
 GRID = (0.0, 0.5, 1.0, 2.0)
@@ -65,7 +69,7 @@ def harvest(home: Path, datas: list[str], convs: str, budget: int,
     runtimes: dict[Path, Runtime] = {}
     out = json.loads(cache.read_text()) if cache.exists() else []
     done = {q["ns"] for q in out}
-    rows: dict[str, dict] = {}
+    rows: dict[str, Source] = {}
     asked: set[str] = set()   # the cache may hold more conversations than this run asks for
     for data in datas:
         glob, cats = dataset(Path(data))
@@ -80,13 +84,13 @@ def harvest(home: Path, datas: list[str], convs: str, budget: int,
             if not space.count_sources():
                 ingest(rt, ns, raw)
             rt.curation.wait_idle()
-            rows |= {r["id"]: r for r in space.all_sources()}
+            rows |= {r.id: r for r in space.all_sources()}
             if ns in done:
                 continue
             conv = raw.get("conversation", raw)
             env = rt.env(ns)
             texts = {t["dia_id"]: norm_ws(turn_text(t)) for _, _, ts in sessions(conv) for t in ts}
-            by_ref = {r["ref"]: r["id"] for r in space.all_sources()}
+            by_ref = {r.ref: r.id for r in space.all_sources()}
             for qa in raw["qa"]:
                 if qa.get("category") not in cats:
                     continue
@@ -113,7 +117,7 @@ class Scorer:
     """``fuse`` + ``pack_sources`` for one question under given weights, memoised: the
     leave-one-out folds revisit the same (question, weights, k) points."""
 
-    def __init__(self, rows: dict[str, dict], budget: int):
+    def __init__(self, rows: dict[str, Source], budget: int):
         self.rows, self.budget = rows, budget
         self.memo: dict[tuple, tuple[float, float]] = {}
 
@@ -125,7 +129,7 @@ class Scorer:
         if key not in self.memo:
             fused = fuse(q["ranks"], weights, k)
             packed = pack_sources([self.rows[i] for i, _, _ in fused], self.budget, by_rank=True)
-            got = {r["id"] for r in packed.chosen} & packed.verbatim_ids
+            got = {r.id for r in packed.chosen} & packed.verbatim_ids
             hit = len(got & set(q["gold"]))
             self.memo[key] = (hit / len(q["gold"]), float(hit == len(set(q["gold"]))))
         return self.memo[key]

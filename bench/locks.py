@@ -159,11 +159,11 @@ def check(home: str, acks: str, mine: list[str], lease: float, wait: float) -> d
     rt = Runtime(settings(home, lease, wait).to_config())
     rows = rt.space(NS).all_sources()
     rt.close(10)
-    count = Counter((r["session_id"], r["ref"]) for r in rows)
-    stored = {ref for _, ref in count}
+    count = Counter((r.session_id, r.ref) for r in rows)
+    stored = {ref for _, ref in count if ref is not None}
     return {"acked": len(acked), "lost": sorted(set(acked + mine) - stored),
-            "doubled": sorted(ref for (_, ref), c in count.items() if c > 1),
-            "ids_doubled": len(rows) - len({r["id"] for r in rows})}
+            "doubled": sorted(ref or "" for (_, ref), c in count.items() if c > 1),
+            "ids_doubled": len(rows) - len({r.id for r in rows})}
 
 
 def main() -> None:

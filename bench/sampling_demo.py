@@ -112,8 +112,8 @@ def rows_of(space) -> list[dict]:
     out = []
     for k in ("episode", "fact"):
         for m in space.memories_of_kind(k):
-            out.append({"kind": k, "origin": m["origin"], "written_by": m["body"].get("written_by"),
-                        "text": m["text"], "refs": m["refs"]})
+            out.append({"kind": k, "origin": m.origin, "written_by": m.body.get("written_by"),
+                        "text": m.text, "refs": m.refs})
     return out
 
 
@@ -167,7 +167,7 @@ async def demo(home: str) -> str:
             f"`{json.dumps(res.structured_content['host_model'])}`\n\nStored after:\n")
         after = rows_of(space)
         say(block(json.dumps(after, indent=1), "json"))
-        fid = next(m["id"] for m in space.memories_of_kind("fact"))
+        fid = next(m.id for m in space.memories_of_kind("fact"))
         exp = await c.call_tool("explain", {"id": fid})
         say(f"\n`explain` of a fact: {exp.structured_content['summary']}\n")
         claims = space.rows("wiki_claims", columns=["id", "text", "subject", "slot", "ref"])
@@ -200,17 +200,17 @@ async def demo(home: str) -> str:
         space = srv.runtime.space("default")
         say("\n## 3. What a merge writes\n")
         for op in merges:
-            texts = [m["text"] for m in space.get_memories(op["ids"])]
+            texts = [m.text for m in space.get_memories(op["ids"])]
             (keep,) = space.get_memories([op["into"]])
-            say(block(json.dumps({"absorbed": texts, "survivor_before": keep["lineage"]["text_before"],
-                                  "merged_text": keep["text"], "merged_text_by":
-                                  keep["body"]["merged_text_by"]}, indent=1), "json"))
+            say(block(json.dumps({"absorbed": texts, "survivor_before": keep.lineage["text_before"],
+                                  "merged_text": keep.text, "merged_text_by":
+                                  keep.body["merged_text_by"]}, indent=1), "json"))
         res = await c.call_tool("consolidate", {"min_cluster_size": 2})
         for op in merges:
             (keep,) = space.get_memories([op["into"]])
             say("\nAt the next `consolidate` the host's model rewrites it:\n")
-            say(block(json.dumps({"merged_text": keep["text"], "merged_text_by":
-                                  keep["body"]["merged_text_by"]}, indent=1), "json"))
+            say(block(json.dumps({"merged_text": keep.text, "merged_text_by":
+                                  keep.body["merged_text_by"]}, indent=1), "json"))
 
     # 4. hosts that decline, answer garbage, or never answer
     say("\n## 4. A host that declines, answers garbage, or never answers\n")

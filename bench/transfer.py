@@ -58,11 +58,11 @@ def compare_sources(sa, sb) -> bool:
     import numpy as np
 
     cols = ("id", "session_id", "seq", "ref", "speaker", "timestamp", "text", "metadata")
-    ra = sorted(sa.all_sources(), key=lambda r: r["id"])
-    rb = sorted(sb.all_sources(), key=lambda r: r["id"])
-    if [[r[c] for c in cols] for r in ra] != [[r[c] for c in cols] for r in rb]:
+    ra = sorted(sa.all_sources(), key=lambda r: r.id)
+    rb = sorted(sb.all_sources(), key=lambda r: r.id)
+    if [r.view(*cols) for r in ra] != [r.view(*cols) for r in rb]:
         return False
-    ids = [r["id"] for r in ra]
+    ids = [r.id for r in ra]
     va, vb = sa.source_vectors(ids), sb.source_vectors(ids)
     return all(np.array_equal(va[i], vb[i]) for i in ids)
 

@@ -37,6 +37,8 @@ from ..strategies import frame
 from .state import CaptureState, read_json, write_json
 
 if TYPE_CHECKING:
+    from ..storage.rows import Session
+    from ..storage.space import Space
     from ..tools.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -50,16 +52,16 @@ def _day(t) -> str:
     return t.strftime("%Y-%m-%d") if isinstance(t, datetime) else "undated"
 
 
-def _asks(space, session_id: str) -> list[str]:
-    rows = [r for r in space.sources_by_session(session_id) if r.get("speaker") == "user"]
-    rows.sort(key=lambda r: r.get("seq") or 0)
-    texts = [str(r.get("text") or "").strip() for r in rows]
+def _asks(space: Space, session_id: str) -> list[str]:
+    rows = [r for r in space.sources_by_session(session_id) if r.speaker == "user"]
+    rows.sort(key=lambda r: r.seq or 0)
+    texts = [str(r.text or "").strip() for r in rows]
     texts = [t for t in texts if t]
     picked = texts[:1] + ([texts[-1]] if len(texts) > 1 else [])
     return [t if len(t) <= ASK_CHARS else t[:ASK_CHARS].rstrip() + " …" for t in picked]
 
 
-def _threads(space) -> list[str]:
+def _threads(space: Space) -> list[str]:
     from ..tools.wiki_pages import recurring_threads   # the wiki loads only for this
 
     return [f"- {frame.one_line(frame.neutralise(r.get('title') or ''))[:160]} "
@@ -70,15 +72,15 @@ def _threads(space) -> list[str]:
 def build(rt: Runtime, namespace: str, budget_tokens: int) -> str:
     """The context for ``namespace`` ("" when it holds nothing)."""
     space = rt.space(namespace)
-    sessions = [s for s in space.list_sessions() if s.get("namespace", namespace) == namespace]
+    sessions = [s for s in space.list_sessions() if s.namespace == namespace]
     if not sessions:
         return ""
-    sessions.sort(key=lambda s: s.get("last_ts") or s.get("session_time") or datetime.min,
+    sessions.sort(key=lambda s: s.last_ts or s.session_time or datetime.min,
                   reverse=True)
-    n_msgs = sum(int(s.get("n_messages") or 0) for s in sessions)
+    n_msgs = sum(s.n_messages for s in sessions)
     ns = frame.one_line(frame.neutralise(namespace))
     head = (f"[trimem · memory of this project, namespace \"{ns}\" · {len(sessions)} sessions, "
-            f"{n_msgs} messages, latest {_day(sessions[0].get('last_ts'))} · more: "
+            f"{n_msgs} messages, latest {_day(sessions[0].last_ts)} · more: "
             f"recall(query, namespace=\"{ns}\")]\n")
     budget = budget_tokens * 4 - len(head) - len(frame.OPEN) - len(frame.CLOSE) - 2
     lines: list[str] = []
@@ -99,18 +101,18 @@ def build(rt: Runtime, namespace: str, budget_tokens: int) -> str:
             budget -= size
             first = False
 
-    def day(s: dict) -> str:
-        return _day(s.get("last_ts") or s.get("session_time"))
+    def day(s: Session) -> str:
+        return _day(s.last_ts or s.session_time)
 
     section("Latest sessions:", (
-        (f"[{day(s)} · {int(s.get('n_messages') or 0)} messages]",
-         *(f"user: {frame.shown(a)[0]}" for a in _asks(space, s["session_id"])))
+        (f"[{day(s)} · {s.n_messages} messages]",
+         *(f"user: {frame.shown(a)[0]}" for a in _asks(space, s.session_id)))
         for s in sessions[:RECENT]))
     section("Threads that keep coming back:", ((t,) for t in _threads(space)))
     section("Earlier sessions:", (
         (f"[{day(s)}] user: {frame.shown(asks[0])[0]}",)
         for s in sessions[RECENT:RECENT + EARLIER]
-        for asks in [_asks(space, s["session_id"])[:1]] if asks))
+        for asks in [_asks(space, s.session_id)[:1]] if asks))
     return head + frame.OPEN + "\n".join(lines) + "\n" + frame.CLOSE
 
 

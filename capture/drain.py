@@ -81,7 +81,7 @@ def _known(rt: Runtime, ns: str, sid: str, entries: list[Entry]) -> set[str]:
     if ns not in rt.store.namespaces():
         return set()
     space = rt.space(ns)
-    have = {r["ref"] for r in space.sources_by_refs([e.ref for e in entries])}
+    have = {r.ref for r in space.sources_by_refs([e.ref for e in entries]) if r.ref is not None}
     gone = {i for r in space.rows("audit", eq={"op": "forget"}, columns=["target_ids"])
             for i in (r["target_ids"] or [])}
     return have | {e.ref for e in entries

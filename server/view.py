@@ -17,9 +17,13 @@ the bearer header before ``BearerAuth`` checks it. Every page is sent with a CSP
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlencode
 
 from . import view_html as V
+
+if TYPE_CHECKING:
+    from ..tools.runtime import Runtime
 
 COOKIE = "trimem_view"
 HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; "
@@ -34,7 +38,7 @@ def _html(body: str, status: int = 200):
     return HTMLResponse(body, status_code=status, headers=HEADERS)
 
 
-def routes(rt):
+def routes(rt: Runtime):
     """The Starlette app of the pages (no auth here: see :func:`view_app`)."""
     from ..tools.errors import ToolFailure
     from starlette.applications import Starlette

@@ -4,9 +4,14 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..storage.rows import Session
+    from ..storage.space import Space
 
 
-def sessions(space) -> list[dict]:
+def sessions(space: Space) -> list[Session]:
     far = datetime.max.replace(tzinfo=timezone.utc)
-    rows = [s for s in space.list_sessions() if s.get("namespace") == space.namespace]
-    return sorted(rows, key=lambda s: (s.get("session_time") or far, s["session_id"]))
+    rows = [s for s in space.list_sessions() if s.namespace == space.namespace]
+    return sorted(rows, key=lambda s: (s.session_time or far, s.session_id))

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 from html import escape
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
+
+if TYPE_CHECKING:
+    from ..storage.rows import Session, Source
 
 STYLE = """body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:1em 2em;
 color:#1d2430}a{color:#0b5cad}table{border-collapse:collapse;width:100%;margin:.5em 0 1.5em}
@@ -77,15 +81,14 @@ def capture(cap: dict) -> str:
                else ""))
 
 
-def namespace(ns: str, sessions: list[dict], pages: list[dict], cap: dict | None = None) -> str:
+def namespace(ns: str, sessions: list[Session], pages: list[dict], cap: dict | None = None) -> str:
     opts = "".join(f"<option>{s}</option>" for s in STRATEGIES)
     form = (f'<form method=get action="/recall"><input type=hidden name=ns value="{h(ns)}">'
             f'<input type=text name=q placeholder="ask the memory…" aria-label=query> '
             f'<select name=strategy aria-label=strategy>{opts}</select> '
             f'<button type=submit>recall</button></form>')
-    srows = [[when(s.get("session_time")), link("/session", s["session_id"], ns=ns,
-                                                id=s["session_id"]),
-              h(s.get("n_messages")), h(s.get("curation"))] for s in sessions]
+    srows = [[when(s.session_time), link("/session", s.session_id, ns=ns, id=s.session_id),
+              h(s.n_messages), h(s.curation)] for s in sessions]
     prows = [[h(p["type"]), link("/page", p["title"] or p["id"], ns=ns, id=p["id"]),
               h(len(p.get("trajectory_ids") or []))] for p in pages]
     body = (f"<h2>Recall</h2>{form}<h2>Sessions ({len(sessions)})</h2>"
@@ -97,10 +100,10 @@ def namespace(ns: str, sessions: list[dict], pages: list[dict], cap: dict | None
     return page(f"Namespace {ns}", body, ns)
 
 
-def session(ns: str, sid: str, meta: dict | None, messages: list[dict]) -> str:
-    rows = [[h(m["seq"]), when(m["timestamp"]), h(m["speaker"]), h(m["ref"]),
-             f'<div class=t>{h(m["text"])}</div>'] for m in messages]
-    head = f"<p class=muted>{when((meta or {}).get('session_time'))}</p>"
+def session(ns: str, sid: str, meta: Session | None, messages: list[Source]) -> str:
+    rows = [[h(m.seq), when(m.timestamp), h(m.speaker), h(m.ref),
+             f'<div class=t>{h(m.text)}</div>'] for m in messages]
+    head = f"<p class=muted>{when(meta.session_time if meta else None)}</p>"
     return page(f"Session {sid}", head + table(["#", "time", "speaker", "ref", "message"], rows), ns)
 
 

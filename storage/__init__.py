@@ -2,8 +2,9 @@
 
 from .errors import ForgetRaced, NotFound, StorageError
 from .filters import SourceFilter
+from .rows import Session, Source
 
-__all__ = ["ForgetRaced", "NotFound", "SourceFilter", "StorageError", "open_store"]
+__all__ = ["ForgetRaced", "NotFound", "Session", "Source", "SourceFilter", "StorageError", "open_store"]
 
 
 def open_store(home, **kw):

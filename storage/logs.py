@@ -14,6 +14,7 @@ from .db import retrying, sql_in, sql_str, sql_time
 from .errors import NotFound
 from .parts import SpaceParts
 from .recall_writer import RecallWriter
+from .rows import RecallRecord, Session
 from .schema import AUDIT, RECALLS, SESSIONS, TRACE_ENCODING
 from .traces import compact, expand, fill, text_ids
 
@@ -59,15 +60,20 @@ class LogsMixin(SpaceParts):
         self._recall_encoded = False   # the log's trace column checked for its compression
 
     # -- sessions -------------------------------------------------------------------------------
-    def get_session(self, session_id: str) -> dict | None:
+    def get_session(self, session_id: str) -> Session | None:
         tbl = self.table("sessions")
         if tbl is None:
             return None
         rows = tbl.search().where(f"session_id = {sql_str(session_id)}").limit(1).to_list()
-        return rows[0] if rows and rows[0]["namespace"] == self.namespace else None
+        return Session.of(rows[0]) if rows and rows[0]["namespace"] == self.namespace else None
 
-    def put_session(self, row: dict) -> None:
-        row = dict(row, namespace=self.namespace, updated_at=self.now())
+    def session_time(self, session_id: str) -> datetime | None:
+        """When one session took place (None: no time stored, or no such session)."""
+        sess = self.get_session(session_id)
+        return sess.session_time if sess is not None else None
+
+    def put_session(self, session: Session) -> None:
+        row = dict(session.as_dict(), namespace=self.namespace, updated_at=self.now())
         tbl = self.table("sessions", SESSIONS, create=True)
         with self.writing():
             self.rewrote(tbl)
@@ -76,9 +82,9 @@ class LogsMixin(SpaceParts):
         self.touch_copy("sessions")
         self.after_write("sessions")
 
-    def list_sessions(self) -> list[dict]:
+    def list_sessions(self) -> list[Session]:
         tbl = self.table("sessions")
-        return tbl.search().limit(None).to_list() if tbl is not None else []
+        return [Session.of(r) for r in tbl.search().limit(None).to_list()] if tbl is not None else []
 
     def session_times(self) -> dict:
         """session id -> its ``session_time`` (or None), reading only those columns: curation
@@ -208,7 +214,7 @@ class LogsMixin(SpaceParts):
             self.delete_recalls(extra)
         return old + len(extra)
 
-    def get_recall(self, recall_id: str) -> dict:
+    def get_recall(self, recall_id: str) -> RecallRecord:
         """The record with its trace as the recall produced it: the text of every source or
         memory it names is read now by id (one forgotten since is marked ``gone``, textless);
         ``trace_bytes`` is what the stored trace takes."""
@@ -219,18 +225,17 @@ class LogsMixin(SpaceParts):
         if not rows or rows[0]["namespace"] != self.namespace:
             raise NotFound(f"no recall {recall_id!r} in namespace {self.namespace!r}")
         row = rows[0]
-        row["trace_bytes"] = len(row["trace"].encode())
-        row["trace"] = fill(expand(json.loads(row["trace"])), self._source_texts,
-                            self._memory_texts)
-        return row
+        trace = fill(expand(json.loads(row["trace"])), self._source_texts, self._memory_texts)
+        return RecallRecord(row["recall_id"], row["namespace"], row.get("created_at"),
+                            row["query"], row["strategy"], list(row.get("source_ids") or []),
+                            trace, len(row["trace"].encode()))
 
     def _source_texts(self, ids: list[str]) -> dict[str, tuple[str, datetime | None]]:
         """id -> (text, timestamp) of the sources still stored (what a trace elides)."""
-        return {r["id"]: (r["text"], r.get("timestamp"))
-                for r in self.get_sources(ids)} if ids else {}
+        return {r.id: (r.text, r.timestamp) for r in self.get_sources(ids)} if ids else {}
 
     def _memory_texts(self, ids: list[str]) -> dict[str, tuple[str, datetime | None]]:
-        return {r["id"]: (r["text"], r.get("timestamp"))
+        return {r.id: (r.text, r.timestamp)
                 for r in self.get_memories(ids)} if ids else {}
 
     def recalls_citing(self, ids: set[str], in_trace: bool = True) -> list[str]:

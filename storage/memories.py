@@ -9,21 +9,18 @@ import numpy as np
 from . import snapshot
 from .db import retrying, sql_in, sql_str
 from .parts import SpaceParts
+from .rows import MEMORY_COLUMNS, Memory
 from .sources import TIE_EXTRA, ranked
 
 # filter columns of the memories table: get_memories looks rows up by id, and every vector and
 # BM25 search prefilters on kind and status (ids are opaque and kind / status are enums: no
 # message text is kept in these index files, so forget needs no rebuild of them)
 MEMORY_INDEXES = {"id": "btree", "kind": "bitmap", "status": "bitmap"}
-MEMORY_COLUMNS = ["id", "namespace", "kind", "origin", "session_id", "timestamp", "text", "body",
-                  "source_ids", "refs", "status", "lineage", "embed_model", "created_at"]
 
 
-def _clean(row: dict) -> dict:
-    out = {k: row.get(k) for k in MEMORY_COLUMNS}
-    out["body"] = json.loads(row["body"]) if row.get("body") else {}
-    out["lineage"] = json.loads(row["lineage"]) if row.get("lineage") else {}
-    return out
+def _clean(row: dict) -> Memory:
+    return Memory.of(dict(row, body=json.loads(row["body"]) if row.get("body") else {},
+                          lineage=json.loads(row["lineage"]) if row.get("lineage") else {}))
 
 
 class MemoriesMixin(SpaceParts):
@@ -60,7 +57,7 @@ class MemoriesMixin(SpaceParts):
         self.after_write("memories", len(rows))
         self.scalar_indexes("memories", MEMORY_INDEXES)   # once built, once per process
 
-    def _mem_select(self, where: str, eq: dict | None = None) -> list[dict]:
+    def _mem_select(self, where: str, eq: dict | None = None) -> list[Memory]:
         """Memories matching ``eq`` (served by the in-process copy when it can, ``snapshot.py``)
         or else ``where``, the same filter as SQL."""
         tbl = self.table("memories")
@@ -73,12 +70,12 @@ class MemoriesMixin(SpaceParts):
         rows = tbl.search().where(where).select(MEMORY_COLUMNS).limit(None).to_list()
         return [_clean(r) for r in rows if r["namespace"] == self.namespace]
 
-    def get_memories(self, ids: list[str]) -> list[dict]:
-        by_id = ({r["id"]: r for r in self._mem_select(sql_in("id", set(ids)), {"id": list(ids)})}
+    def get_memories(self, ids: list[str]) -> list[Memory]:
+        by_id = ({r.id: r for r in self._mem_select(sql_in("id", set(ids)), {"id": list(ids)})}
                  if ids else {})
         return [by_id[i] for i in ids if i in by_id]
 
-    def memories_of_kind(self, kind: str, status: str | None = "active") -> list[dict]:
+    def memories_of_kind(self, kind: str, status: str | None = "active") -> list[Memory]:
         where = f"kind = {sql_str(kind)}"
         eq = {"kind": kind}
         if status is not None:
@@ -90,7 +87,7 @@ class MemoriesMixin(SpaceParts):
         tbl = self.table("memories")
         return 0 if tbl is None else tbl.count_rows(f"kind = {sql_str(kind)} AND status = {sql_str(status)}")
 
-    def memories_citing(self, source_ids: set[str]) -> list[dict]:
+    def memories_citing(self, source_ids: set[str]) -> list[Memory]:
         """Every memory (any status) derived from at least one of ``source_ids``."""
         if not source_ids:
             return []

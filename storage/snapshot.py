@@ -56,13 +56,13 @@ import pyarrow as pa
 
 from .budget import sample_bytes
 from .db import sql_in
+from .rows import SOURCE_COLUMNS, Source
 
 if TYPE_CHECKING:
     from .budget import CopyBudget
     from .filters import SourceFilter
 
-COLUMNS = ["id", "namespace", "session_id", "seq", "ref", "speaker", "timestamp", "text",
-           "metadata", "embed_model", "created_at"]
+COLUMNS = SOURCE_COLUMNS
 FETCH_CHUNK = 500   # ids per ``IN (...)`` filter when fetching rows added since the last look
 CHECK_S = 0.25      # the longest a version look is reused (a recall makes a dozen reads)
 # a bulk writer still reloads a copy this small: cheaper than LanceDB's fixed 5-9 ms per query
@@ -430,14 +430,13 @@ def _speaker_codes(state: State) -> tuple[dict[str, int], np.ndarray]:
     return got
 
 
-def source_rows(state: State, ids: list[str]) -> dict[str, dict]:
-    """Copies of the source rows of ``ids`` that exist (a caller may change its copy)."""
+def source_rows(state: State, ids: list[str]) -> dict[str, Source]:
+    """The source rows of ``ids`` that exist (each with a copy of its metadata)."""
     out = {}
     for i in ids:
         n = state.pos.get(i)
         if n is not None:
-            r = state.rows[n]
-            out[i] = dict(r, metadata=dict(r["metadata"]) if r["metadata"] else r["metadata"])
+            out[i] = Source.of(state.rows[n])
     return out
 
 

@@ -12,9 +12,7 @@ from .filters import SourceFilter, where_of
 from .fts import match_rows
 from .parts import SpaceParts
 from .passages import PASSAGE_CHARS
-
-SOURCE_COLUMNS = ["id", "namespace", "session_id", "seq", "ref", "speaker", "timestamp", "text",
-                  "metadata", "embed_model", "created_at"]
+from .rows import SOURCE_COLUMNS, Source
 
 
 def _fts():
@@ -27,15 +25,19 @@ def _fts():
 
 
 def search_text(row: dict) -> str:
-    """What a source is found by: its text, prefixed with the speaker when known, so that
+    """What a source (a row to write) is found by: :func:`search_text_of` its speaker and text."""
+    return search_text_of(row.get("speaker"), row["text"])
+
+
+def search_text_of(speaker: str | None, text: str) -> str:
+    """What a message is found by: its text, prefixed with the speaker when known, so that
     "what did Ana say about ..." matches Ana's own turns by name (lexically and semantically)."""
-    return f"{row['speaker']}: {row['text']}" if row.get("speaker") else row["text"]
+    return f"{speaker}: {text}" if speaker else text
 
 
-def _clean(row: dict) -> dict:
-    out = {k: row.get(k) for k in SOURCE_COLUMNS}
-    out["metadata"] = json.loads(row["metadata"]) if row.get("metadata") else None
-    return out
+def _clean(row: dict) -> Source:
+    return Source.of(dict(row, metadata=json.loads(row["metadata"]) if row.get("metadata")
+                          else None))
 
 
 
@@ -125,7 +127,7 @@ class SourcesMixin(SpaceParts):
         tbl = self._sources()
         return tbl.count_rows(where_of(flt)) if tbl is not None else 0
 
-    def _select(self, where: str, limit: int | None = None) -> list[dict]:
+    def _select(self, where: str, limit: int | None = None) -> list[Source]:
         tbl = self._sources()
         if tbl is None:
             return []
@@ -137,31 +139,31 @@ class SourcesMixin(SpaceParts):
         answers (``snapshot.py``)."""
         return self._source_snap.current(self._sources())
 
-    def get_sources(self, ids: list[str]) -> list[dict]:
+    def get_sources(self, ids: list[str]) -> list[Source]:
         """Rows for ``ids``, in the order asked (unknown ids are skipped). A long message found
         by a recent search carries ``span``: its best passage's offsets (``passages.py``)."""
         if not ids:
             return []
         state = self._snapshot()
         by_id = (snapshot.source_rows(state, ids) if state is not None else
-                 {r["id"]: r for r in self._select(sql_in("id", set(ids)))})
+                 {r.id: r for r in self._select(sql_in("id", set(ids)))})
         return self.with_spans([by_id[i] for i in ids if i in by_id])
 
-    def with_spans(self, rows: list[dict]) -> list[dict]:
-        """``rows`` with each long message's best passage of the latest searches as ``span``;
-        a row whose span changes is copied, so rows a cache holds are never changed. A search
+    def with_spans(self, rows: list[Source]) -> list[Source]:
+        """``rows`` with each long message's best passage of the latest searches as ``span``
+        (a new row where the span changes: rows are frozen). A search
         run after a row was read may have found a better passage of it: a row kept across
         searches (``search.TurnSearch.rows``, the workspace's unit cache) gets its span again
         here before it is quoted."""
         out = []
         for r in rows:
-            span = self.span_of(r["id"]) if len(r["text"]) > PASSAGE_CHARS else None
-            if span is not None and span[1] <= len(r["text"]) and r.get("span") != span:
-                r = {**r, "span": span}
+            span = self.span_of(r.id) if len(r.text) > PASSAGE_CHARS else None
+            if span is not None and span[1] <= len(r.text) and r.span != span:
+                r = r.with_span(span)
             out.append(r)
         return out
 
-    def sources_by_refs(self, refs: list[str]) -> list[dict]:
+    def sources_by_refs(self, refs: list[str]) -> list[Source]:
         return self._select(sql_in("ref", set(refs))) if refs else []
 
     def session_refs(self, session_id: str) -> list[tuple[str, str | None]]:
@@ -176,11 +178,11 @@ class SourcesMixin(SpaceParts):
                                                got["namespace"].to_pylist())
                 if ns == self.namespace]
 
-    def sources_by_session(self, session_id: str) -> list[dict]:
+    def sources_by_session(self, session_id: str) -> list[Source]:
         rows = self._select(f"session_id = {sql_str(session_id)}")
-        return sorted(rows, key=lambda r: r["seq"])
+        return sorted(rows, key=lambda r: r.seq)
 
-    def all_sources(self) -> list[dict]:
+    def all_sources(self) -> list[Source]:
         return self._select("true")
 
     def fts_sources(self, query: str, limit: int,

@@ -166,7 +166,7 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
                     stale = True
             if stale:
                 for sess in self.list_sessions():
-                    self.put_session(dict(sess, curation="queued"))
+                    self.put_session(sess.with_curation("queued"))
             if self.exists():   # a store from before passages: index its long messages now
                 self.backfill_passages()
 

@@ -42,6 +42,7 @@ from .nscache import NamespaceCache
 from .wiki.text import NOT_NAMES, STOP
 
 if TYPE_CHECKING:
+    from ..storage.rows import Source
     from .space_api import StrategySpace
 
 log = logging.getLogger(__name__)
@@ -109,18 +110,18 @@ def introductions(text: str) -> list[tuple[str, float]]:
     return [(n, v) for n, v in out if _candidate(n)]
 
 
-def session_stats(rows: list[dict]) -> SessionStats:
+def session_stats(rows: list[Source]) -> SessionStats:
     """Votes of one session's messages (ordered by seq); tool rows are nobody's words."""
     rows = spoken(rows)
     st = SessionStats(n=len(rows))
-    spk = [r.get("speaker") or "" for r in rows]
+    spk = [r.speaker or "" for r in rows]
     st.speakers = {s for s in spk if s}
     for i, r in enumerate(rows):
         if spk[i]:
-            _message_votes(st, spk, i, r.get("text") or "")
+            _message_votes(st, spk, i, r.text or "")
     names = {n for n, _ in st.votes}
     if names:
-        low = Counter(w for r in rows for w in _WORD.findall(r.get("text") or ""))
+        low = Counter(w for r in rows for w in _WORD.findall(r.text or ""))
         st.lower.update({n: low[n.lower()] for n in names if low[n.lower()]})
     return st
 
@@ -220,8 +221,8 @@ def _learned(ns, space: StrategySpace) -> Learned:
     with ns.state("aliases.lock", threading.Lock):
         old = cache.current()
         sessions = dict(old.sessions) if old is not None else {}
-        listed = {r["session_id"]: int(r.get("n_messages") or 0) for r in space.list_sessions()
-                  if r.get("namespace") in (None, space.namespace)}
+        listed = {r.session_id: r.n_messages for r in space.list_sessions()
+                  if r.namespace in ("", space.namespace)}
         for sid in list(sessions):
             if sid not in listed:
                 del sessions[sid]
@@ -233,10 +234,10 @@ def _learned(ns, space: StrategySpace) -> Learned:
             sessions.update(kept)
             stale = [sid for sid in stale if sid not in kept]
         if len(stale) > 3:   # one scan instead of a query per session
-            by: dict[str, list[dict]] = {}
+            by: dict[str, list[Source]] = {}
             for r in space.all_sources():
-                by.setdefault(r["session_id"], []).append(r)
-            read = {sid: sorted(by.get(sid, []), key=lambda r: r["seq"]) for sid in stale}
+                by.setdefault(r.session_id, []).append(r)
+            read = {sid: sorted(by.get(sid, []), key=lambda r: r.seq) for sid in stale}
         else:
             read = {sid: space.sources_by_session(sid) for sid in stale}
         for sid, got in read.items():

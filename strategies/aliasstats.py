@@ -54,7 +54,7 @@ def curate(space: StrategySpace, session_id: str) -> None:
     if sess is None or not rows:
         return
     st = session_stats(rows)
-    st.n = int(sess.get("n_messages") or 0)
+    st.n = sess.n_messages
     save(space, {session_id: st})
 
 

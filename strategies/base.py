@@ -19,6 +19,7 @@ from .space_api import StrategySpace
 
 if TYPE_CHECKING:
     from ..providers.base import LLM
+    from ..storage.rows import Source
     from .context import NamespaceContext
     from .search import TurnSearch
 
@@ -195,6 +196,6 @@ def tokens_of(text: str) -> int:
 TOOL_SPEAKER = "tool"
 
 
-def spoken(rows: list[dict]) -> list[dict]:
+def spoken(rows: list[Source]) -> list[Source]:
     """``rows`` without the tool rows (see ``TOOL_SPEAKER``), in their order."""
-    return [r for r in rows if r.get("speaker") != TOOL_SPEAKER]
+    return [r for r in rows if r.speaker != TOOL_SPEAKER]

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from ..storage.rows import Source
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,20 +38,20 @@ def units(text: str) -> int:
     return max(1, -(-len(text or "") // CHARS_PER_UNIT))
 
 
-def shown_units(turns: Iterable[dict]) -> int:
-    return sum(units(t.get("text") or "") for t in turns)
+def shown_units(turns: Iterable[Source]) -> int:
+    return sum(units(t.text or "") for t in turns)
 
 
-def most_episodes(turns: Sequence[dict]) -> int:
+def most_episodes(turns: Sequence[Source]) -> int:
     return max(EPISODES_FLOOR, EPISODES_PER_UNIT * shown_units(turns))
 
 
-def most_facts(turns: Sequence[dict]) -> int:
+def most_facts(turns: Sequence[Source]) -> int:
     return max(FACTS_FLOOR, FACTS_PER_UNIT * shown_units(turns))
 
 
-def most_claims(turn: dict) -> int:
-    return CLAIMS_PER_UNIT * units(turn.get("text") or "")
+def most_claims(turn: Source) -> int:
+    return CLAIMS_PER_UNIT * units(turn.text or "")
 
 
 def first(items: list[T], most: int, what: str) -> list[T]:

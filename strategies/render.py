@@ -12,7 +12,7 @@ followed by ``frame.INDENT``; one that needed a tag neutralised is quoted but no
 
 A message longer than :data:`WHOLE_CHARS` (an IDE assistant's multi-page answer) is quoted as
 one verbatim excerpt of at most :data:`EXCERPT_CHARS`: the passage of it that the search matched
-best (``row["span"]``, see ``storage/passages.py``; its opening passage when no search found
+best (``Source.span``, see ``storage/passages.py``; its opening passage when no search found
 one), widened evenly to word boundaries, with ``…`` outside the quote where text was left out.
 :func:`source_ref` cites exactly that excerpt with its offsets (``start``/``end`` into the
 message's text), so ``sources`` stays honest: every cited text stands verbatim in the context.
@@ -38,6 +38,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..storage.passages import PASSAGE_CHARS
+from ..storage.rows import Source
 from .base import SourceRef
 from .frame import CLOSE, OPEN, one_line, shown, speaker
 from .hybrid.heuristics import content_words
@@ -62,7 +63,7 @@ def quote_width(budget_tokens: int) -> int:
 _STARTS = re.compile(r"(?<=[.!?;:])\s+|\n+")   # where a sentence or a line begins after
 
 
-def focused(rows: list[dict], query: str, width: int) -> list[dict]:
+def focused(rows: list[Source], query: str, width: int) -> list[Source]:
     """``rows`` with each long message's ``span`` narrowed to ``width`` characters when its
     matched passage is wider (see the module docstring): the window of the passage centred on
     its sentence (or line) holding the most distinct content words of ``query``, the earliest
@@ -70,9 +71,9 @@ def focused(rows: list[dict], query: str, width: int) -> list[dict]:
     words = set(content_words(query))
     out = []
     for r in rows:
-        span = r.get("span")
-        if words and span and len(r["text"]) > WHOLE_CHARS and span[1] - span[0] > width:
-            r = {**r, "span": _best_window(r["text"], (int(span[0]), int(span[1])), width, words)}
+        span = r.span
+        if words and span and len(r.text) > WHOLE_CHARS and span[1] - span[0] > width:
+            r = r.with_span(_best_window(r.text, (int(span[0]), int(span[1])), width, words))
         out.append(r)
     return out
 
@@ -99,14 +100,18 @@ def session_header(ts: datetime | None, session_id: str) -> str:
     return f"[{ts.strftime('%Y-%m-%d')} ({ts.strftime('%a')})]\n"
 
 
-def excerpt(row: dict, width: int = EXCERPT_CHARS) -> tuple[str, int | None, int | None]:
+def excerpt(row: Source, width: int = EXCERPT_CHARS) -> tuple[str, int | None, int | None]:
     """What of a source is quoted: ``(text, None, None)`` for a message of up to
     :data:`WHOLE_CHARS`, else ``(text[start:end], start, end)``, an excerpt of at most ``width``
-    characters (:func:`quote_width`) around ``row["span"]`` (default: the opening passage)."""
-    text = row["text"]
+    characters (:func:`quote_width`) around ``row.span`` (default: the opening passage)."""
+    return _quoted(row.text, row.span, width)
+
+
+def _quoted(text: str, span: tuple[int, int] | None,
+            width: int) -> tuple[str, int | None, int | None]:
     if len(text) <= WHOLE_CHARS:
         return text, None, None
-    start, end = row.get("span") or (0, PASSAGE_CHARS)
+    start, end = span or (0, PASSAGE_CHARS)
     return _excerpt(text, (int(start), int(end)), width)
 
 
@@ -141,28 +146,27 @@ def _excerpt(text: str, span: tuple[int, int], width: int) -> tuple[str, int, in
     return text[a:b], a, b
 
 
-def source_ref(row: dict, width: int = EXCERPT_CHARS) -> SourceRef:
+def source_ref(row: Source, width: int = EXCERPT_CHARS) -> SourceRef:
     """The citation of a quoted source: its text as it stands in the context (the excerpt, with
     its offsets, for a long message; ``width`` as it was rendered: ``Packed.width``)."""
     text, start, end = excerpt(row, width)
-    return SourceRef(id=row["id"], ref=row.get("ref"), session_id=row["session_id"],
-                     speaker=row.get("speaker"), timestamp=row.get("timestamp"), text=text,
-                     start=start, end=end)
+    return SourceRef(id=row.id, ref=row.ref, session_id=row.session_id, speaker=row.speaker,
+                     timestamp=row.timestamp, text=text, start=start, end=end)
 
 
-def render_line(row: dict, width: int = EXCERPT_CHARS) -> tuple[str, bool]:
+def render_line(row: Source, width: int = EXCERPT_CHARS) -> tuple[str, bool]:
     """The line for one source, and whether its text (its excerpt, for a long message) stands
     in it verbatim."""
-    long = len(row["text"]) > WHOLE_CHARS
-    span = row.get("span") if long else None
-    return _line(row["text"], row.get("speaker"), tuple(span) if span else None,
+    long = len(row.text) > WHOLE_CHARS
+    span = row.span if long else None
+    return _line(row.text, row.speaker, tuple(span) if span else None,
                  width if long else EXCERPT_CHARS)
 
 
 @lru_cache(maxsize=8192)   # a recall measures hundreds of candidates' lines, the same from one
 def _line(full: str, who: str | None, span: tuple[int, int] | None,
           width: int) -> tuple[str, bool]:
-    quote, start, end = excerpt({"text": full, "span": span}, width)
+    quote, start, end = _quoted(full, span, width)
     text, verbatim = shown(quote)
     if start is not None and end is not None:   # both or neither
         text = (f"{ELLIPSIS} " if start > 0 else "") + text + (
@@ -173,15 +177,15 @@ def _line(full: str, who: str | None, span: tuple[int, int] | None,
 @dataclass
 class Packed:
     context: str
-    chosen: list[dict]                      # the source rows, in the order they were accepted
-    left_out: list[tuple[dict, str]] = field(default_factory=list)
+    chosen: list[Source]                    # the source rows, in the order they were accepted
+    left_out: list[tuple[Source, str]] = field(default_factory=list)
     verbatim_ids: set[str] = field(default_factory=set)
     chars_used: int = 0
     chars_budget: int = 0
     width: int = EXCERPT_CHARS              # of a long message's excerpt (``source_ref``)
 
 
-def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int = 0,
+def pack_sources(candidates: list[Source], budget_tokens: int, *, extra_chars: int = 0,
                  max_items: int | None = None, by_rank: bool = False,
                  marks: dict[str, str] | None = None, quote_tokens: int | None = None,
                  focus: str | None = None) -> Packed:
@@ -189,7 +193,7 @@ def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int
 
     A candidate too long for what is left is skipped, not the end: a shorter one after it may
     still fit. ``extra_chars`` reserves room for text a strategy renders around the sources.
-    Each row needs ``id, session_id, seq, speaker, timestamp, text``. ``by_rank`` orders the
+    ``by_rank`` orders the
     session groups by their best candidate instead of by time (see :func:`render`). ``marks``:
     a line written by the strategy (never stored text) to quote under a source, counted in the
     budget (``wiki/revisions.py``: ``[changed later: DATE]``). ``quote_tokens``: the budget that
@@ -203,29 +207,31 @@ def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int
         candidates = focused(candidates, focus, width)
     limit = budget_tokens * 4 - extra_chars
     used = len(OPEN) + len(CLOSE)
-    chosen, left_out, seen = [], [], set()
+    chosen: list[Source] = []
+    left_out: list[tuple[Source, str]] = []
+    seen: set[str] = set()
     headers: dict[str, int] = {}
     if used > limit:
         return Packed("", [], [(c, "budget smaller than the frame") for c in candidates],
                       chars_budget=max(limit, 0), width=width)
     for c in candidates:
-        if c["id"] in seen:
+        if c.id in seen:
             continue
         if max_items is not None and len(chosen) >= max_items:
             left_out.append((c, "item limit"))
             continue
         line, _ = render_line(c, width)
-        cost = len(line) + len(marks.get(c["id"], ""))
-        sid = c["session_id"]
+        cost = len(line) + len(marks.get(c.id, ""))
+        sid = c.session_id
         if sid not in headers:
-            cost += len(session_header(c.get("timestamp"), sid))
+            cost += len(session_header(c.timestamp, sid))
         if used + cost > limit:
             left_out.append((c, "over budget"))
             continue
         used += cost
         headers.setdefault(sid, 1)
         chosen.append(c)
-        seen.add(c["id"])
+        seen.add(c.id)
     context, verbatim = render(chosen, by_rank, marks, width)
     while chosen and len(context) > limit:  # only if headers differed from the estimate
         left_out.append((chosen.pop(), "over budget"))
@@ -235,29 +241,29 @@ def pack_sources(candidates: list[dict], budget_tokens: int, *, extra_chars: int
     return Packed(context, chosen, left_out, verbatim, len(context), limit, width)
 
 
-def render(rows: list[dict], by_rank: bool = False, marks: dict[str, str] | None = None,
+def render(rows: list[Source], by_rank: bool = False, marks: dict[str, str] | None = None,
            width: int = EXCERPT_CHARS) -> tuple[str, set[str]]:
     """Rows grouped by session (turns by position) inside the frame. Sessions come in time
     order, or with ``by_rank`` in the order of their best row (``rows`` best first), so the most
     useful evidence opens the block: answering models read the start of a context best."""
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[Source]] = {}
     for r in rows:
-        groups.setdefault(r["session_id"], []).append(r)
+        groups.setdefault(r.session_id, []).append(r)
 
     def first_time(sid: str) -> Any:
-        ts = [r["timestamp"] for r in groups[sid] if r.get("timestamp") is not None]
+        ts = [r.timestamp for r in groups[sid] if r.timestamp is not None]
         return (0, min(ts)) if ts else (1, sid)
 
     parts, verbatim = [OPEN], set()
     for sid in (list(groups) if by_rank else sorted(groups, key=first_time)):
-        turns = sorted(groups[sid], key=lambda r: (r.get("seq") or 0))
-        parts.append(session_header(turns[0].get("timestamp"), sid))
+        turns = sorted(groups[sid], key=lambda r: (r.seq or 0))
+        parts.append(session_header(turns[0].timestamp, sid))
         for r in turns:
             line, ok = render_line(r, width)
             parts.append(line)
-            if marks and r["id"] in marks:
-                parts.append(marks[r["id"]])
+            if marks and r.id in marks:
+                parts.append(marks[r.id])
             if ok:
-                verbatim.add(r["id"])
+                verbatim.add(r.id)
     parts.append(CLOSE)
     return "".join(parts), verbatim

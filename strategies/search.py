@@ -33,7 +33,7 @@ from typing import Callable, Hashable, Iterable, TypeVar
 
 import numpy as np
 
-from ..storage import SourceFilter
+from ..storage import Source, SourceFilter
 from .aliases import namespace_speakers, speaker_aliases
 from .base import Env, RecallRequest
 from .render import WHOLE_CHARS
@@ -112,7 +112,7 @@ def best_searched(parts: dict[str, dict], n: int = BEST_HITS) -> list[str]:
     return sorted(parts, key=lambda i: -parts[i].get("score", 0.0))[:n]
 
 
-def unsearched_long(rows: Iterable[dict], parts: dict[str, dict]) -> set[str]:
+def unsearched_long(rows: Iterable[Source], parts: dict[str, dict]) -> set[str]:
     """The ids of ``rows`` too long to quote whole (``render.WHOLE_CHARS``) that the search
     (``parts``) did not rank among its :func:`best_searched`; nothing when there was no search.
     Such a message is quoted by the passage a search found in it; without one, all a context
@@ -122,7 +122,7 @@ def unsearched_long(rows: Iterable[dict], parts: dict[str, dict]) -> set[str]:
     if not parts:
         return set()
     best = set(best_searched(parts))
-    return {r["id"] for r in rows if len(r["text"]) > WHOLE_CHARS and r["id"] not in best}
+    return {r.id for r in rows if len(r.text) > WHOLE_CHARS and r.id not in best}
 
 
 def ranked_lists(parts: dict[str, dict], names: Iterable[str]) -> dict[str, list[str]]:
@@ -143,8 +143,8 @@ class TurnSearch:
     each is searched once per recall, not once per voter. BM25 ranks are exact under the cut;
     dense search is a flat scan below the vector index threshold (exact too) and an ANN search
     above it, where a deeper search only probes more. An ask deeper than ``depth`` searches on
-    its own. ``rows(ids)`` reads each source row once per recall (every caller gets its own
-    copies, each long message with the best passage found so far). ``depth=0`` shares nothing.
+    its own. ``rows(ids)`` reads each source row once per recall (rows are frozen: the callers
+    share them; each long message with the best passage found so far). ``depth=0`` shares nothing.
     Safe to use from several threads (``auto``'s voters)."""
 
     def __init__(self, env: Env, request: RecallRequest, depth: int, qv=None):
@@ -157,7 +157,7 @@ class TurnSearch:
             env.embed_query(request.query) if qv is None else qv)
         self.depth = depth
         self._searches = Once()   # ("fts", text) / ("vector", bytes) -> the depth-cut hits
-        self._rows: dict[str, dict] = {}
+        self._rows: dict[str, Source] = {}
         self._lock = threading.Lock()
         self.hits = {"fts": 0, "vector": 0, "rows": 0}   # asks answered by the shared searches / rows read
 
@@ -192,16 +192,16 @@ class TurnSearch:
             self.hits["vector"] += 1
         return dense[:n]
 
-    def rows(self, ids: list[str]) -> list[dict]:
+    def rows(self, ids: list[str]) -> list[Source]:
         """Source rows for ``ids`` in the order asked; only the ones not read yet are fetched."""
         with self._lock:
             missing = [i for i in dict.fromkeys(ids) if i not in self._rows]
         fetched = self.space.get_sources(missing) if missing else []
         with self._lock:
             for r in fetched:
-                self._rows[r["id"]] = r
+                self._rows[r.id] = r
             self.hits["rows"] += len(ids) - len(missing)
-            out = [dict(self._rows[i]) for i in ids if i in self._rows]
+            out = [self._rows[i] for i in ids if i in self._rows]
         # a long message's quoted passage is the best one of the searches run so far, which
         # may be later than this row's first read (dense, then BM25: ``search_turns``)
         return self.space.with_spans(out)
@@ -215,7 +215,7 @@ def turn_search(env: Env, request: RecallRequest, depth: int, qv=None) -> TurnSe
 def search_turns(env: Env, request: RecallRequest, n: int, *, names: bool = True,
                  content_w: float = 1.0, k: float = RRF_K, dense_w: float = 1.0,
                  speaker_w: float = SPEAKER_W,
-                 speaker_rows: Callable[[list[str]], list[dict]] | None = None,
+                 speaker_rows: Callable[[list[str]], list[Source]] | None = None,
                  turns: TurnSearch | None = None) -> tuple[list[str], dict[str, dict]]:
     """Fused candidate turn ids (best first) and each one's score parts (``score``,
     ``bm25_rank``, ``dense_rank``, ``content_rank``, ``speaker_rank``, raw ``bm25`` and
@@ -233,7 +233,7 @@ def search_turns(env: Env, request: RecallRequest, n: int, *, names: bool = True
         ids = [i for i, _ in dense]
         rows = speaker_rows(ids) if speaker_rows else turns.rows(ids[:SPEAKER_ROWS])
         aliases = speaker_aliases(env.ns, env.space)
-        query = without_speakers(query, {r["speaker"] for r in rows if r.get("speaker")}, aliases)
+        query = without_speakers(query, {r.speaker for r in rows if r.speaker}, aliases)
         if speaker_w > 0:
             named = named_speakers(request.query, namespace_speakers(env.ns, env.space), aliases)
     lexical = turns.lexical(n, query)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.types import CallToolResult, ReadResourceResult, TextContent, TextResourceContents
 
 if TYPE_CHECKING:
+    from trimem.storage.rows import Session
     from trimem.storage.space import Space
 
 
@@ -36,7 +37,7 @@ def resource_text(res: ReadResourceResult) -> str:
     return block.text
 
 
-def session(space: Space, session_id: str) -> dict[str, Any]:
+def session(space: Space, session_id: str) -> Session:
     """A stored session's row (it must exist)."""
     row = space.get_session(session_id)
     assert row is not None, f"no session {session_id!r}"

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from trimem.capture.state import CaptureState
+from trimem.storage import Source
 
 
 def hook_env(home: Path, tmp: Path, **extra: str) -> dict:
@@ -44,7 +45,7 @@ def settle(home: Path, timeout: float = 180) -> None:
                          f"{log.read_text()[-3000:] if log.exists() else '(none)'}")
 
 
-def stored(home: Path, namespace: str) -> list[dict]:
+def stored(home: Path, namespace: str) -> list[Source]:
     """Every source row of ``namespace`` (a fresh runtime: what any process would read)."""
     from trimem.server.settings import Settings
     from trimem.tools.runtime import Runtime

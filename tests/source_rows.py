@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from trimem.storage import SourceFilter
+from trimem.storage import Source, SourceFilter
 
 DIM = 16
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -34,3 +34,12 @@ FILTERS = [None, SourceFilter(session_id="s1"), SourceFilter(since=T0 + timedelt
            SourceFilter(session_id="s1", speakers=frozenset({"assistant", "nobody"})),
            SourceFilter(speakers=frozenset({"user' OR speaker = 'assistant"})),
            SourceFilter(speakers=frozenset())]
+
+
+def source(**fields) -> Source:
+    """A stored message as storage returns it, with these fields (the rest empty): for tests of
+    the code that reads sources without a store."""
+    base = {"id": "m0", "namespace": "ns", "session_id": "s1", "seq": 0, "ref": None,
+            "speaker": None, "timestamp": None, "text": "", "metadata": None,
+            "embed_model": None, "created_at": None}
+    return Source(**(base | fields))

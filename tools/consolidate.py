@@ -190,8 +190,7 @@ def curate_queued(rt: Runtime, namespace: str) -> list[str]:
     """Curate (every strategy, heuristics unless the host's model wrote the session) each session
     of ``namespace`` still queued; their ids."""
     ns = require(rt, namespace)
-    queued = sorted(s["session_id"] for s in rt.space(ns).list_sessions()
-                    if s.get("curation") == "queued")
+    queued = sorted(s.session_id for s in rt.space(ns).list_sessions() if s.curation == "queued")
     for sid in queued:
         rt.curation.curate_now(ns, sid)
     return queued
@@ -218,12 +217,12 @@ def restore(rt: Runtime, namespace: str, memory_id: str) -> dict:
                           "an episode or fact that consolidation merged or superseded "
                           "(`explain` on the survivor lists them)")
     mem = found[0]
-    if mem["kind"] not in KINDS:
-        raise ToolFailure(f"{memory_id!r} is a {mem['kind']}; only hybrid episodes and facts "
+    if mem.kind not in KINDS:
+        raise ToolFailure(f"{memory_id!r} is a {mem.kind}; only hybrid episodes and facts "
                           "can be restored")
-    if mem["status"] not in ("merged", "superseded"):
-        raise ToolFailure(f"{memory_id!r} is {mem['status']}: only a merged or superseded "
+    if mem.status not in ("merged", "superseded"):
+        raise ToolFailure(f"{memory_id!r} is {mem.status}: only a merged or superseded "
                           "memory can be restored")
     with rt.namespace_lock(namespace):
         out = cast(HybridStrategy, registry.get("hybrid")).restore(env, memory_id)
-    return {"namespace": namespace, "kind": mem["kind"], "text": mem["text"], **out}
+    return {"namespace": namespace, "kind": mem.kind, "text": mem.text, **out}

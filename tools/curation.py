@@ -128,8 +128,8 @@ class CurationWorker:
         n = 0
         for ns in store.namespaces():
             for sess in store.space(ns).list_sessions():
-                if sess.get("curation") in ("queued", "failed"):
-                    self.enqueue(ns, sess["session_id"])
+                if sess.curation in ("queued", "failed"):
+                    self.enqueue(ns, sess.session_id)
                     n += 1
         if n:
             log.info("resuming curation of %d sessions", n)
@@ -265,7 +265,7 @@ class CurationWorker:
             self.failures.add(namespace, session_id, f"name votes: {exc}")
         sess = env.space.get_session(session_id)
         if sess is not None:
-            env.space.put_session(dict(sess, curation=state))
+            env.space.put_session(sess.with_curation(state))
         return state
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -12,6 +12,9 @@ from .errors import ToolFailure
 from .namespaces import require
 from .params import Int
 from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from ..storage.rows import Memory, Source
 
 PAGE_TOKENS = 2000               # the most one explain text may take (chars / 4)
 PAGE_CHARS = PAGE_TOKENS * 4 - 200   # room for the page's header line
@@ -27,14 +30,14 @@ class Explanation(BaseModel):
     history: list[dict[str, Any]] = Field(default_factory=list, description="audit entries")
 
 
-def _source_view(row: dict) -> dict:
-    return {k: row.get(k) for k in ("id", "ref", "session_id", "seq", "speaker", "timestamp",
-                                    "text", "metadata")}
+def _source_view(row: Source) -> dict:
+    return row.view("id", "ref", "session_id", "seq", "speaker", "timestamp", "text", "metadata")
 
 
-def _memory_view(row: dict) -> dict:
-    return {k: row.get(k) for k in ("id", "kind", "origin", "status", "session_id", "timestamp",
-                                    "text", "body", "refs", "source_ids", "lineage")}
+def _memory_view(row: Memory) -> dict:
+    return {k: getattr(row, k) for k in ("id", "kind", "origin", "status", "session_id",
+                                         "timestamp", "text", "body", "refs", "source_ids",
+                                         "lineage")}
 
 
 def _gone(trace) -> set[str]:
@@ -71,10 +74,10 @@ def _explain(rt: Runtime, mid: str, ns: str) -> Explanation:
             row = space.get_recall(mid)
         except NotFound as exc:
             raise ToolFailure(str(exc)) from exc
-        t = row["trace"]
+        t = row.trace
         gone = _gone(t)
         return Explanation(id=mid, kind="recall", record=t,
-                           summary=f"{row['strategy']} recall of {row['query']!r}: "
+                           summary=f"{row.strategy} recall of {row.query!r}: "
                                    f"{len(t.get('items', []))} items, {t.get('tokens')} tokens. "
                                    f"{t.get('route_reason', '')}" + (
                                        f" [{len(gone)} of the messages or memories it named "
@@ -85,16 +88,16 @@ def _explain(rt: Runtime, mid: str, ns: str) -> Explanation:
         derived = [_memory_view(m) for m in space.memories_citing({mid})]
         return Explanation(id=mid, kind="source", record=_source_view(src[0]), derived=derived,
                            sources=[_source_view(src[0])], history=space.audit_for(mid),
-                           summary=f"raw message (ref {src[0]['ref']!r}) of session "
-                                   f"{src[0]['session_id']!r}; {len(derived)} memories derive from it")
+                           summary=f"raw message (ref {src[0].ref!r}) of session "
+                                   f"{src[0].session_id!r}; {len(derived)} memories derive from it")
     mem = space.get_memories([mid])
     if mem:
         m = mem[0]
-        sources = [_source_view(s) for s in space.get_sources(m["source_ids"] or [])]
-        by = (m.get("body") or {}).get("written_by")
+        sources = [_source_view(s) for s in space.get_sources(m.source_ids or [])]
+        by = m.body.get("written_by")
         return Explanation(id=mid, kind="memory", record=_memory_view(m), sources=sources,
                            history=space.audit_for(mid),
-                           summary=f"{m['kind']} ({m['origin']}, {m['status']}"
+                           summary=f"{m.kind} ({m.origin}, {m.status}"
                                    f"{', written by ' + by if by else ''}) from "
                                    f"{len(sources)} sources")
     from ..strategies import registry

@@ -19,6 +19,7 @@ from .runtime import Runtime
 
 if TYPE_CHECKING:
     from ..storage.locks import Held
+    from ..storage.rows import Memory, Source
     from ..storage.space import Space
 
 log = logging.getLogger(__name__)
@@ -105,8 +106,8 @@ class Targets:
     """What a forget found to delete, kept across its attempts: one that lost its lock while
     stopped runs again, and reports what the first attempt already deleted too."""
 
-    sources: dict[str, dict] = field(default_factory=dict)
-    memories: dict[str, dict] = field(default_factory=dict)
+    sources: dict[str, Source] = field(default_factory=dict)
+    memories: dict[str, Memory] = field(default_factory=dict)
 
 
 def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) -> ForgetResult:
@@ -131,7 +132,7 @@ def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) 
                         source_ids=[], refs=[], not_found=not_found, audit_id=audit_id)
 
 
-def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[str, list[dict]],
+def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[str, list[Source]],
             sid: str | None, found: Targets, held: Held | None) -> ForgetResult:
     """``named``: the messages of ``refs`` (tools/refs.py); ``sid``: a whole session to delete;
     ``found``: what an earlier attempt of this forget found (and may have deleted)."""
@@ -142,12 +143,12 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[s
         raise ToolFailure(f"nothing to forget in namespace {ns!r}: no match for {not_found[:10]}")
     src_ids = set(sources)
     for m in space.memories_citing(src_ids):
-        memories[m["id"]] = m
+        memories[m.id] = m
     recall_ids = space.recalls_citing(src_ids | set(memories))
     if held is not None:
         held.check()   # nothing below runs for a process that lost the lock while stopped
     derived, emptied = _delete(rt, ns, found, recall_ids, held)
-    gone_refs = sorted({r["ref"] for r in sources.values() if r.get("ref")})
+    gone_refs = sorted({r.ref for r in sources.values() if r.ref})
     audit_id = space.audit("forget", sorted(src_ids) + sorted(memories),
                            {"sources": len(src_ids), "memories": len(memories),
                             "recalls": len(recall_ids), "refs": gone_refs, "sessions": emptied,
@@ -157,24 +158,24 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[s
                         not_found=not_found, audit_id=audit_id)
 
 
-def _find(space: Space, ids: list[str], refs: list[str], named: dict[str, list[dict]],
+def _find(space: Space, ids: list[str], refs: list[str], named: dict[str, list[Source]],
           sid: str | None, found: Targets) -> list[str]:
     """Add to ``found`` the messages and memories named by ids, refs and the session; return
     what of those names matched nothing."""
     sources, memories = found.sources, found.memories
-    sources.update({r["id"]: r for r in space.get_sources(ids)})
-    memories.update({m["id"]: m for m in space.get_memories([i for i in ids if i not in sources])})
+    sources.update({r.id: r for r in space.get_sources(ids)})
+    memories.update({m.id: m for m in space.get_memories([i for i in ids if i not in sources])})
     not_found = [i for i in ids if i not in sources and i not in memories]
-    found_refs = {r["ref"] for r in sources.values() if r.get("ref") in refs} | set(named)
+    found_refs = {r.ref for r in sources.values() if r.ref in refs} | set(named)
     for rows in named.values():
-        sources.update({r["id"]: r for r in rows})
+        sources.update({r.id: r for r in rows})
     not_found += [r for r in refs if r not in found_refs]
     if sid:
         session_rows = space.sources_by_session(sid)
         if not session_rows and space.get_session(sid) is None and \
-                not any(r["session_id"] == sid for r in sources.values()):
+                not any(r.session_id == sid for r in sources.values()):
             not_found.append(sid)
-        sources.update({r["id"]: r for r in session_rows})
+        sources.update({r.id: r for r in session_rows})
     return not_found
 
 
@@ -190,11 +191,11 @@ def _delete(rt: Runtime, ns: str, found: Targets, recall_ids: list[str],
     src_ids = set(sources)
     env = rt.env(ns)
     derived = {st.name: st.forget(env, src_ids) for st in registry.with_hook(Forgets)}
-    aliasstats.drop(space, {r["session_id"] for r in sources.values()})   # counts may not move
+    aliasstats.drop(space, {r.session_id for r in sources.values()})   # counts may not move
     space.delete_memories(sorted(found.memories))
     space.delete_recalls(recall_ids)
     space.delete_sources(sorted(src_ids))
-    emptied = [s for s in {r["session_id"] for r in sources.values()}
+    emptied = [s for s in {r.session_id for r in sources.values()}
                if space.count_sources(SourceFilter(session_id=s)) == 0]
     space.delete_sessions(emptied)
     space.rebuild_text_index()
@@ -204,10 +205,10 @@ def _delete(rt: Runtime, ns: str, found: Targets, recall_ids: list[str],
     space.mark_forgotten(sorted(src_ids))   # other processes drop their caches (storage/forgets.py)
     env.ns.invalidate()
     if derived:  # what remains of a touched session is curated again, without the deleted text
-        for sess in {r["session_id"] for r in sources.values()} - set(emptied):
+        for sess in {r.session_id for r in sources.values()} - set(emptied):
             row = space.get_session(sess)
             if row is not None:
-                space.put_session(dict(row, curation="queued"))
+                space.put_session(row.with_curation("queued"))
                 rt.curation.enqueue(ns, sess)
     return derived, emptied
 

@@ -21,6 +21,8 @@ from ..strategies.hybrid import llm_schema as S
 from ..strategies.hybrid.llm_curate import EPISODIC_PROMPT, RELATIONAL_PROMPT
 
 if TYPE_CHECKING:
+    from ..storage.space import Space
+    from ..storage.rows import Memory, Source
     from .runtime import Runtime
 
 __all__ = ["EPISODIC_PROMPT", "RELATIONAL_PROMPT", "SYSTEM", "HostJob", "digest", "plan_job",
@@ -61,8 +63,8 @@ def digest(text: str) -> str:
 
 @dataclass
 class HostJob:
-    sessions: dict[str, tuple[str, list[dict]]] = field(default_factory=dict)  # label -> (id, turns)
-    merges: dict[str, dict] = field(default_factory=dict)                     # label -> survivor
+    sessions: dict[str, tuple[str, list[Source]]] = field(default_factory=dict)  # label -> (id, turns)
+    merges: dict[str, Memory] = field(default_factory=dict)                   # label -> survivor
     prompt: str = ""
 
 
@@ -81,14 +83,13 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
     origins: dict[str, set] = {}
     for r in space.rows("memories", eq={"kind": ["episode", "fact"]}, columns=["session_id", "origin"]):
         origins.setdefault(r["session_id"], set()).add(r["origin"])
-    sessions = sorted(space.list_sessions(), key=lambda s: (str(s.get("session_time") or ""),
-                                                            s["session_id"]))
+    sessions = sorted(space.list_sessions(), key=lambda s: (str(s.session_time or ""), s.session_id))
     for sess in sessions:
-        sid = sess["session_id"]
+        sid = sess.session_id
         got = origins.get(sid, set())
         # heuristic rows only, or not curated yet (a session the heuristics found nothing in
         # is not asked about again and again)
-        fresh = not got and sess.get("curation") == "queued"
+        fresh = not got and sess.curation == "queued"
         if got & (set(KEPT_ORIGINS) | {"llm"}) or not ("heuristic" in got or fresh):
             continue
         turns = space.sources_by_session(sid)
@@ -96,7 +97,7 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
             continue     # a session is shown whole or not at all
         lab = label("S", sid)
         lines, _ = S.turn_lines(turns, f"{lab}.t")
-        when = sess.get("session_time")
+        when = sess.session_time
         parts.append(f"SESSION {lab} (date: {when.strftime('%Y-%m-%d (%A)') if when else 'unknown'})"
                      f"\n{lines}")
         job.sessions[lab] = (sid, turns)
@@ -104,9 +105,9 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
         if len(job.sessions) >= SESSIONS_PER_CALL:
             break
     for row in pending_merges(space)[:MERGES_PER_CALL]:
-        lab = label("M", row["id"])
-        texts = [row["lineage"].get("text_before", row["text"])] + \
-            [m["text"] for m in space.get_memories([a["id"] for a in row["lineage"].get("absorbed", [])])]
+        lab = label("M", row.id)
+        texts = [row.lineage.get("text_before", row.text)] + \
+            [m.text for m in space.get_memories([a["id"] for a in row.lineage.get("absorbed", [])])]
         parts.append(f"MERGE {lab}\n" + "\n".join(json.dumps({"entry": t}, ensure_ascii=False)
                                                   for t in texts))
         job.merges[lab] = row
@@ -116,10 +117,10 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
     return job
 
 
-def pending_merges(space) -> list[dict]:
+def pending_merges(space: Space) -> list[Memory]:
     rows = [m for k in ("episode", "fact") for m in space.memories_of_kind(k)
-            if (m.get("body") or {}).get("merged_text_by") == "heuristic"]
-    return sorted(rows, key=lambda m: m["id"])
+            if m.body.get("merged_text_by") == "heuristic"]
+    return sorted(rows, key=lambda m: m.id)
 
 
 def store_answer(rt: Runtime, namespace: str, text: str, by: str,
@@ -147,7 +148,7 @@ def store_answer(rt: Runtime, namespace: str, text: str, by: str,
                 continue
             sid, turns = job.sessions[s.session]
             _, by_label = S.turn_lines(turns, f"{s.session}.t")
-            when = (env.space.get_session(sid) or {}).get("session_time")
+            when = env.space.session_time(sid)
             eps, tps = S.link(s.episodes, s.tuples, by_label, turns, when)
             stored = eps + tps if replace_session(env, sid, eps, tps, by)["origin"] == "sampled" \
                 else []
@@ -185,10 +186,11 @@ def wiki_claims(env, session_id: str, by_label: dict, claims: list, by: str) -> 
         return 0
 
 
-def rewrite_merge(env, row: dict, text: str, by: str) -> None:
-    row["text"] = text[:S.MERGED_MAX_CHARS]
-    row["body"] = dict(row["body"], merged_text_by=by, written_by=by)
-    row["lineage"].setdefault("history", []).append(
-        {"at": env.space.now().isoformat(), "op": "merged_text", "by": by})
-    row["vector"] = env.embed([row["text"]])[0]
-    env.space.add_memories([row])
+def rewrite_merge(env, row: Memory, text: str, by: str) -> None:
+    text = text[:S.MERGED_MAX_CHARS]
+    history = [*row.lineage.get("history", []),
+               {"at": env.space.now().isoformat(), "op": "merged_text", "by": by}]
+    env.space.add_memories([dict(row.as_dict(), text=text,
+                                 body=dict(row.body, merged_text_by=by, written_by=by),
+                                 lineage=dict(row.lineage, history=history),
+                                 vector=env.embed([text])[0])])

@@ -24,6 +24,7 @@ from .errors import ToolFailure
 from .runtime import Runtime
 
 if TYPE_CHECKING:
+    from ..storage.rows import Session
     from ..storage.space import Space
 
 
@@ -48,8 +49,8 @@ def require(rt: Runtime, namespace: str) -> str:
     return ns
 
 
-def _sessions(space: Space) -> list[dict]:
-    return [s for s in space.list_sessions() if s.get("namespace") == space.namespace]
+def _sessions(space: Space) -> list[Session]:
+    return [s for s in space.list_sessions() if s.namespace == space.namespace]
 
 
 def listing(rt: Runtime) -> dict[str, Any]:
@@ -67,7 +68,7 @@ def status(rt: Runtime, namespace: str) -> dict[str, Any]:
     ns = require(rt, namespace)
     space = rt.space(ns)
     sessions = _sessions(space)
-    state = [s.get("curation") for s in sessions]
+    state = [s.curation for s in sessions]
     failures = [{"session_id": sid, "error": err} for sid, err in rt.curation.failures.recent(ns)]
     runs = space.rows("audit", eq={"op": "consolidate"}, columns=["at", "detail"])
     last = max(runs, key=lambda r: r["at"]) if runs else None
@@ -77,8 +78,8 @@ def status(rt: Runtime, namespace: str) -> dict[str, Any]:
         "sessions": len(sessions),
         "curation": {"queued": state.count("queued"), "failed": state.count("failed"),
                      "done": state.count("done"),
-                     "failed_sessions": [s["session_id"] for s in sessions
-                                         if s.get("curation") == "failed"][:50],
+                     "failed_sessions": [s.session_id for s in sessions
+                                         if s.curation == "failed"][:50],
                      "recent_failures_in_this_process": failures},
         "last_consolidation": None if last is None else {
             "at": last["at"].isoformat(),

@@ -25,30 +25,32 @@ from .answer import names, quoted
 from .errors import ToolFailure
 
 if TYPE_CHECKING:
+    from ..storage.rows import Source
     from ..storage.space import Space
 
 
-def _grouped(space: Space, refs: list[str]) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
+def _grouped(space: Space, refs: list[str]) -> dict[str, list[Source]]:
+    out: dict[str, list[Source]] = {}
     for row in space.sources_by_refs(sorted(set(refs))):
-        out.setdefault(row["ref"], []).append(row)
+        if row.ref is not None:   # found by its ref: always
+            out.setdefault(row.ref, []).append(row)
     return out
 
 
-def _one_session(ref: str, rows: list[dict], what: str) -> None:
-    sessions = sorted({r["session_id"] for r in rows})
+def _one_session(ref: str, rows: list[Source], what: str) -> None:
+    sessions = sorted({r.session_id for r in rows})
     if len(sessions) > 1:
         raise ToolFailure(f"ref {quoted(ref)} names messages in {len(sessions)} sessions "
                           f"({names(sessions, 5)}): {what}")
 
 
-def to_forget(space: Space, refs: list[str], session_id: str | None) -> dict[str, list[dict]]:
+def to_forget(space: Space, refs: list[str], session_id: str | None) -> dict[str, list[Source]]:
     """ref -> the stored messages ``forget`` deletes for it (refs that name nothing are left
     out). With ``session_id``: that session's only. Without: ToolFailure if a ref names messages
     of more than one session."""
     groups = _grouped(space, refs)
     if session_id is not None:
-        scoped = {ref: [r for r in rows if r["session_id"] == session_id]
+        scoped = {ref: [r for r in rows if r.session_id == session_id]
                   for ref, rows in groups.items()}
         return {ref: rows for ref, rows in scoped.items() if rows}
     for ref, rows in groups.items():
@@ -61,9 +63,9 @@ def cited(space: Space, refs: list[str], session_id: str) -> dict[str, str]:
     of that ref, else the namespace's one message of it (refs that name nothing are left out)."""
     out = {}
     for ref, rows in _grouped(space, refs).items():
-        own = [r for r in rows if r["session_id"] == session_id]
+        own = [r for r in rows if r.session_id == session_id]
         if not own:
             _one_session(ref, rows, "a curated memory of another session cannot tell which "
                                     "it cites")
-        out[ref] = (own or rows)[0]["id"]
+        out[ref] = (own or rows)[0].id
     return out

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..storage.rows import Session
 from ..strategies.ids import stable_id
 from . import validate as v
 from .answer import doc, quoted
@@ -228,7 +229,7 @@ def _prepared(rt: Runtime, call: _Call, progress) -> _Prep:
     # again on a retry costs less than a look-up on every call of an agent loop), and lets
     # curated memories cite a resent message by the id it is stored under.
     refs = [r["ref"] for r in rows if r["ref"]]
-    known = ({r["ref"]: r["id"] for r in space.sources_by_refs(refs) if r["session_id"] == sid}
+    known = ({r.ref: r.id for r in space.sources_by_refs(refs) if r.session_id == sid}
              if len(refs) > PRECHECK_MIN or plan is not None else {})
     have = _held(space, sid, rows, call.kept)
     new_rows = [r for r in rows if (r["ref"] not in known or r["ref"] is None)
@@ -279,7 +280,7 @@ def _committed(rt: Runtime, call: _Call, prep: _Prep, curates: bool) -> tuple[li
                             and r["id"] not in prep.have]
                 # appending without a time: the session's stored time still holds
                 st = (call.stime if call.stime is not None or session is None
-                      else session["session_time"])
+                      else session.session_time)
                 memory_ids = _write(space, sid, st, session, len(stored), new_rows, call.plan,
                                     prep.by_ref, prep.cur_vecs, curates, held, prep.passages)
                 _audit(space, sid, new_rows, len(call.rows) - len(new_rows), memory_ids)
@@ -308,7 +309,7 @@ def _held(space: Space, sid: str, rows: list[dict], kept: set[str]) -> set[str]:
     names another message (ids are unique in a namespace): that row is given a stable id of
     its own instead (of this session and the kept id, so a second import finds it again)."""
     def sessions(ids: set[str]) -> dict[str, str]:
-        return {r["id"]: r["session_id"] for r in space.get_sources(sorted(ids))} if ids else {}
+        return {r.id: r.session_id for r in space.get_sources(sorted(ids))} if ids else {}
 
     found = sessions({r["id"] for r in rows if r["ref"] is None} & kept)
     moved = set()
@@ -321,7 +322,7 @@ def _held(space: Space, sid: str, rows: list[dict], kept: set[str]) -> set[str]:
     return {i for i, s in found.items() if s == sid}
 
 
-def _write(space: Space, sid: str, stime, session, offset: int, new_rows: list[dict], plan,
+def _write(space: Space, sid: str, stime, session: Session | None, offset: int, new_rows: list[dict], plan,
            by_ref, cur_vecs, curates: bool, held: Held | None,
            passages: list[dict]) -> list[str]:
     """Number the new rows after the ``offset`` messages the session holds, then write (the
@@ -340,7 +341,7 @@ def _write(space: Space, sid: str, stime, session, offset: int, new_rows: list[d
     # sources commit is the acknowledgement point; the audit entry after it is best effort.
     # So an error always means "the messages were not stored", and a crash before the sources
     # commit leaves a session that resumes curation from whatever it holds.
-    session_time = (session or {}).get("session_time") or stime or min(times)
+    session_time = (session.session_time if session else None) or stime or min(times)
     check()
     # curated memories given without a timestamp happened when the session did: this call's
     # session_time, else the session's stored time (for a new session: its earliest message)
@@ -377,16 +378,15 @@ def _numbered(new_rows: list[dict], passages: list[dict], sid: str, offset: int,
                    if p["source_id"] in by_id]
 
 
-def _session_row(session: dict | None, sid: str, session_time, times: list, n_messages: int,
-                 curates: bool, now) -> dict:
+def _session_row(session: Session | None, sid: str, session_time, times: list, n_messages: int,
+                 curates: bool, now) -> Session:
     """The session's row after this write: its first and last message times widened by
     ``times``, ``n_messages`` stored, queued for curation if anything curates."""
-    old = session or {}
-    return {"session_id": sid, "session_time": session_time,
-            "first_ts": min([t for t in [old.get("first_ts")] if t] + times),
-            "last_ts": max([t for t in [old.get("last_ts")] if t] + times),
-            "n_messages": n_messages, "curation": "queued" if curates else "done",
-            "created_at": old.get("created_at") or now, "updated_at": now}
+    first, last, created = ((session.first_ts, session.last_ts, session.created_at)
+                            if session else (None, None, None))
+    return Session(sid, session_time, min([t for t in [first] if t] + times),
+                   max([t for t in [last] if t] + times), n_messages,
+                   "queued" if curates else "done", created or now, now)
 
 
 def text_of(out: RememberResult, given: int, namespace: str) -> str:

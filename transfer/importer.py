@@ -19,13 +19,16 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from pydantic import BaseModel, Field
 
 from .bounds import Deadline, Refusal, Refusals
 from .format import ForgetRec
 from .plan import ImportError_, Plan, Session, curated_model, forgotten_in, message_model
+
+if TYPE_CHECKING:
+    from ..storage.rows import Source
 
 Progress = Callable[[int, int, str], None]
 __all__ = ["ImportError_", "ImportReport", "import_records", "report_text", "retarget"]
@@ -91,10 +94,10 @@ def import_records(rt, records: list, progress: Progress | None = None, *, stric
     return report
 
 
-def _new_messages(plan: Plan, s: Session, have: list[dict], report: ImportReport):
+def _new_messages(plan: Plan, s: Session, have: list[Source], report: ImportReport):
     """(messages to send, their ids): the session's, less the forgotten and the stored."""
-    have_ids = {r["id"] for r in have}
-    have_plain = Counter((r["speaker"], r["timestamp"], r["text"]) for r in have if not r["ref"])
+    have_ids = {r.id for r in have}
+    have_plain = Counter((r.speaker, r.timestamp, r.text) for r in have if not r.ref)
     send, ids = [], []
     for m, mid in zip(s.messages, s.ids):
         key = (m.speaker, m.timestamp or None, m.content)
@@ -123,7 +126,7 @@ def _curated_to_write(rt, plan: Plan, s: Session, curated: list, report: ImportR
     checked = check_curated(rt, curated_model(keep), whole_session=True)
     ordered = [c for c in keep if c.kind == "episode"] + [c for c in keep if c.kind == "fact"]
     ids = [memory_id(s.namespace, s.session_id, m) for m in checked.episodes + checked.facts]
-    stored = {m["id"] for m in rt.space(s.namespace).get_memories(ids)} if exists else set()
+    stored = {m.id for m in rt.space(s.namespace).get_memories(ids)} if exists else set()
     out, out_ids = [], []
     for c, mid in zip(ordered, ids):
         if plan.curated_forgotten(s, c, mid):
@@ -150,7 +153,7 @@ def _write_session(rt, plan: Plan, s: Session, curated: list, report: ImportRepo
         return
     carried = not send
     if carried:   # the memories need a message to travel with: one the session holds
-        held = {r["id"] for r in (have if messages else space.sources_by_session(sid))}
+        held = {r.id for r in (have if messages else space.sources_by_session(sid))}
         carrier = next(((m, i) for m, i in zip(s.messages, s.ids) if i in held), None)
         if carrier is None:
             report.curated_skipped += len(keep)
@@ -185,7 +188,7 @@ def _import_forgets(rt, ns: str, forgets: list[ForgetRec], plan: Plan, report: I
         known.update(ids)
         named.update(ids)
         added += 1
-    held = [r["id"] for r in rt.space(ns).get_sources(sorted(named))] if named and \
+    held = [r.id for r in rt.space(ns).get_sources(sorted(named))] if named and \
         ns in rt.store.namespaces() else []
     if held:
         report.notes.append(f"namespace {ns!r}: {len(held)} messages named by the file's forget "

@@ -20,22 +20,28 @@ import uuid
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from filelock import FileLock, Timeout
+
+from ..storage.rows import Session
+
+if TYPE_CHECKING:
+    from ..storage.space import Space
 
 FOLDER = "_imports"
 
 
-def _encode(row: dict | None) -> dict | None:
-    if row is None:
+def _encode(session: Session | None) -> dict | None:
+    if session is None:
         return None
-    return {k: {"$t": v.isoformat()} if isinstance(v, datetime) else v for k, v in row.items()}
+    return {k: {"$t": v.isoformat()} if isinstance(v, datetime) else v
+            for k, v in session.as_dict().items()}
 
 
-def _decode(row: dict) -> dict:
-    return {k: datetime.fromisoformat(v["$t"]) if isinstance(v, dict) and "$t" in v else v
-            for k, v in row.items()}
+def _decode(row: dict) -> Session:
+    return Session.of({k: datetime.fromisoformat(v["$t"]) if isinstance(v, dict) and "$t" in v
+                       else v for k, v in row.items()})
 
 
 class Journal:
@@ -48,7 +54,7 @@ class Journal:
         return cls(None if "://" in home else Path(home).expanduser() / FOLDER)
 
     @contextmanager
-    def intent(self, space, session_id: str, source_ids: list[str],
+    def intent(self, space: Space, session_id: str, source_ids: list[str],
                memory_ids: list[str]) -> Iterator[None]:
         """Around one session's ``remember``: recorded before, removed after; if the write
         fails here, what it wrote is undone at once."""
@@ -108,7 +114,7 @@ def _lock_of(intent: Path) -> Path:
     return intent.with_name(intent.name + ".lock")
 
 
-def _settle(space, intent: dict[str, Any]) -> str:
+def _settle(space: Space, intent: dict[str, Any]) -> str:
     with space.store.write_lock(space.namespace):
         space.see_latest("sources", "sessions", "memories")
         sources = intent["source_ids"]

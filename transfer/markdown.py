@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..tools.wiki_pages import page_list
 from .export import namespace_records
 from .files import private_dir, write_private
+
+if TYPE_CHECKING:
+    from ..storage.space import Space
 
 Progress = Callable[[int, int, str], None]
 _SPECIAL = re.compile(r"([\\`*_\[\]<>#|~!{}()])")
@@ -55,7 +58,7 @@ def folder_name(namespace: str) -> str:
     return namespace_key(namespace)
 
 
-def render_sessions(space, progress: Progress | None = None) -> str:
+def render_sessions(space: Space, progress: Progress | None = None) -> str:
     out = [f"# Namespace {esc(space.namespace)}", ""]
     total, done = space.count_sources(), 0
     for rec in namespace_records(space):

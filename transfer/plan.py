@@ -207,7 +207,7 @@ class Plan:
         holders = {r: set(in_file.get(r, ())) for r in cited}
         if cited and ns in self.existing:
             for row in self.rt.space(ns).sources_by_refs(cited):
-                holders[row["ref"]].add(row["session_id"])
+                holders[row.ref].add(row.session_id)
         out = []
         for s, c in items:
             where = _where(s, f"curated {c.kind}", c.id, show(c.subject or c.title))

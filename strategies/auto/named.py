@@ -24,12 +24,13 @@ from collections.abc import Iterable, Mapping
 from ..aliases import namespace_speakers, speaker_aliases
 from ..base import Env
 from ..speakers import named_speakers
+from ...storage.rows import Source
 
 UNNAMED_W = 0.7
 Fused = list[tuple[str, float, dict]]
 
 
-def weigh_named(env: Env, query: str, fused: Fused, rows: dict[str, dict],
+def weigh_named(env: Env, query: str, fused: Fused, rows: dict[str, Source],
                 w: float = UNNAMED_W) -> tuple[Fused, set[str], float]:
     """``fused`` with :func:`demote_unnamed` applied for the speakers ``query`` names (``rows``:
     the fused turns' rows by id, read once per recall by ``auto``); also the named speakers and
@@ -38,7 +39,7 @@ def weigh_named(env: Env, query: str, fused: Fused, rows: dict[str, dict],
                            speaker_aliases(env.ns, env.space))
     if not named or w == 1.0:
         return fused, named, 1.0
-    said = {i: r.get("speaker") for i, r in rows.items()}
+    said = {i: r.speaker for i, r in rows.items()}
     return demote_unnamed(fused, said, named, w), named, w
 
 

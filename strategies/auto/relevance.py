@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 if TYPE_CHECKING:
+    from ..search import TurnSearch
     from ..space_api import StrategySpace
 
 SAMPLE = 256
@@ -83,7 +84,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
 def _query_pairs(space: StrategySpace, embed_queries: Callable[[list[str]], Any]) -> np.ndarray:
     """Cosines of the first ``QUERY_SAMPLE`` sampled turns, embedded as queries, to every other
     sampled turn's stored (passage) vector."""
-    from ...storage.sources import search_text
+    from ...storage.sources import search_text_of
 
     ids = space.sample_source_ids(SAMPLE)
     vecs = space.source_vectors(ids)
@@ -91,22 +92,22 @@ def _query_pairs(space: StrategySpace, embed_queries: Callable[[list[str]], Any]
     rows = space.get_sources(ids[:QUERY_SAMPLE])
     if len(ids) < 2 or not rows:
         return np.zeros(0)
-    q = _unit(np.asarray(embed_queries([search_text(r) for r in rows]), dtype=np.float64))
+    q = _unit(np.asarray(embed_queries([search_text_of(r.speaker, r.text) for r in rows]), dtype=np.float64))
     p = _unit(np.asarray([vecs[i] for i in ids], dtype=np.float64))
     col = {i: c for c, i in enumerate(ids)}
     sims = q @ p.T
     keep = np.ones(sims.shape, dtype=bool)
-    keep[np.arange(len(rows)), [col[r["id"]] for r in rows]] = False   # not a turn with itself
+    keep[np.arange(len(rows)), [col[r.id] for r in rows]] = False   # not a turn with itself
     return sims[keep]
 
 
-def evidence(turns) -> tuple[float | None, list[str]]:
+def evidence(turns: TurnSearch) -> tuple[float | None, list[str]]:
     """The best turn's cosine and the texts of the top turns of both searches of the recall's
     ``search.TurnSearch`` (in a fusion, the searches the voters already ran)."""
     dense = turns.dense(TOP)
     lexical = turns.lexical(TOP)
     ids = list(dict.fromkeys([i for i, _ in dense] + [i for i, _ in lexical]))
-    return (dense[0][1] if dense else None), [r["text"] for r in turns.rows(ids)]
+    return (dense[0][1] if dense else None), [r.text for r in turns.rows(ids)]
 
 
 def coverage(query: str, texts: list[str]) -> float:

@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass
 
 from ..base import Env, Item, RecallRequest, Recollection
-from ..render import pack_sources
+from ..render import Packed, pack_sources
 from ..search import TurnSearch, source_ref
 from ..wiki import revisions
 from ..wiki.curate import slotted_claims
@@ -46,6 +46,7 @@ from .named import UNNAMED_W, weigh_named
 from .stretch import LIFT, WINDOW, lift_stretches
 from .relevance import TOP, coverage, evidence, judge
 from .vote import DEPTH, vote
+from ...storage.rows import Source
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
 PLAIN_FRESH = 1.0   # plain's least weight while sessions of the namespace await curation
@@ -98,7 +99,7 @@ class _Fused:
     """The fused ranking: per turn its score and each voter's rank, in rank order, with what
     changed it (named speakers, named periods, stretches, facts that changed later)."""
 
-    rows: list[dict]
+    rows: list[Source]
     info: dict[str, tuple[float, dict]]
     named: set[str]
     unnamed_w: float
@@ -127,10 +128,10 @@ class AutoStrategy:
         packed = pack_sources(fused.rows, request.budget_tokens, by_rank=True,
                               marks=revisions.marks(fused.changed), focus=request.query)
         info = fused.info
-        items = [Item(id=r["id"], kind="source", text=r["text"], role="evidence",
-                      score=round(info[r["id"]][0], 6), timestamp=r.get("timestamp"),
-                      source_ids=[r["id"]]) for r in packed.chosen]
-        sources = [source_ref(r, packed.width) for r in packed.chosen if r["id"] in packed.verbatim_ids]
+        items = [Item(id=r.id, kind="source", text=r.text, role="evidence",
+                      score=round(info[r.id][0], 6), timestamp=r.timestamp,
+                      source_ids=[r.id]) for r in packed.chosen]
+        sources = [source_ref(r, packed.width) for r in packed.chosen if r.id in packed.verbatim_ids]
         trace = _trace(request, route, fused, packed) | {
             "strategies": {s: {"route_reason": out.route_reason, "ranked": len(rankings[s]),
                                "abstain": out.abstain, "ms": ms[s]} for s, out in runs.items()},
@@ -194,7 +195,7 @@ def _fused(env: Env, request: RecallRequest, route: _Route, rankings: dict[str, 
     fused = fuse(rankings | dated, weights | {p: w_dated for p in dated}, route.k)
     if route.waiting and "plain" in rankings:
         fused = _lift_fresh(fused, rankings["plain"], turns, route.waiting, weights, route.k)
-    by_id = {r["id"]: r for r in turns.rows([i for i, _, _ in fused])}   # read once
+    by_id = {r.id: r for r in turns.rows([i for i, _, _ in fused])}   # read once
     fused, named, unnamed_w = weigh_named(env, request.query, fused, by_id, opt.unnamed_w)
     fused, raised = lift_stretches(fused, by_id, opt.stretch_lift)
     info = {sid: (score, ranks) for sid, score, ranks in fused}
@@ -206,11 +207,11 @@ def _fused(env: Env, request: RecallRequest, route: _Route, rankings: dict[str, 
     for i in added:   # a current value no voter ranked: listed unscored
         info[i] = (0.0, {})
     rows = [r for r in turns.rows(ranked)
-            if r["id"] not in added or request.in_window(r["timestamp"])]
+            if r.id not in added or request.in_window(r.timestamp)]
     return _Fused(rows, info, named, unnamed_w, dated, raised, changed)
 
 
-def _trace(request: RecallRequest, route: _Route, fused: _Fused, packed) -> dict:
+def _trace(request: RecallRequest, route: _Route, fused: _Fused, packed: Packed) -> dict:
     """The trace's parts that ``explain`` shows of the fusion (the voters' parts are added by
     the caller)."""
     voters, info = route.voters, fused.info
@@ -224,10 +225,10 @@ def _trace(request: RecallRequest, route: _Route, fused: _Fused, packed) -> dict
                   "unnamed_w": fused.unnamed_w,
                   "periods": {p: route.opt.w_dated for p in fused.dated},
                   "stretch": {"lift": route.opt.stretch_lift, "window": WINDOW}},
-        "chosen": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "ranks": info[r["id"]][1],
-                    "stretch": round(fused.raised.get(r["id"], 0.0), 6),
+        "chosen": [{"id": r.id, "score": round(info[r.id][0], 6), "ranks": info[r.id][1],
+                    "stretch": round(fused.raised.get(r.id, 0.0), 6),
                     "why": "highest fused score that fit"} for r in packed.chosen],
-        "left_out": [{"id": r["id"], "score": round(info[r["id"]][0], 6), "why": why}
+        "left_out": [{"id": r.id, "score": round(info[r.id][0], 6), "why": why}
                      for r, why in packed.left_out[:50]],
         "changed_later": revisions.listed(fused.changed, packed.chosen),
         "budget": {"tokens": request.budget_tokens, "chars_allowed": packed.chars_budget,
@@ -277,7 +278,7 @@ def _lift_fresh(fused, plain_rank: list[str], turns: TurnSearch, waiting: set[st
     them, which fusion would read as votes against. Such a turn also gets the heaviest other
     voter's weight at plain's rank, as if that one voter agreed with plain (counting all of them
     would put fresh turns above curated turns the voters agree on). Curated turns keep theirs."""
-    sess = {r["id"]: r["session_id"] for r in turns.rows(plain_rank)}
+    sess = {r.id: r.session_id for r in turns.rows(plain_rank)}
     pos = {i: n for n, i in enumerate(plain_rank, start=1)}
     extra = max((w for s, w in weights.items() if s != "plain"), default=0.0)
     out = []

@@ -20,6 +20,7 @@ REALTALK, whose sessions are whole days of mixed topics, it changes almost nothi
 from __future__ import annotations
 
 from collections import defaultdict
+from ...storage.rows import Source
 
 WINDOW = 20
 LIFT = 0.1
@@ -27,14 +28,14 @@ TOP = 3
 Fused = list[tuple[str, float, dict]]
 
 
-def lift_stretches(fused: Fused, rows: dict[str, dict],
+def lift_stretches(fused: Fused, rows: dict[str, Source],
                    lift: float = LIFT, window: int = WINDOW) -> tuple[Fused, dict[str, float]]:
     """``fused`` (id, score, ranks) with each score raised by its stretch (see the module),
     best first again (ties keep their order), and each turn's raise. ``rows``: the fused turns'
     rows by id (``session_id``, ``seq``), read once per recall by ``auto``."""
     if lift <= 0 or not fused:
         return fused, {}
-    where = {i: (r["session_id"], int(r["seq"])) for i, r in rows.items()}
+    where = {i: (r.session_id, int(r.seq)) for i, r in rows.items()}
     by_session: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for i, s, _ in fused:
         if i in where:

@@ -238,20 +238,19 @@ def explain_memory(env: Env, memory_id: str) -> dict | None:
     """A hybrid memory with its sources, merges and supersessions resolved (None if not ours)."""
     space = env.space
     found = space.get_memories([memory_id])
-    if not found or found[0]["kind"] not in KINDS:
+    if not found or found[0].kind not in KINDS:
         return None
     m = found[0]
-    lin = m["lineage"] or {}
+    lin = m.lineage
     linked = [x for x in (lin.get("merged_into"), lin.get("superseded_by")) if x]
     linked += [a["id"] for a in lin.get("absorbed", []) + lin.get("supersedes", [])]
-    others = {o["id"]: {"id": o["id"], "status": o["status"], "text": o["text"]}
-              for o in space.get_memories(linked)}
-    srcs = space.get_sources(list(m["source_ids"] or []))
-    return {"summary": f"hybrid {m['kind']} ({m['origin']}, {m['status']})", "memory": m,
+    others: dict[str | None, dict] = {o.id: {"id": o.id, "status": o.status, "text": o.text}
+                                      for o in space.get_memories(linked)}
+    srcs = space.get_sources(list(m.source_ids or []))
+    return {"summary": f"hybrid {m.kind} ({m.origin}, {m.status})", "memory": m.as_dict(),
             "merged_into": others.get(lin.get("merged_into")),
             "superseded_by": others.get(lin.get("superseded_by")),
             "absorbed": [others.get(a["id"], a) for a in lin.get("absorbed", [])],
             "supersedes": [others.get(a["id"], a) for a in lin.get("supersedes", [])],
             "history": lin.get("history", []),
-            "sources": [{k: s.get(k) for k in ("id", "ref", "session_id", "speaker", "text")}
-                        for s in srcs]}
+            "sources": [s.view("id", "ref", "session_id", "speaker", "text") for s in srcs]}

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..speakers import addressee
 from .dates import resolve
+from ...storage.rows import Source
 
 WINDOW, MIN_SEG, MAX_SEG = 3, 4, 14
 SUMMARY_SENTENCES, MAX_DETAILS, MIN_CONTENT = 2, 1500, 3
@@ -85,22 +86,22 @@ def split_relation(sentence: str, speaker: str) -> tuple[str, str]:
     return " ".join(rel).strip(",") or "said", obj
 
 
-def other_speaker(turns: list[dict], speaker: str | None) -> str | None:
-    names = Counter(t.get("speaker") for t in turns if t.get("speaker") and t.get("speaker") != speaker)
+def other_speaker(turns: list[Source], speaker: str | None) -> str | None:
+    names = Counter(t.speaker for t in turns if t.speaker and t.speaker != speaker)
     return names.most_common(1)[0][0] if names else None
 
 
-def turn_tuples(turn: dict, other: str | None, when) -> list[dict]:
+def turn_tuples(turn: Source, other: str | None, when) -> list[dict]:
     """The tuples of one turn (``when``: the session time, to resolve relative dates)."""
-    speaker = turn.get("speaker") or "someone"
+    speaker = turn.speaker or "someone"
     out = []
-    for sent in sentences(turn["text"]):
+    for sent in sentences(turn.text):
         if len(content_words(sent)) < MIN_CONTENT:
             continue
         rewritten, dates = resolve(third_person(sent, speaker, other), when)
         rel, obj = split_relation(rewritten, speaker)
         text = rewritten if rel != "said" else f"{speaker} said: {rewritten}"
-        out.append({"subject": speaker, "relation": rel, "object": obj, "context": turn["text"],
+        out.append({"subject": speaker, "relation": rel, "object": obj, "context": turn.text,
                     "dates": dates, "text": text})
     return out
 
@@ -134,7 +135,7 @@ def title_of(texts: list[str], k: int = 4) -> str:
     return ", ".join(w for w, _ in counts.most_common(k)) or "conversation"
 
 
-def episode_of(turns: list[dict], vectors: np.ndarray, when, speakers: list[str],
+def episode_of(turns: list[Source], vectors: np.ndarray, when, speakers: list[str],
                to: dict[str, str | None] | None = None) -> dict:
     """One episode from a segment's turns (with their vectors); ``to``: turn id -> the person
     it speaks to (``speakers.addressee``; default: the first other speaker)."""
@@ -142,17 +143,17 @@ def episode_of(turns: list[dict], vectors: np.ndarray, when, speakers: list[str]
     centrality = vectors @ centroid
     scored = []
     for k, t in enumerate(turns):
-        other = (to.get(t["id"]) if to is not None
-                 else next((s for s in speakers if s != t.get("speaker")), None))
-        for sent in sentences(t["text"]):
+        other = (to.get(t.id) if to is not None
+                 else next((s for s in speakers if s != t.speaker), None))
+        for sent in sentences(t.text):
             if len(content_words(sent)) < MIN_CONTENT:
                 continue
-            rewritten, _ = resolve(third_person(sent, t.get("speaker"), other), when)
-            if t.get("speaker") and t["speaker"] not in rewritten:
-                rewritten = f"{t['speaker']}: {rewritten}"
+            rewritten, _ = resolve(third_person(sent, t.speaker, other), when)
+            if t.speaker and t.speaker not in rewritten:
+                rewritten = f"{t.speaker}: {rewritten}"
             scored.append((k, float(centrality[k]), rewritten))
     if not scored:
-        scored = [(k, float(centrality[k]), f"{t.get('speaker') or '-'}: {t['text']}")
+        scored = [(k, float(centrality[k]), f"{t.speaker or '-'}: {t.text}")
                   for k, t in enumerate(turns)]
     by_centre = sorted(range(len(scored)), key=lambda i: -scored[i][1])
     summary = " ".join(scored[i][2] for i in sorted(by_centre[:SUMMARY_SENTENCES]))
@@ -164,33 +165,33 @@ def episode_of(turns: list[dict], vectors: np.ndarray, when, speakers: list[str]
         size += len(scored[i][2]) + 1
     details = " ".join(scored[i][2] for i in sorted(keep))
     names = " & ".join(speakers[:3])
-    return {"title": f"{names}: {title_of([t['text'] for t in turns])}" if names
-            else title_of([t['text'] for t in turns]),
+    return {"title": f"{names}: {title_of([t.text for t in turns])}" if names
+            else title_of([t.text for t in turns]),
             "summary": summary, "details": details}
 
 
-def curate_session(turns: list[dict], vectors: dict[str, np.ndarray], when,
+def curate_session(turns: list[Source], vectors: dict[str, np.ndarray], when,
                    dim: int | None = None) -> tuple[list, list]:
     """(episodes, tuples) of a session's turns (source rows ordered by seq); each carries the
     ``source_ids`` and ``refs`` of the turns it came from. ``dim``: the model's vector size, for
     turns without a vector (default: the size of those in ``vectors``)."""
     if not turns:
         return [], []
-    speakers = [s for s, _ in Counter(t["speaker"] for t in turns if t.get("speaker")).most_common()]
-    order = [t.get("speaker") for t in turns]
-    to = {t["id"]: addressee(order, i) for i, t in enumerate(turns)}   # "you" is whom a turn answers
+    speakers = [s for s, _ in Counter(t.speaker for t in turns if t.speaker).most_common()]
+    order = [t.speaker for t in turns]
+    to = {t.id: addressee(order, i) for i, t in enumerate(turns)}   # "you" is whom a turn answers
     dim = dim or next((len(v) for v in vectors.values()), None)
     assert dim is not None, "curate_session needs dim or vectors"   # np.zeros(None) fails anyway
-    mat = np.stack([vectors.get(t["id"], np.zeros(dim, np.float32)) for t in turns])
+    mat = np.stack([vectors.get(t.id, np.zeros(dim, np.float32)) for t in turns])
     episodes = []
     for a, b in segment(mat):
         seg = turns[a:b]
         ep = episode_of(seg, mat[a:b], when, speakers, to)
-        ep.update(source_ids=[t["id"] for t in seg], refs=[t.get("ref") or t["id"] for t in seg])
+        ep.update(source_ids=[t.id for t in seg], refs=[t.ref or t.id for t in seg])
         episodes.append(ep)
     tuples = []
     for t in turns:
-        for tup in turn_tuples(t, to[t["id"]], when):
-            tup.update(source_ids=[t["id"]], refs=[t.get("ref") or t["id"]])
+        for tup in turn_tuples(t, to[t.id], when):
+            tup.update(source_ids=[t.id], refs=[t.ref or t.id])
             tuples.append(tup)
     return episodes, tuples

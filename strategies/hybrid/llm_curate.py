@@ -17,6 +17,7 @@ import logging
 from datetime import datetime
 
 from .llm_schema import EpisodesOut, TuplesOut, link
+from ...storage.rows import Source
 
 log = logging.getLogger(__name__)
 CHUNK_TURNS = 120
@@ -47,19 +48,19 @@ Cover people, places, events, preferences, plans, relationships and possessions;
 tuple; never invent anything not in the turns."""
 
 
-def render_turns(turns: list[dict], when: datetime | None) -> str:
+def render_turns(turns: list[Source], when: datetime | None) -> str:
     head = f"Session date: {when.strftime('%Y-%m-%d (%A)')}\n" if when else ""
-    return head + "\n".join(f"[{t.get('ref') or t['id']}] {t.get('speaker') or '-'}: {t['text']}"
+    return head + "\n".join(f"[{t.ref or t.id}] {t.speaker or '-'}: {t.text}"
                             for t in turns)
 
 
-def curate_session(llm, turns: list[dict], when: datetime | None) -> tuple[list, list]:
+def curate_session(llm, turns: list[Source], when: datetime | None) -> tuple[list, list]:
     """(episodes, tuples) in the same shape as :func:`heuristics.curate_session`, plus a
     ``timestamp`` per item. Provider errors propagate: the caller falls back to heuristics."""
     episodes, tuples = [], []
     for i in range(0, len(turns), CHUNK_TURNS):
         chunk = turns[i:i + CHUNK_TURNS]
-        by_ref = {(t.get("ref") or t["id"]): t for t in chunk}
+        by_ref = {(t.ref or t.id): t for t in chunk}
         user = render_turns(chunk, when)
         eps = llm.structured(EPISODIC_PROMPT, user, EpisodesOut)
         tps = llm.structured(RELATIONAL_PROMPT, user, TuplesOut)

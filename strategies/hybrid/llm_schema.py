@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
+from ...storage.rows import Source
 
 M = TypeVar("M", bound=BaseModel)
 Short = Annotated[str, StringConstraints(max_length=300)]
@@ -105,14 +106,15 @@ def schema_text(schema: type[BaseModel]) -> str:
     return json.dumps(schema.model_json_schema(), separators=(",", ":"))
 
 
-def turn_lines(turns: list[dict], label: str = "t") -> tuple[str, dict[str, dict]]:
+def turn_lines(turns: list[Source], label: str = "t") -> tuple[str, dict[str, Source]]:
     """Turns as JSON lines with server-made labels; and label -> turn."""
-    by_label, lines = {}, []
+    by_label: dict[str, Source] = {}
+    lines: list[str] = []
     for i, t in enumerate(turns, 1):
         lab = f"{label}{i}"
         by_label[lab] = t
-        lines.append(json.dumps({"turn": lab, "speaker": t.get("speaker") or "-",
-                                 "text": t["text"]}, ensure_ascii=False))
+        lines.append(json.dumps({"turn": lab, "speaker": t.speaker or "-",
+                                 "text": t.text}, ensure_ascii=False))
     return "\n".join(lines), by_label
 
 
@@ -124,14 +126,14 @@ def when(text: str, fallback: datetime | None) -> datetime | None:
     return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
 
 
-def _cited(refs: list[str], by_label: dict[str, dict], chunk: list[dict]) -> tuple[list, list]:
+def _cited(refs: list[str], by_label: dict[str, Source], chunk: list[Source]) -> tuple[list, list]:
     """Source ids and refs of the turns cited; none valid -> the whole chunk (coarser, still true)."""
     rows = [by_label[r] for r in dict.fromkeys(refs) if r in by_label] or chunk
-    return [r["id"] for r in rows], [r.get("ref") or r["id"] for r in rows]
+    return [r.id for r in rows], [r.ref or r.id for r in rows]
 
 
-def link(episodes: list[EpisodeOut], tuples: list[TupleOut], by_label: dict[str, dict],
-         chunk: list[dict], session_time: datetime | None) -> tuple[list[dict], list[dict]]:
+def link(episodes: list[EpisodeOut], tuples: list[TupleOut], by_label: dict[str, Source],
+         chunk: list[Source], session_time: datetime | None) -> tuple[list[dict], list[dict]]:
     """Validated model items as the episode / tuple dicts ``store.build_rows`` writes: the
     first of them, as many as ``chunk`` (the turns shown) allows (``model_bounds``)."""
     from ..model_bounds import first, most_episodes, most_facts

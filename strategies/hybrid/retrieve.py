@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..base import Env, RecallRequest
+from ...storage.rows import Memory
+from ..base import Env, ItemKind, RecallRequest
 from ..frame import CLOSE, OPEN, one_line, shown
 from ..search import ranked_lists, rrf, search_turns, turn_search
 
@@ -67,20 +68,20 @@ def search_memories(env: Env, request: RecallRequest, qv, kind: str, n: int, fts
     for r in lexical:
         parts[r["id"]]["bm25"] = round(r["bm25"], 4)
     order = list(parts)
-    rows = [r for r in space.get_memories(order) if request.in_window(r.get("timestamp"))]
-    for r in rows:  # a survivor of a merge still quotes the turns of the rows it absorbed
-        extra = [s for a in (r.get("lineage") or {}).get("absorbed", []) for s in a["source_ids"]]
-        r["source_ids"] = list(dict.fromkeys(list(r["source_ids"] or []) + extra))
+    # a survivor of a merge still quotes the turns of the rows it absorbed
+    rows = [r.with_source_ids(list(dict.fromkeys(list(r.source_ids or []) + [
+                s for a in r.lineage.get("absorbed", []) for s in a["source_ids"]])))
+            for r in space.get_memories(order) if request.in_window(r.timestamp)]
     return rows[:n], parts
 
 
-def episode_turns(env: Env, episodes: list[dict], qv, per_episode: int) -> list[str]:
+def episode_turns(env: Env, episodes: list[Memory], qv, per_episode: int) -> list[str]:
     """Round-robin over the ranked episodes of their turns, each episode's by cosine to the query."""
-    want = [s for e in episodes for s in e["source_ids"]]
+    want = [s for e in episodes for s in e.source_ids or []]
     vecs = env.space.source_vectors(want)
     ranked = []
     for e in episodes:
-        ids = [s for s in e["source_ids"] if s in vecs]
+        ids = [s for s in e.source_ids or [] if s in vecs]
         ranked.append(sorted(ids, key=lambda s: -float(vecs[s] @ qv))[:per_episode])
     out = []
     for j in range(per_episode):
@@ -88,28 +89,30 @@ def episode_turns(env: Env, episodes: list[dict], qv, per_episode: int) -> list[
     return out
 
 
-def date_label(row: dict) -> str:
-    ts = row.get("timestamp")
+def date_label(row: Memory) -> str:
+    ts = row.timestamp
     return f"{ts.day} {ts.strftime('%B %Y')}" if ts is not None else "undated"
 
 
-def fact_line(row: dict) -> str:
-    refs = ", ".join(one_line(r) for r in row.get("refs") or [])
-    return f"- ({date_label(row)}) {shown(row['text'])[0]}" + (f" [{refs}]" if refs else "") + "\n"
+def fact_line(row: Memory) -> str:
+    refs = ", ".join(one_line(r) for r in row.refs or [])
+    return f"- ({date_label(row)}) {shown(row.text)[0]}" + (f" [{refs}]" if refs else "") + "\n"
 
 
-def episode_line(row: dict) -> str:
+def episode_line(row: Memory) -> str:
     """Stored strings through ``frame``: the title on one line, the summary indented."""
-    b = row.get("body") or {}
+    b = row.body
     title = one_line(b.get("title") or "")
-    summary = shown(b.get("summary") or row["text"][:300])[0]
+    summary = shown(b.get("summary") or row.text[:300])[0]
     return f"- ({date_label(row)}) {title}: {summary}\n"
 
 
-def notes_block(episodes: list[dict], facts: list[dict], limit_chars: int, max_notes: int):
+def notes_block(episodes: list[Memory], facts: list[Memory], limit_chars: int,
+                max_notes: int) -> tuple[str, list[tuple[ItemKind, Memory]], list[tuple[str, str]]]:
     """The note lines that fit ``limit_chars``: facts and episodes alternately by rank (facts
     first: they are shorter and carry resolved dates). Returns (text, kept, dropped)."""
-    queue, fi, ei = [], 0, 0
+    queue: list[tuple[ItemKind, Memory]] = []
+    fi = ei = 0
     while fi < len(facts) or ei < len(episodes):
         for _ in range(2):
             if fi < len(facts):
@@ -118,15 +121,18 @@ def notes_block(episodes: list[dict], facts: list[dict], limit_chars: int, max_n
         if ei < len(episodes):
             queue.append(("episode", episodes[ei]))
             ei += 1
-    lines, kept, dropped, used = [], [], [], 0
+    lines: list[str] = []
+    kept: list[tuple[ItemKind, Memory]] = []
+    dropped: list[tuple[str, str]] = []
+    used = 0
     header = "[notes: episodes and facts distilled from the quoted turns]\n"
     for kind, row in queue:
         line = fact_line(row) if kind == "fact" else episode_line(row)
         cost = len(line) + (0 if lines else len(header))
         if len(kept) >= max_notes:
-            dropped.append((row["id"], "note limit"))
+            dropped.append((row.id, "note limit"))
         elif used + cost > limit_chars:
-            dropped.append((row["id"], "over the notes budget"))
+            dropped.append((row.id, "over the notes budget"))
         else:
             lines.append(line)
             kept.append((kind, row))
@@ -142,16 +148,17 @@ def with_notes(context: str, notes: str) -> str:
     return context.replace(OPEN, OPEN + notes, 1)
 
 
-def candidate_sources(env: Env, request: RecallRequest, o: HybridOptions, episodes, facts, qv):
+def candidate_sources(env: Env, request: RecallRequest, o: HybridOptions,
+                      episodes: list[Memory], facts: list[Memory], qv):
     n = o.candidates
     turns = turn_search(env, request, n, qv)
     order, parts = search_turns(env, request, n, names=False, turns=turns)
     rankings = ranked_lists(parts, ("bm25", "dense"))
-    rankings["fact"] = [s for f in facts for s in f["source_ids"]]
+    rankings["fact"] = [s for f in facts for s in f.source_ids or []]
     rankings["episode"] = episode_turns(env, episodes, qv, o.per_episode)
     weights = {n: o.weight(n) for n in rankings}
     fused = rrf(rankings, weights=weights)
     for i, p in parts.items():
         fused[i].update({k: round(v, 4) for k, v in p.items() if k in ("bm25", "cosine")})
-    rows = [r for r in turns.rows(list(fused)) if request.in_window(r.get("timestamp"))]
+    rows = [r for r in turns.rows(list(fused)) if request.in_window(r.timestamp)]
     return rows, fused

@@ -102,8 +102,7 @@ def curate(env: Env, session_id: str) -> dict:
     turns = spoken(space.sources_by_session(session_id))
     if not turns:
         return {"origin": None, "removed": len(stale), "added": 0}
-    sess = space.get_session(session_id) or {}
-    when = sess.get("session_time") or turns[0].get("timestamp")
+    when = space.session_time(session_id) or turns[0].timestamp
     episodes = tuples = None
     origin, written_by = "heuristic", "heuristic"
     if llm_usable(env.llm):
@@ -116,7 +115,7 @@ def curate(env: Env, session_id: str) -> dict:
         except ProviderError as exc:
             log.warning("LLM curation of %s failed (%s); using heuristics", session_id, exc)
     if episodes is None or tuples is None:
-        vectors = space.source_vectors([t["id"] for t in turns])
+        vectors = space.source_vectors([t.id for t in turns])
         episodes, tuples = heuristics.curate_session(turns, vectors, when, space.dim)
     now = space.now()
     rows = build_rows(episodes, tuples, session_id, when, origin, now, written_by)
@@ -141,9 +140,8 @@ def replace_session(env: Env, session_id: str, episodes: list[dict], tuples: lis
     existing = session_rows(space, session_id)
     if any(r["origin"] in KEPT_ORIGINS for r in existing) or not (episodes or tuples):
         return {"origin": None, "added": 0}
-    sess = space.get_session(session_id) or {}
     now = space.now()
-    rows = build_rows(episodes, tuples, session_id, sess.get("session_time"), "sampled", now,
+    rows = build_rows(episodes, tuples, session_id, space.session_time(session_id), "sampled", now,
                       written_by)
     # one commit writes the new rows and deletes the heuristic / LLM ones: a crash leaves the
     # old curation or the new, never both. A row the session already holds under the same

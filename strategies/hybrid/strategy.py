@@ -9,11 +9,15 @@ written so far (sessions not yet curated are still found through their raw turns
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
 from ..search import source_ref
 from . import retrieve as R
+
+if TYPE_CHECKING:
+    from ...storage.rows import Memory
 
 
 class HybridStrategy:
@@ -40,18 +44,18 @@ class HybridStrategy:
         context = R.with_notes(packed.context, notes)   # notes alone still get the frame
         if len(context) > limit:  # cannot happen with pack_sources' accounting; stay safe anyway
             context, kept = packed.context, []
-        quoted = {r["id"] for r in packed.chosen if r["id"] in packed.verbatim_ids}
+        quoted = {r.id for r in packed.chosen if r.id in packed.verbatim_ids}
         items = []
         for kind, row in kept:
-            parts = (fa_parts if kind == "fact" else ep_parts).get(row["id"], {})
-            items.append(Item(id=row["id"], kind=kind, text=row["text"],
+            parts = (fa_parts if kind == "fact" else ep_parts).get(row.id, {})
+            items.append(Item(id=row.id, kind=kind, text=row.text,
                               score=round(parts.get("score", 0.0), 6), role="note",
-                              timestamp=row.get("timestamp"), source_ids=row["source_ids"]))
-        items += [Item(id=r["id"], kind="source", text=r["text"], role="evidence",
-                       score=round(fused[r["id"]]["score"], 6), timestamp=r.get("timestamp"),
-                       source_ids=[r["id"]]) for r in packed.chosen]
-        sources = [source_ref(r, packed.width) for r in packed.chosen if r["id"] in quoted]
-        kept_ids = {row["id"] for _, row in kept}
+                              timestamp=row.timestamp, source_ids=row.source_ids or []))
+        items += [Item(id=r.id, kind="source", text=r.text, role="evidence",
+                       score=round(fused[r.id]["score"], 6), timestamp=r.timestamp,
+                       source_ids=[r.id]) for r in packed.chosen]
+        sources = [source_ref(r, packed.width) for r in packed.chosen if r.id in quoted]
+        kept_ids = {row.id for _, row in kept}
         trace = {
             "method": f"top-{k} episodes + top-{2 * k} tuples (dense{' + BM25' if fts else ''}, RRF)"
                       "; their turns fused with the BM25 + dense turn search by weighted RRF",
@@ -59,9 +63,9 @@ class HybridStrategy:
             "episodes": [self._mem_trace(r, ep_parts, kept_ids, quoted) for r in episodes],
             "facts": [self._mem_trace(r, fa_parts, kept_ids, quoted) for r in facts],
             "notes_dropped": [{"id": i, "why": why} for i, why in dropped],
-            "chosen": [{"id": r["id"], **fused[r["id"]], "why": "highest fused score that fit"}
+            "chosen": [{"id": r.id, **fused[r.id], "why": "highest fused score that fit"}
                        for r in packed.chosen],
-            "left_out": [{"id": r["id"], **fused[r["id"]], "why": why}
+            "left_out": [{"id": r.id, **fused[r.id], "why": why}
                          for r, why in packed.left_out[:50]],
             "budget": {"tokens": request.budget_tokens, "chars_allowed": limit,
                        "notes_chars": len(notes), "evidence_chars": packed.chars_used,
@@ -73,12 +77,12 @@ class HybridStrategy:
                                          f"{len(packed.chosen)} quoted turns")
 
     @staticmethod
-    def _mem_trace(row: dict, parts: dict, kept: set, quoted: set) -> dict:
-        p = parts.get(row["id"], {})
-        inside = [s for s in row["source_ids"] if s in quoted]
-        return {"id": row["id"], "kind": row["kind"], "origin": row["origin"], "text": row["text"][:200],
-                **p, "rendered": row["id"] in kept, "sources_quoted": inside,
-                "why": ("rendered as a note" if row["id"] in kept else "ranked, not rendered")
+    def _mem_trace(row: Memory, parts: dict, kept: set, quoted: set) -> dict:
+        p = parts.get(row.id, {})
+        inside = [s for s in row.source_ids or [] if s in quoted]
+        return {"id": row.id, "kind": row.kind, "origin": row.origin, "text": row.text[:200],
+                **p, "rendered": row.id in kept, "sources_quoted": inside,
+                "why": ("rendered as a note" if row.id in kept else "ranked, not rendered")
                 + (f"; {len(inside)} of its turns quoted" if inside else "; no turn quoted")}
 
     # -- offline hooks -------------------------------------------------------------------------
@@ -103,8 +107,8 @@ class HybridStrategy:
         it here keeps the hook self-contained); the session is then re-curated by the tool."""
         from .store import KINDS
 
-        rows = [m for m in env.space.memories_citing(source_ids) if m["kind"] in KINDS]
-        env.space.delete_memories([m["id"] for m in rows])
+        rows = [m for m in env.space.memories_citing(source_ids) if m.kind in KINDS]
+        env.space.delete_memories([m.id for m in rows])
         return len(rows)
 
     def explain(self, env: Env, id: str) -> dict | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..base import Env, Item, ItemKind, RecallRequest, Recollection, SourceRef
-from ..render import pack_sources
+from ..render import Packed, pack_sources
 from ..search import RRF_K, search_turns, source_ref, turn_search
 
 
@@ -34,10 +34,11 @@ class PlainOptions:
     speaker_dense: float = 1.0
 
 
-def finish(packed, parts: dict[str, dict], kind: ItemKind = "source") -> tuple[list[Item], list[SourceRef]]:
-    items = [Item(id=r["id"], kind=kind, text=r["text"], score=round(parts[r["id"]]["score"], 6),
-                  timestamp=r.get("timestamp"), source_ids=[r["id"]]) for r in packed.chosen]
-    sources = [source_ref(r, packed.width) for r in packed.chosen if r["id"] in packed.verbatim_ids]
+def finish(packed: Packed, parts: dict[str, dict],
+           kind: ItemKind = "source") -> tuple[list[Item], list[SourceRef]]:
+    items = [Item(id=r.id, kind=kind, text=r.text, score=round(parts[r.id]["score"], 6),
+                  timestamp=r.timestamp, source_ids=[r.id]) for r in packed.chosen]
+    sources = [source_ref(r, packed.width) for r in packed.chosen if r.id in packed.verbatim_ids]
     return items, sources
 
 
@@ -64,9 +65,9 @@ class PlainStrategy:
         trace = {
             "method": f"{lists} top-{n}, reciprocal rank fusion (k={k}), greedy fill",
             "considered": len(order),
-            "chosen": [{"id": r["id"], **parts[r["id"]], "why": "highest fused score that fit"}
+            "chosen": [{"id": r.id, **parts[r.id], "why": "highest fused score that fit"}
                        for r in packed.chosen],
-            "left_out": [{"id": r["id"], **parts[r["id"]], "why": why} for r, why in packed.left_out],
+            "left_out": [{"id": r.id, **parts[r.id], "why": why} for r, why in packed.left_out],
             "budget": {"tokens": request.budget_tokens, "chars_allowed": packed.chars_budget,
                        "chars_used": packed.chars_used},
         }

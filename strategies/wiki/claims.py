@@ -41,6 +41,7 @@ from pydantic import BaseModel
 
 from . import dates
 from . import text as tx
+from ...storage.rows import Source
 
 log = logging.getLogger(__name__)
 
@@ -112,26 +113,26 @@ def hid(prefix: str, *parts: str) -> str:
 HOST_USER = "user"   # the speaker a host gives its user's messages (tools/remember.py)
 
 
-def opener_of(rows: list[dict]) -> str | None:
+def opener_of(rows: list[Source]) -> str | None:
     """Who opens the exchanges of a session whose messages are ``rows`` (all of them, ordered by
     seq): the host's user if any message is theirs, else the first speaker."""
-    if any((r.get("speaker") or "").strip().casefold() == HOST_USER for r in rows):
-        return next(r.get("speaker") for r in rows
-                    if (r.get("speaker") or "").strip().casefold() == HOST_USER)
-    return rows[0].get("speaker") if rows else None
+    if any((r.speaker or "").strip().casefold() == HOST_USER for r in rows):
+        return next(r.speaker for r in rows
+                    if (r.speaker or "").strip().casefold() == HOST_USER)
+    return rows[0].speaker if rows else None
 
 
-def exchanges(rows: list[dict], opener=_FIRST) -> list[list[dict]]:
+def exchanges(rows: list[Source], opener=_FIRST) -> list[list[Source]]:
     """Group a session's messages (ordered by seq) into exchanges (see the module docstring).
     ``opener``: the speaker who opens exchanges (default: ``opener_of(rows)``)."""
-    out: list[list[dict]] = []
+    out: list[list[Source]] = []
     if opener is _FIRST:
         opener = opener_of(rows)
     for r in rows:
         cur = out[-1] if out else None
-        replied = cur is not None and any(x.get("speaker") != opener for x in cur)
-        if cur is None or (r.get("speaker") == opener and (replied or opener is None or
-                                                           all(x.get("speaker") == opener for x in cur))):
+        replied = cur is not None and any(x.speaker != opener for x in cur)
+        if cur is None or (r.speaker == opener and (replied or opener is None or
+                                                    all(x.speaker == opener for x in cur))):
             out.append([r])
         else:
             cur.append(r)
@@ -165,21 +166,21 @@ def slot_of(sentence: str, subject: str) -> str | None:
     return None
 
 
-def make_claim(row: dict, k: int, sentence: str, when) -> dict:
+def make_claim(row: Source, k: int, sentence: str, when) -> dict:
     names = tx.named_entities(sentence)
-    subj = subject_of(sentence, row.get("speaker"), names)
-    ts = row.get("timestamp") or when
-    return {"id": hid("clm", row["id"], str(k), sentence), "text": sentence,
-            "speaker": row.get("speaker") or "", "subject": subj, "source_id": row["id"],
-            "ref": row.get("ref") or "", "session_id": row["session_id"],
+    subj = subject_of(sentence, row.speaker, names)
+    ts = row.timestamp or when
+    return {"id": hid("clm", row.id, str(k), sentence), "text": sentence,
+            "speaker": row.speaker or "", "subject": subj, "source_id": row.id,
+            "ref": row.ref or "", "session_id": row.session_id,
             "timestamp": ts.isoformat() if ts is not None else None,
             "names": names, "heads": tx.noun_heads(sentence), "facets": tx.facets(sentence),
             "dates": dates.resolve(sentence, when or ts), "slot": slot_of(sentence, subj),
             "ends": bool(END.search(sentence.lower()))}
 
 
-def claims_of(row: dict, when) -> list[dict]:
-    return [make_claim(row, k, s, when) for k, s in enumerate(sentences(row["text"]))]
+def claims_of(row: Source, when) -> list[dict]:
+    return [make_claim(row, k, s, when) for k, s in enumerate(sentences(row.text))]
 
 
 class _LLMClaim(BaseModel):
@@ -194,12 +195,12 @@ class _LLMClaims(BaseModel):
     claims: list[_LLMClaim]
 
 
-def llm_claims(llm, rows: list[dict], when) -> list[dict] | None:
+def llm_claims(llm, rows: list[Source], when) -> list[dict] | None:
     """Claims of one exchange from the LLM's structured output, the first of each message's as
     many as its size allows (``model_bounds``); None on any provider failure."""
     from ..model_bounds import most_claims
 
-    lines = "\n".join(f"[{i}] {r.get('speaker') or '?'}: {r['text']}" for i, r in enumerate(rows))
+    lines = "\n".join(f"[{i}] {r.speaker or '?'}: {r.text}" for i, r in enumerate(rows))
     try:
         got = llm.structured(
             "Extract atomic, self-contained factual claims from this dialogue exchange. Quote "
@@ -227,7 +228,7 @@ def llm_claims(llm, rows: list[dict], when) -> list[dict] | None:
     return out
 
 
-def build_snapshots(session_id: str, rows: list[dict], session_time, vectors: dict,
+def build_snapshots(session_id: str, rows: list[Source], session_time, vectors: dict,
                     llm=None, opener=_FIRST, idx0: int = 0, dim: int | None = None) -> list[dict]:
     """One snapshot per exchange of ``rows`` (ordered by seq): the whole session, or the messages
     appended to it since its last curation (then ``opener`` is the session's first speaker and
@@ -236,20 +237,20 @@ def build_snapshots(session_id: str, rows: list[dict], session_time, vectors: di
     dim = dim or next((len(v) for v in vectors.values()), None)
     snaps = []
     for idx, ex in enumerate(exchanges(rows, opener), start=idx0):
-        when = session_time or ex[0].get("timestamp")
+        when = session_time or ex[0].timestamp
         claims = llm_claims(llm, ex, when) if llm is not None else None
         if claims is None:
             claims = [c for r in ex for c in claims_of(r, when)]
-        v = snapshot_vector([r["id"] for r in ex], vectors, dim)
+        v = snapshot_vector([r.id for r in ex], vectors, dim)
         names = sorted({n for c in claims for n in c["names"]})
         heads = sorted({h for c in claims for h in c["heads"]})
         snaps.append({
-            "id": hid("snp", session_id, ex[0]["id"]), "session_id": session_id,
-            "seq": int(ex[0].get("seq") or 0), "idx": idx,
-            "timestamp": ex[0].get("timestamp") or session_time, "session_time": session_time,
-            "speakers": sorted({r.get("speaker") or "" for r in ex}),
-            "source_ids": [r["id"] for r in ex], "refs": [r.get("ref") or "" for r in ex],
-            "text": "\n".join(f"{r.get('speaker') or '-'}: {r['text']}" for r in ex),
+            "id": hid("snp", session_id, ex[0].id), "session_id": session_id,
+            "seq": int(ex[0].seq or 0), "idx": idx,
+            "timestamp": ex[0].timestamp or session_time, "session_time": session_time,
+            "speakers": sorted({r.speaker or "" for r in ex}),
+            "source_ids": [r.id for r in ex], "refs": [r.ref or "" for r in ex],
+            "text": "\n".join(f"{r.speaker or '-'}: {r.text}" for r in ex),
             "claims": json.dumps(claims, ensure_ascii=False), "names": names, "heads": heads,
             "facets": sorted({f for c in claims for f in c["facets"]}),
             "vector": v})

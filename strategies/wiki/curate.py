@@ -112,12 +112,11 @@ def new_snapshots(space: StrategySpace, session_id: str, llm=None) -> list[dict]
     rows = spoken(space.sources_by_session(session_id))
     have = space.rows(SNAP, eq={"session_id": session_id}, columns=["id", "idx", "source_ids"])
     covered = {i for s in have for i in s["source_ids"]}
-    new = [r for r in rows if r["id"] not in covered]
+    new = [r for r in rows if r.id not in covered]
     out = []
     if new:
-        sess = space.get_session(session_id) or {}
-        when = sess.get("session_time") or rows[0]["timestamp"]
-        out = build_snapshots(session_id, new, when, space.source_vectors([r["id"] for r in new]),
+        when = space.session_time(session_id) or rows[0].timestamp
+        out = build_snapshots(session_id, new, when, space.source_vectors([r.id for r in new]),
                               llm, opener=opener_of(rows),
                               idx0=max((s["idx"] for s in have), default=-1) + 1, dim=space.dim)
         put_snapshots(space, out)

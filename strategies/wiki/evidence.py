@@ -32,6 +32,7 @@ import numpy as np
 
 from . import text as tx
 from .store import SNAP
+from ...storage.rows import Source
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -39,30 +40,30 @@ if TYPE_CHECKING:
 MIN_SUPPORT = 1.30
 
 
-def provenance(space: StrategySpace, packed_rows: list[dict], owner: dict[str, str],
+def provenance(space: StrategySpace, packed_rows: list[Source], owner: dict[str, str],
                s_of: dict[str, str]) -> list[dict]:
     """The (trajectory, snapshot, claims, ref, timestamp) record of each packed turn (``s_of``:
     source id -> snapshot id, from ``turnmap.TurnMaps``)."""
-    want = sorted({s_of[r["id"]] for r in packed_rows if r["id"] in s_of})
+    want = sorted({s_of[r.id] for r in packed_rows if r.id in s_of})
     snaps = space.rows(SNAP, eq={"id": want}, columns=["id", "source_ids", "claims"]) if want else []
     by_snap = {s["id"]: s for s in snaps}
-    by_src = {r["id"]: by_snap[s_of[r["id"]]] for r in packed_rows
-              if s_of.get(r["id"]) in by_snap}
+    by_src = {r.id: by_snap[s_of[r.id]] for r in packed_rows
+              if s_of.get(r.id) in by_snap}
     out = []
     for r in packed_rows:
-        s = by_src.get(r["id"])
-        claims = [c["id"] for c in json.loads(s["claims"]) if c["source_id"] == r["id"]] if s else []
-        out.append({"source_id": r["id"], "ref": r.get("ref"), "timestamp": r.get("timestamp"),
-                    "trajectory": owner.get(r["id"]), "snapshot": s["id"] if s else None,
+        s = by_src.get(r.id)
+        claims = [c["id"] for c in json.loads(s["claims"]) if c["source_id"] == r.id] if s else []
+        out.append({"source_id": r.id, "ref": r.ref, "timestamp": r.timestamp,
+                    "trajectory": owner.get(r.id), "snapshot": s["id"] if s else None,
                     "claims": claims})
     return out
 
 
-def sufficiency(query_f: dict, chosen: list[dict], rows: list[dict]) -> dict:
+def sufficiency(query_f: dict, chosen: list[dict], rows: list[Source]) -> dict:
     q = set(query_f["tokens"]) | {tx.stem(n) for n in query_f["names"]}
     have = set()
     for r in rows:
-        have |= set(tx.tokens(r["text"])) | set(tx.tokens(r.get("speaker") or ""))
+        have |= set(tx.tokens(r.text)) | set(tx.tokens(r.speaker or ""))
     cover = len(q & have) / len(q) if q else 1.0
     best_b = max((c["parts"]["b"] for c in chosen), default=0.0)
     support = best_b + cover

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def _sources(space: StrategySpace, ids: list[str]) -> list[dict]:
-    return [{k: r.get(k) for k in ("id", "ref", "session_id", "speaker", "timestamp", "text")}
+    return [r.view("id", "ref", "session_id", "speaker", "timestamp", "text")
             for r in space.get_sources(ids)]
 
 

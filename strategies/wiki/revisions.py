@@ -46,6 +46,7 @@ from .claims import END, stated
 from .store import CLAIM
 
 if TYPE_CHECKING:
+    from ...storage.rows import Source
     from ..space_api import StrategySpace
 
 COLS = ["id", "source_id", "slot", "text", "timestamp"]
@@ -172,8 +173,8 @@ def marks(found: dict[str, Change]) -> dict[str, str]:
             else "[changed later]\n" for i, ch in found.items()}
 
 
-def listed(found: dict[str, Change], chosen: list[dict]) -> list[dict]:
+def listed(found: dict[str, Change], chosen: list[Source]) -> list[dict]:
     """The marked turns among the quoted rows ``chosen``, for the trace (``explain``)."""
-    ids = {r["id"] for r in chosen}
+    ids = {r.id for r in chosen}
     return [{"source_id": i, "current": ch.current, "slot": ch.slot}
             for i, ch in found.items() if i in ids]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from ...storage.rows import Source
 from ..base import spoken
 from .claims import build_snapshots, exchanges, opener_of
 from .store import SNAP, ensure, put_snapshots
@@ -45,17 +46,17 @@ class _Given:
              "ends_state": bool(c.ends_state)} for i, c in self.items]})
 
 
-def valid_claims(claims: list, by_label: dict[str, dict]) -> dict[str, list]:
+def valid_claims(claims: list, by_label: dict[str, Source]) -> dict[str, list]:
     """Source id -> the claims that cite a shown turn and have a text, in the answer's order."""
     out: dict[str, list] = {}
     for c in claims:
         row = by_label.get(c.turn.strip())
         if row is not None and c.text.strip():
-            out.setdefault(row["id"], []).append(c)
+            out.setdefault(row.id, []).append(c)
     return out
 
 
-def write_claims(space: StrategySpace, session_id: str, by_label: dict[str, dict], claims: list,
+def write_claims(space: StrategySpace, session_id: str, by_label: dict[str, Source], claims: list,
                  written_by: str) -> int:
     """Store the session's snapshots with the host's claims; the number of host claims used
     (0: nothing was written, the session keeps what it had)."""
@@ -64,13 +65,12 @@ def write_claims(space: StrategySpace, session_id: str, by_label: dict[str, dict
     rows = spoken(space.sources_by_session(session_id))
     if not given or not rows:
         return 0
-    sess = space.get_session(session_id) or {}
-    when = sess.get("session_time") or rows[0]["timestamp"]
-    vectors = space.source_vectors([r["id"] for r in rows])
+    when = space.session_time(session_id) or rows[0].timestamp
+    vectors = space.source_vectors([r.id for r in rows])
     opener = opener_of(rows)
     snaps, used = [], 0
     for k, ex in enumerate(exchanges(rows, opener)):
-        items = [(i, c) for i, r in enumerate(ex) for c in given.get(r["id"], [])]
+        items = [(i, c) for i, r in enumerate(ex) for c in given.get(r.id, [])]
         # one exchange at a time, so that the heuristics fill in an exchange with no host claim
         snap = build_snapshots(session_id, ex, when, vectors, _Given(items) if items else None,
                                opener=opener, idx0=k)[0]

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..base import Env, Item, RecallRequest, Recollection
-from ..render import pack_sources
-from ..search import RRF_K, ahead, search_turns, source_ref, turn_search, unsearched_long
+from ..render import Packed, pack_sources
+from ..search import RRF_K, TurnSearch, ahead, search_turns, source_ref, turn_search, unsearched_long
 from . import evidence as ev
 from . import revisions, route, scoring, store, turnmap
 from .curate import curate_session, forget_sources, state_of
@@ -140,8 +140,9 @@ class WikiStrategy:
                 final = second
         return self._finish(env, request, final, first, retry, t, k, direct, parts)
 
-    def _attempt(self, env: Env, reads, request, query, qv, fused, order, t, k, direct, parts: dict,
-                 judge=None, routed: tuple[dict, list[dict]] | None = None) -> dict:
+    def _attempt(self, env: Env, reads: _Reads, request: RecallRequest, query, qv, fused, order,
+                 t, k, direct, parts: dict, judge=None,
+                 routed: tuple[dict, list[dict]] | None = None) -> dict:
         """One routing + evidence pass. ``judge``: the features sufficiency is judged against
         (the retry's are the original query's, so its hint words, which the evidence it finds
         always contains, cannot vouch for it). ``routed``: the query's features and routed
@@ -165,7 +166,7 @@ class WikiStrategy:
         changed = (revisions.changes(space, order2[:200], turnmap.SlottedClaims(maps))
                    if request.options.of(WikiOptions).current_first else {})
         ids = revisions.current_first(order2[:200], changed, request.query)
-        rows_src = [r for r in reads.turns.rows(ids) if request.in_window(r["timestamp"])]
+        rows_src = [r for r in reads.turns.rows(ids) if request.in_window(r.timestamp)]
         packed = pack_sources(rows_src, request.budget_tokens, marks=revisions.marks(changed),
                               quote_tokens=request.quote_tokens, focus=request.query)
         suff = ev.sufficiency(judge or f, chosen, packed.chosen)
@@ -179,16 +180,17 @@ class WikiStrategy:
         """'Now' for relative dates in a query: the time of the latest session."""
         return space.latest_session_time()
 
-    def _finish(self, env: Env, request, a, first, retry, t, k, direct, parts) -> Recollection:
-        packed = a["packed"]
+    def _finish(self, env: Env, request: RecallRequest, a, first, retry, t, k, direct,
+                parts) -> Recollection:
+        packed: Packed = a["packed"]
         items = [Item(id=x["page"]["id"], kind="page", text=x["page"]["title"],
                       score=x["parts"]["S_p"], role="routed page") for x in a["routed"]]
-        items += [Item(id=r["id"], kind="source", text=r["text"],
-                       score=round(a["rel"].get(r["id"], parts.get(r["id"], {}).get("score", 0.0)), 6),
-                       role=f"evidence of {a['owner'][r['id']]}" if r["id"] in a["owner"]
-                       else "direct evidence", timestamp=r.get("timestamp"), source_ids=[r["id"]])
+        items += [Item(id=r.id, kind="source", text=r.text,
+                       score=round(a["rel"].get(r.id, parts.get(r.id, {}).get("score", 0.0)), 6),
+                       role=f"evidence of {a['owner'][r.id]}" if r.id in a["owner"]
+                       else "direct evidence", timestamp=r.timestamp, source_ids=[r.id])
                   for r in packed.chosen]
-        sources = [source_ref(r, packed.width) for r in packed.chosen if r["id"] in packed.verbatim_ids]
+        sources = [source_ref(r, packed.width) for r in packed.chosen if r.id in packed.verbatim_ids]
         abstain = not packed.chosen or not a["suff"]["sufficient"]
         reason = (f"wiki: {len(a['routed'])} pages routed, {len(a['rows'])} candidate "
                   f"trajectories, {len(a['chosen'])} selected, {len(packed.chosen)} source turns")
@@ -202,8 +204,8 @@ class WikiStrategy:
                             abstain=abstain, route_reason=reason, trace=trace)
 
     @staticmethod
-    def _trace(env: Env, request, a, first, retry, t, k, direct) -> dict:
-        packed = a["packed"]
+    def _trace(env: Env, request: RecallRequest, a, first, retry, t, k, direct) -> dict:
+        packed: Packed = a["packed"]
         cand = sorted(a["scores"].items(), key=lambda kv: -kv[1]["b"])
         sel = {c["row"]["id"] for c in a["chosen"]}
         owner, parts = a["owner"], a["turn_parts"]
@@ -228,7 +230,7 @@ class WikiStrategy:
                          for c in a["chosen"]],
             "evidence": [dict(p, why=why_of.get(p["source_id"]))
                          for p in ev.provenance(env.space, packed.chosen, a["owner"], a["s_of"])],
-            "left_out": [{"id": r["id"], "why": why} for r, why in packed.left_out[:50]],
+            "left_out": [{"id": r.id, "why": why} for r, why in packed.left_out[:50]],
             "changed_later": revisions.listed(a["changed"], packed.chosen),
             "answerability": {"first": first["suff"], "retry": retry,
                               "final": a["suff"]},
@@ -244,7 +246,7 @@ class _Reads:
     turn search and source rows (``search.TurnSearch``, shared with ``auto``'s other voters
     when auto asks). Trajectory rows are also kept with the table's copy (``trajectories``)."""
 
-    def __init__(self, space: StrategySpace, turns):
+    def __init__(self, space: StrategySpace, turns: TurnSearch):
         self.space, self.turns = space, turns
         self._trajs: dict[tuple, dict] = {}
         self._keys: dict[str, frozenset | None] = {}

@@ -29,6 +29,7 @@ import numpy as np
 from ...storage.budget import ENTRY_BYTES, sample_bytes
 from ..nscache import NamespaceCache
 from .graph import EDGES, THREAD_SCHEMA, THREADS, declare
+from ...storage.rows import Source
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -74,12 +75,12 @@ class Snapshot:
         return pos
 
     def unit_rows(self, space: StrategySpace,
-                  ids: list[str]) -> tuple[dict[str, dict], dict[str, np.ndarray]]:
+                  ids: list[str]) -> tuple[dict[str, Source], dict[str, np.ndarray]]:
         """Source rows and vectors of ``ids``, read through a bounded LRU (sources never change;
         a forget changes the thread table, which replaces the whole snapshot)."""
         miss = [i for i in ids if i not in self.units]
         if miss:
-            rows = {r["id"]: r for r in space.get_sources(miss)}
+            rows = {r.id: r for r in space.get_sources(miss)}
             vecs = space.source_vectors(miss)
             with self.units_lock:
                 for i in miss:
@@ -111,39 +112,49 @@ def note_session(cache: NamespaceCache, space: StrategySpace, session_id: str, t
     old = cache.current()
     if old is None:
         return
-    gen = old.gen
     gone = {t for t, r in old.threads.items() if r["session_id"] == session_id}
-    snap = Snapshot(old.counts, gen, units=old.units, units_lock=old.units_lock)
+    snap = Snapshot(old.counts, old.gen, units=old.units, units_lock=old.units_lock)
     snap.threads = {t: r for t, r in old.threads.items() if t not in gone}
     adj = dict(old.adj)
     for scheme in set(old.ids) | {r["scheme"] for r in threads}:
-        ids, mat = old.ids.get(scheme, []), old.mats.get(scheme)
-        keep = [i for i, t in enumerate(ids) if t not in gone]
-        new = [r for r in threads if r["scheme"] == scheme]
-        snap.ids[scheme] = [ids[i] for i in keep] + [r["id"] for r in new]
-        parts = ([mat[keep]] if mat is not None and keep else []) + \
-            [np.asarray(r["vector"], dtype=np.float64)[None, :] for r in new]
-        if not parts:
-            del snap.ids[scheme]
-            continue
-        snap.mats[scheme] = np.concatenate(parts)
-        owner = {u: t for u, t in old.unit_thread.get(scheme, {}).items() if t not in gone}
-        owner.update((u, r["id"]) for r in new for u in r["source_ids"])
-        snap.unit_thread[scheme] = owner
-        a = {t: nb for t, nb in adj.get(scheme, {}).items() if t not in gone}
-        touched = {n for t in gone for n, _, _ in adj.get(scheme, {}).get(t, ())}
-        for t in touched & set(a):
-            a[t] = [x for x in a[t] if x[0] not in gone]
-        adj[scheme] = a
+        _rescheme(old, snap, adj, scheme, gone, [r for r in threads if r["scheme"] == scheme])
     for r in threads:
         snap.threads[r["id"]] = {c: v for c, v in r.items() if c != "vector"}
+    _add_edges(snap, adj, edges)
+    snap.adj = adj
+    cache.replace(space, old, snap)
+
+
+def _rescheme(old: Snapshot, snap: Snapshot, adj: dict, scheme: str, gone: set[str],
+              new: list[dict]) -> None:
+    """One scheme of ``snap``: the thread ids, vectors, units' owners and adjacency of ``old``
+    without the ``gone`` threads and with the ``new`` ones (a scheme left with no thread keeps
+    none of them, and its adjacency stays as ``old`` had it)."""
+    ids, mat = old.ids.get(scheme, []), old.mats.get(scheme)
+    keep = [i for i, t in enumerate(ids) if t not in gone]
+    parts = ([mat[keep]] if mat is not None and keep else []) + \
+        [np.asarray(r["vector"], dtype=np.float64)[None, :] for r in new]
+    if not parts:
+        return
+    snap.ids[scheme] = [ids[i] for i in keep] + [r["id"] for r in new]
+    snap.mats[scheme] = np.concatenate(parts)
+    owner = {u: t for u, t in old.unit_thread.get(scheme, {}).items() if t not in gone}
+    owner.update((u, r["id"]) for r in new for u in r["source_ids"])
+    snap.unit_thread[scheme] = owner
+    a = {t: nb for t, nb in adj.get(scheme, {}).items() if t not in gone}
+    touched = {n for t in gone for n, _, _ in adj.get(scheme, {}).get(t, ())}
+    for t in touched & set(a):
+        a[t] = [x for x in a[t] if x[0] not in gone]
+    adj[scheme] = a
+
+
+def _add_edges(snap: Snapshot, adj: dict, edges: list[dict]) -> None:
+    """The session's new ``edges`` into ``adj``, those between threads ``snap`` holds."""
     for e in {e["id"]: e for e in edges}.values():   # one row per id, as the upsert stored them
         a = adj.setdefault(e["scheme"], {})
         if e["src"] in snap.threads and e["dst"] in snap.threads:
             w = float(np.float32(e["weight"]))   # as the float32 column returns it
             a[e["src"]] = a.get(e["src"], []) + [(e["dst"], w, e["etype"])]
-    snap.adj = adj
-    cache.replace(space, old, snap)
 
 
 def snapshot(cache: NamespaceCache, space: StrategySpace) -> Snapshot:

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from ..base import spoken
 from .segment import segment
+from ...storage.rows import Source
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -76,11 +77,11 @@ def build_threads(env: Env, session_id: str) -> list[dict]:
     sources = spoken(env.space.sources_by_session(session_id))
     if not sources:
         return []
-    vecs = env.space.source_vectors([s["id"] for s in sources])
-    sources = [s for s in sources if s["id"] in vecs]
-    mat = np.stack([vecs[s["id"]] for s in sources]) if sources else np.zeros((0, env.space.vector_dim))
-    speakers = [s.get("speaker") for s in sources]
-    texts = [s["text"] for s in sources]
+    vecs = env.space.source_vectors([s.id for s in sources])
+    sources = [s for s in sources if s.id in vecs]
+    mat = np.stack([vecs[s.id] for s in sources]) if sources else np.zeros((0, env.space.vector_dim))
+    speakers = [s.speaker for s in sources]
+    texts = [s.text for s in sources]
     rows = []
     for scheme in SCHEMES:
         for k, seg in enumerate(segment(mat, speakers, texts, scheme)):
@@ -88,17 +89,17 @@ def build_threads(env: Env, session_id: str) -> list[dict]:
             rows.append({
                 "id": thread_id(env.space.namespace, session_id, scheme, k),
                 "session_id": session_id, "scheme": scheme, "idx": k,
-                "seq_start": int(part[0]["seq"]), "seq_end": int(part[-1]["seq"]),
-                "source_ids": [s["id"] for s in part], "head": seg.head, "head_by": "extractive",
-                "t_start": _iso(part[0].get("timestamp")), "t_end": _iso(part[-1].get("timestamp")),
+                "seq_start": int(part[0].seq), "seq_end": int(part[-1].seq),
+                "source_ids": [s.id for s in part], "head": seg.head, "head_by": "extractive",
+                "t_start": _iso(part[0].timestamp), "t_end": _iso(part[-1].timestamp),
                 "vector": seg.vector,
             })
     if env.llm is not None:
-        llm_heads(env, rows, {s["id"]: s for s in sources})
+        llm_heads(env, rows, {s.id: s for s in sources})
     return rows
 
 
-def llm_heads(env: Env, rows: list[dict], by_id: dict) -> None:
+def llm_heads(env: Env, rows: list[dict], by_id: dict[str, Source]) -> None:
     """Let the configured LLM write each topic thread's head (the paper's a_j); on any failure
     the extractive head stays. h_j = normalise(centroid + embed(head)) keeps the unit evidence."""
     llm = env.llm
@@ -109,7 +110,7 @@ def llm_heads(env: Env, rows: list[dict], by_id: dict) -> None:
     for r in rows:
         if r["scheme"] != "topic":
             continue
-        lines = "\n".join(f"{by_id[i].get('speaker') or '-'}: {by_id[i]['text']}" for i in r["source_ids"])
+        lines = "\n".join(f"{by_id[i].speaker or '-'}: {by_id[i].text}" for i in r["source_ids"])
         try:
             head = " ".join(llm.complete(system, lines).split())[:300]
         except Exception:  # an LLM only improves heads: never fail curation for it

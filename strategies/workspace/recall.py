@@ -26,7 +26,9 @@ from . import roles
 from .select import greedy, kernel, path_costs, priorities, propagate
 
 if TYPE_CHECKING:
+    from ...storage.rows import Source
     from ..base import Env
+    from .cache import Snapshot
     from .strategy import WorkspaceOptions
 
 
@@ -48,7 +50,7 @@ class _Edges:
         return [(k, w) for k, w, e in nb if not (self.no_cross and e == "semantic")]
 
 
-def _seeds(env: Env, request, s: WorkspaceOptions, snap, scheme, qv):
+def _seeds(env: Env, request, s: WorkspaceOptions, snap: Snapshot, scheme, qv):
     """The seed threads: the ``seeds`` best by r0, then the threads holding the best searched
     turns. r0 is computed for every thread as arrays (a dict and a sort over every thread of
     the namespace cost milliseconds per recall at 30k turns, ~10k threads) and returned for
@@ -96,7 +98,7 @@ def _best(score: np.ndarray, ids: list[str], k: int) -> list[int]:
     return sorted(cand.tolist(), key=lambda n: (-score[n], ids[n]))[:k]
 
 
-def _search(env: Env, request, qv, n, snap, s: WorkspaceOptions):
+def _search(env: Env, request, qv, n, snap: Snapshot, s: WorkspaceOptions):
     """``search.search_turns`` with the query vector already computed and the speakers of
     all dense hits read from the snapshot's cached rows; ``strip_names=0`` searches the query
     as it is.
@@ -109,8 +111,8 @@ def _search(env: Env, request, qv, n, snap, s: WorkspaceOptions):
         turns=turn_search(env, request, n, qv))
 
 
-def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap, scheme: str,
-                     t0: float) -> Recollection:
+def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap: Snapshot,
+                     scheme: str, t0: float) -> Recollection:
     from .strategy import assemble, line_costs
 
     timing = {}
@@ -132,7 +134,7 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
                             route_reason="workspace: no candidate units", trace={"timing": timing})
     E = np.stack([vecs[u] for u in unit_ids]).astype(np.float64)   # float64: OpenBLAS
     # sgemm threading costs tens of ms on a busy two-core machine; dgemm of this size takes ~1 ms
-    texts = [rows[u]["text"] for u in unit_ids]
+    texts = [rows[u].text for u in unit_ids]
     alpha_own = _affinity(env, request, s, E @ qv, parts, unit_ids, rows)
     own = unsearched_long((rows[u] for u in unit_ids), parts)
     alpha = _inherit(s, alpha_own, thread_of, [u in own for u in unit_ids])
@@ -162,10 +164,10 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
     costs, first = line_costs(cand_rows, width)
     limit = request.budget_tokens * 4 - len(OPEN) - len(CLOSE)
     chosen, left = greedy(K, pi, rho, delta, alpha, tidx, mass, costs, first,
-                          [r["session_id"] for r in cand_rows], limit, b_q, bool(s.fill), multi)
+                          [r.session_id for r in cand_rows], limit, b_q, bool(s.fill), multi)
     timing["select_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
-    picked = [cand_rows[i] for i, *_ in chosen]
+    picked: list[Source] = [cand_rows[i] for i, *_ in chosen]
     heads = []
     if s.heads:
         heads = [one_line(snap.threads[t]["head"])
@@ -175,16 +177,16 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
         context = ""
 
     def unit_view(i):
-        return {"id": unit_ids[i], "ref": cand_rows[i].get("ref"), "thread": thread_of[i],
+        return {"id": unit_ids[i], "ref": cand_rows[i].ref, "thread": thread_of[i],
                 "roles": {r: round(float(x), 4) for r, x in zip(roles.ROLES, rho[i])},
                 "role": roles.ROLES[int(np.argmax(rho[i]))], "phi": round(float(phi[i]), 4),
                 "alpha": round(float(alpha_own[i]), 4),
                 "alpha_ctx": round(float(alpha[i]), 4), "pi": round(float(pi[i]), 5)}
 
     items = [Item(id=unit_ids[i], kind="unit", text=texts[i], score=round(g, 5),
-                  role=roles.ROLES[int(np.argmax(rho[i]))], timestamp=cand_rows[i].get("timestamp"),
+                  role=roles.ROLES[int(np.argmax(rho[i]))], timestamp=cand_rows[i].timestamp,
                   source_ids=[unit_ids[i]]) for i, g, _, _ in chosen]
-    sources = [source_ref(r, width) for r in picked if r["id"] in verbatim]
+    sources = [source_ref(r, width) for r in picked if r.id in verbatim]
     used_threads = list(dict.fromkeys(thread_of[i] for i, *_ in chosen))
     reason = (f"workspace: {len(seeds)} seed threads, {len(th_ids)} in the neighbourhood "
               f"(H={s.hops}), {n} candidates, {len(chosen)} units from {len(used_threads)} "
@@ -216,7 +218,7 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
                         trace=trace, route_reason=reason)
 
 
-def _candidates(env: Env, request: RecallRequest, snap, th_ids: list[str]):
+def _candidates(env: Env, request: RecallRequest, snap: Snapshot, th_ids: list[str]):
     """The candidate units U_q, in thread order: (ids, thread of each, position in its thread
     from 1 at its start to 0 at its end, rows, vectors); units outside the time window or no
     longer stored are left out."""
@@ -229,13 +231,13 @@ def _candidates(env: Env, request: RecallRequest, snap, th_ids: list[str]):
             pos.append(1.0 - i / max(len(src) - 1, 1))
     rows, vecs = snap.unit_rows(env.space, unit_ids)
     keep = [i for i, u in enumerate(unit_ids)
-            if u in rows and u in vecs and request.in_window(rows[u].get("timestamp"))]
+            if u in rows and u in vecs and request.in_window(rows[u].timestamp)]
     return ([unit_ids[i] for i in keep], [thread_of[i] for i in keep],
             np.array([pos[i] for i in keep]), rows, vecs)
 
 
 def _affinity(env: Env, request: RecallRequest, s: WorkspaceOptions, cos: np.ndarray,
-              parts: dict, unit_ids: list[str], rows: dict) -> np.ndarray:
+              parts: dict, unit_ids: list[str], rows: dict[str, Source]) -> np.ndarray:
     """alpha(v): the paper's (1 + cos) / 2, mixed with the lexical or fused search score
     (``affinity``, ``beta``), plus ``speaker_w`` for a unit said by a speaker the query names
     (the module docstring of strategy.py)."""
@@ -249,7 +251,7 @@ def _affinity(env: Env, request: RecallRequest, s: WorkspaceOptions, cos: np.nda
         fused = np.array([parts.get(u, {}).get("score", 0.0) / top for u in unit_ids])
         alpha = (1.0 - s.beta) * alpha + s.beta * fused
     if s.speaker_w > 0:   # first-person evidence about a named speaker (roles.py)
-        named = speaker_match(request.query, [rows[u].get("speaker") for u in unit_ids],
+        named = speaker_match(request.query, [rows[u].speaker for u in unit_ids],
                               speaker_aliases(env.ns, env.space))
         alpha = np.minimum(1.0, alpha + s.speaker_w * named)
     return alpha

@@ -60,6 +60,7 @@ from typing import Any, ClassVar, Mapping
 from ..base import Env, RecallRequest, Recollection
 from ..render import OPEN, render, render_line, session_header
 from . import cache, graph
+from ...storage.rows import Source
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +176,7 @@ class WorkspaceStrategy:
         edges = env.space.rows(graph.EDGES, eq={"src": id}, columns=["dst", "weight", "etype"])
         return {"summary": f"workspace thread ({t['scheme']}) of session {t['session_id']!r}: "
                            f"{len(srcs)} units; head: {t['head']}",
-                "sources": [{"id": s["id"], "ref": s.get("ref"), "text": s["text"]} for s in srcs],
+                "sources": [{"id": s.id, "ref": s.ref, "text": s.text} for s in srcs],
                 "edges": [{"to": e["dst"], "weight": round(e["weight"], 4), "type": e["etype"]}
                           for e in edges]}
 
@@ -196,7 +197,7 @@ class WorkspaceStrategy:
         return workspace_recall(env, request, s, snap, scheme, t0)
 
 
-def assemble(rows: list[dict], heads: list[str], limit: int,
+def assemble(rows: list[Source], heads: list[str], limit: int,
              width: int) -> tuple[str, set[str]]:
     """The context: the chosen units, verbatim, grouped as ``render`` does (a long message's
     excerpt at most ``width`` characters); with ``heads``, a compact block of thread heads right
@@ -209,7 +210,7 @@ def assemble(rows: list[dict], heads: list[str], limit: int,
     return context, verbatim
 
 
-def line_costs(rows: list[dict], width: int) -> tuple[list[int], list[int]]:
+def line_costs(rows: list[Source], width: int) -> tuple[list[int], list[int]]:
     return ([len(render_line(r, width)[0]) for r in rows],
-            [len(session_header(r.get("timestamp"), r["session_id"])) for r in rows])
+            [len(session_header(r.timestamp, r.session_id)) for r in rows])
 

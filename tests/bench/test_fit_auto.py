@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from source_rows import source
+
+from trimem.storage import Source
+
 from trimem.bench.fit_auto import Scorer, fit, loco
 
 N = 30
 
 
-def _rows() -> dict[str, dict]:
-    return {f"t{i}": {"id": f"t{i}", "session_id": "s1", "seq": i, "speaker": "user",
-                      "timestamp": datetime(2023, 5, 1, 10, tzinfo=timezone.utc),
-                       "text": f"turn number {i} " + "x" * 60}
+def _rows() -> dict[str, Source]:
+    return {f"t{i}": source(id=f"t{i}", session_id="s1", seq=i, speaker="user",
+                            timestamp=datetime(2023, 5, 1, 10, tzinfo=timezone.utc),
+                            text=f"turn number {i} " + "x" * 60)
             for i in range(N)}
 
 

@@ -17,4 +17,4 @@ def test_live_rounds_store_their_own_sessions_and_drain(server):
     assert len(sessions) == 2 and all(s.startswith("live-") for s in sessions)
     t = sorted(sessions.values())
     assert t[1] - t[0] == timedelta(hours=6)                # dated after each other
-    assert all(space.get_session(s)["curation"] == "done" for s in sessions)
+    assert all((row := space.get_session(s)) and row.curation == "done" for s in sessions)

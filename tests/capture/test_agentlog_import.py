@@ -37,10 +37,10 @@ def run(rt, host: str, path: Path, namespace: str | None = None) -> tuple[dict, 
     return import_found(rt, rt.config.home, host, path, find_logs(host, path), namespace)
 
 
-def rows(rt, ns: str = NS) -> dict[str, dict]:
+def rows(rt, ns: str = NS) -> dict:
     if ns not in rt.store.namespaces():
         return {}
-    return {r["ref"]: r for r in rt.space(ns).all_sources()}
+    return {r.ref: r for r in rt.space(ns).all_sources()}
 
 
 def _line(kind: str, payload: dict, ts: str = "2025-10-02T10:00:00.000Z") -> str:
@@ -63,9 +63,9 @@ def test_codex_import_goes_on_from_its_cursor_and_stores_nothing_twice(rt, tmp_p
     rep, _ = run(rt, "codex", log)
     assert (rep["stored"], rep["already_stored"]) == (8, 0)
     got = rows(rt)
-    assert len(got) == 12 and {r["session_id"] for r in got.values()} == {SID}
-    user = next(r for r in got.values() if r["text"] == "Add a --dry-run flag to deploy.sh")
-    assert user["speaker"] == "user" and user["timestamp"].isoformat().startswith("2025-10-02T09:00:01")
+    assert len(got) == 12 and {r.session_id for r in got.values()} == {SID}
+    user = next(r for r in got.values() if r.text == "Add a --dry-run flag to deploy.sh")
+    assert user.speaker == "user" and str(user.timestamp).startswith("2025-10-02 09:00:01")
     copy = tmp_path / f"rollout-copy-{SID}.jsonl"                   # no cursor for this path
     copy.write_text(log.read_text())
     rep, _ = run(rt, "codex", copy)
@@ -79,7 +79,7 @@ def test_a_forgotten_message_never_comes_back_not_even_through_a_fork(rt, tmp_pa
     parent = tmp_path / f"rollout-a-{SID}.jsonl"
     parent.write_bytes(FIX.joinpath("codex_rollout.jsonl").read_bytes())
     run(rt, "codex", parent)
-    ref = next(ref for ref, r in rows(rt).items() if r["text"] == "Add a --dry-run flag to deploy.sh")
+    ref = next(ref for ref, r in rows(rt).items() if r.text == "Add a --dry-run flag to deploy.sh")
     forget(rt, refs=[ref], namespace=NS)
     copy = tmp_path / f"rollout-b-{SID}.jsonl"
     copy.write_bytes(parent.read_bytes())
@@ -94,8 +94,8 @@ def test_a_forgotten_message_never_comes_back_not_even_through_a_fork(rt, tmp_pa
                         {"type": "input_text", "text": "Now add a --verbose flag."}]}))
     rep, _ = run(rt, "codex", fork)
     assert rep["stored"] == 1 and ref not in rows(rt)
-    new = next(r for r in rows(rt).values() if r["text"] == "Now add a --verbose flag.")
-    assert new["session_id"] == fork_id
+    new = next(r for r in rows(rt).values() if r.text == "Now add a --verbose flag.")
+    assert new.session_id == fork_id
 
 
 def test_gemini_import_follows_a_recording_as_it_grows(rt, tmp_path):
@@ -149,8 +149,8 @@ def test_a_secret_in_a_tool_output_is_redacted(rt, tmp_path):
                                              "output": f"DEBUG=1\nGITHUB_TOKEN={TOKEN}\n"}))
     rep, _ = run(rt, "codex", log)
     assert rep["stored"] == 2 and sum(rep["logs"][0]["redacted"].values()) == 1
-    out = next(r for r in rows(rt).values() if r["ref"].endswith(":out:call_env"))
-    assert TOKEN not in out["text"] and "[redacted:" in out["text"] and "DEBUG=1" in out["text"]
+    out = next(r for r in rows(rt).values() if (r.ref or "").endswith(":out:call_env"))
+    assert TOKEN not in out.text and "[redacted:" in out.text and "DEBUG=1" in out.text
 
 
 def test_a_hostile_log_is_reported_not_crashed(rt, tmp_path):
@@ -211,7 +211,7 @@ def test_ids_and_file_names_that_are_not_utf8_do_not_break_an_import(rt, tmp_pat
     assert code == 0 and rep["stored"] == 1 and rep["already_stored"] == 1
     assert {x["session_id"] for x in rep["logs"]} == {"?abc"}
     ns = rep["logs"][0]["namespace"]
-    assert [r["text"] for r in rows(rt, ns).values()] == ["hi ? there"]
+    assert [r.text for r in rows(rt, ns).values()] == ["hi ? there"]
     assert json.loads(json.dumps(rep))["stored"] == 1
 
 
@@ -229,4 +229,4 @@ def test_a_line_longer_than_one_read_is_skipped_and_the_log_read_on(rt, tmp_path
         fh.write(say[1])
     rep, code = run(rt, "codex", log)
     assert code == 0 and rep["stored"] == 2 and rep["logs"][0]["skipped"]["too-long"] == 1
-    assert sorted(r["text"] for r in rows(rt).values()) == ["after the image", "before the image"]
+    assert sorted(r.text for r in rows(rt).values()) == ["after the image", "before the image"]

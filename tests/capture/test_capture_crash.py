@@ -54,6 +54,6 @@ def test_kill_nine_during_capture_loses_and_doubles_nothing(tmp_path):
     assert state.pending()                # the killed drainers left their markers
     assert run_hook(t.hook_input("SessionEnd"), env).returncode == 0
     settle(home)
-    refs = [r["ref"] for r in stored(home, "crash")]
+    refs = [r.ref for r in stored(home, "crash")]
     assert len(refs) == len(set(refs)), "a message was stored twice"
     assert set(refs) == set(t.uuids), "a message was lost"

@@ -40,15 +40,16 @@ def test_stop_stores_each_new_message_once_with_its_ref_time_and_session(tmp_pat
     assert r.returncode == 0 and r.stdout == b"" and r.stderr == b"", r.stderr
     assert took < 5.0   # measured in bench/capture.py; here only: it does not wait for storing
     settle(home)
-    rows = {row["ref"]: row for row in stored(home, NS)}
+    rows = {row.ref: row for row in stored(home, NS)}
     assert set(rows) == {"u1", "a1", t.uuids[-2], t.uuids[-1]}
-    assert rows["u1"]["speaker"] == "user" and rows["a1"]["speaker"] == "assistant"
-    assert rows["u1"]["session_id"] == "sess-1"
-    assert rows["u1"]["timestamp"].isoformat().startswith("2026-11-02T10:01")
-    assert rows[t.uuids[-2]]["text"].startswith("[tool Bash]")
-    assert rows[t.uuids[-2]]["speaker"] == "tool"
-    assert rows[t.uuids[-1]]["speaker"] == "tool"
-    assert not any("PRIVATE-THOUGHT" in row["text"] for row in rows.values())
+    assert rows["u1"].speaker == "user" and rows["a1"].speaker == "assistant"
+    assert rows["u1"].session_id == "sess-1"
+    ts = rows["u1"].timestamp
+    assert ts is not None and ts.isoformat().startswith("2026-11-02T10:01")
+    assert rows[t.uuids[-2]].text.startswith("[tool Bash]")
+    assert rows[t.uuids[-2]].speaker == "tool"
+    assert rows[t.uuids[-1]].speaker == "tool"
+    assert not any("PRIVATE-THOUGHT" in row.text for row in rows.values())
 
     # more of the session, then three hooks at once (Stop, PreCompact, SessionEnd) and repeats
     _exchange(t, 2, "Also log which services were skipped.", "Done: skipped services are logged.")
@@ -60,7 +61,7 @@ def test_stop_stores_each_new_message_once_with_its_ref_time_and_session(tmp_pat
     for _ in range(3):
         assert run_hook(t.hook_input("Stop"), env).returncode == 0
     settle(home)
-    refs = [row["ref"] for row in stored(home, NS)]
+    refs = [row.ref for row in stored(home, NS)]
     assert len(refs) == len(set(refs)) == 6
     status = json.loads(subprocess.run([sys.executable, "-m", "trimem.server.cli", "status"],
                                        capture_output=True, env=env, check=True).stdout)
@@ -90,7 +91,7 @@ def test_secrets_never_reach_the_store(tmp_path):
     settle(home)
     rows = stored(home, NS)
     assert len(rows) == t.count
-    text = "\n".join(r["text"] for r in rows)
+    text = "\n".join(r.text for r in rows)
     assert [p.kind for p in secrets if p.value in text] == []
     assert "[redacted: github-token]" in text
     # and nowhere else in the memory folder, in any file (tables, indexes, capture state)
@@ -136,7 +137,7 @@ def test_session_start_offers_the_project_and_drops_what_was_forgotten(tmp_path)
     settle(home)                         # ... and the drainer it started builds a new one
     ctx2 = json.loads(run_hook(start, env).stdout)["hookSpecificOutput"]["additionalContext"]
     assert "Migrate the billing tables" in ctx2 and "BLUEHERON" not in ctx2
-    assert "BLUEHERON" not in "".join(r["text"] for r in stored(home, ns))
+    assert "BLUEHERON" not in "".join(r.text for r in stored(home, ns))
 
 
 @pytest.mark.parametrize("payload", [

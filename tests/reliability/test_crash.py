@@ -101,8 +101,8 @@ def _check(home: Path, acks: list[dict]) -> list[str]:
     try:
         space = rt.space("crash")
         rows = space.all_sources()
-        ids = [r["id"] for r in rows]
-        refs = [r["ref"] for r in rows]
+        ids = [r.id for r in rows]
+        refs = [r.ref for r in rows]
         assert len(ids) == len(set(ids)) and len(refs) == len(set(refs)), "duplicates after a crash"
         want = {i for a in acks for i in a["ids"]}
         assert want <= set(ids), f"{len(want - set(ids))} acknowledged messages lost"

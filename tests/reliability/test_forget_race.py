@@ -141,7 +141,7 @@ class _ForgetsMidway:
     def curate(self, env, session_id: str) -> None:
         import pyarrow as pa
 
-        texts = [r["text"] for r in env.space.sources_by_session(session_id)]
+        texts = [r.text for r in env.space.sources_by_session(session_id)]
         self.runs += 1
         if self.runs == 1:
             forget(self.other, refs=["secret"], namespace="ns")

@@ -88,12 +88,12 @@ async def test_two_serve_processes_share_one_bucket(s3_env, tmp_path_factory):
     rt = Runtime(Settings(home=s3_env["TRIMEM_HOME"], curation=False).to_config())
     try:
         rows = rt.space("team").all_sources()
-        refs = [r["ref"] for r in rows]
+        refs = [r.ref for r in rows]
         assert len(refs) == 2 * n_calls * per_call            # nothing lost
         assert len(set(refs)) == len(refs)                    # nothing twice
         ids = {i for outs in results.values() for o in outs for i in o["source_ids"]}
-        assert ids == {r["id"] for r in rows}
-        shared = sorted(r["seq"] for r in rows if r["session_id"] == "shared")
+        assert ids == {r.id for r in rows}
+        shared = sorted(r.seq for r in rows if r.session_id == "shared")
         assert len(shared) == 2 * 4 * per_call
     finally:
         rt.close()

@@ -45,13 +45,13 @@ def test_queued_curation_resumes_at_start_up(tmp_path):
     rt.close(10)
     reader = Runtime(Settings(home=str(home), curation=False).to_config())
     space = reader.space("home")
-    assert session(space, "s1")["curation"] == "queued"
+    assert session(space, "s1").curation == "queued"
     proc = start_stdio(home, work=False)   # handshake only: no tool call
     try:
         end = time.monotonic() + 90
-        while session(space, "s1")["curation"] == "queued" and time.monotonic() < end:
+        while session(space, "s1").curation == "queued" and time.monotonic() < end:
             time.sleep(0.5)
-        assert session(space, "s1")["curation"] == "done"
+        assert session(space, "s1").curation == "done"
     finally:
         _check(*stop(proc, "eof"), "stdio eof after resume")
         reader.close(5)
@@ -92,6 +92,6 @@ def test_a_program_that_exits_while_curating_ends_cleanly(tmp_path):
     assert "exception not rethrown" not in proc.stderr
     reader = Runtime(Settings(home=str(home), curation=False).to_config())
     try:
-        assert session(reader.space("home"), "s1")["curation"] == "done"
+        assert session(reader.space("home"), "s1").curation == "done"
     finally:
         reader.close(5)

@@ -239,7 +239,7 @@ def test_a_recall_log_an_older_version_made_gets_its_trace_compression(tmp_path)
     sp.flush_recalls()
     meta = sp.table("recalls").schema.field("trace").metadata
     assert {k.decode(): v.decode() for k, v in meta.items()} == TRACE_ENCODING
-    assert sp.get_recall("rcl_1")["query"] == "note?"
+    assert sp.get_recall("rcl_1").query == "note?"
     assert store.close(30)
 
 

@@ -126,6 +126,6 @@ async def test_a_clean_stop_writes_the_queued_records_first(server, home):
     reader = Runtime(Settings(home=str(home), curation=False).to_config())
     try:
         for rid in ids:                      # a new process finds both, at once
-            assert reader.space("main").get_recall(rid)["query"].startswith("door code")
+            assert reader.space("main").get_recall(rid).query.startswith("door code")
     finally:
         reader.close(10)

@@ -5,6 +5,7 @@ connection's consistency interval plus ``CHECK_S``."""
 from __future__ import annotations
 
 import time
+from dataclasses import FrozenInstanceError
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -63,7 +64,7 @@ def test_after_appends_and_deletes_the_copy_still_answers_as_lancedb_does(tmp_pa
     assert not copy.vector_sources(q, 500, SourceFilter(speakers=frozenset({"None"})))
     ids = ["src_0004", "src_0051", "src_0052", "src_0119"]
     assert copy.get_sources(ids) == lance.get_sources(ids)
-    assert [r["id"] for r in copy.get_sources(ids)] == ["src_0052", "src_0119"]
+    assert [r.id for r in copy.get_sources(ids)] == ["src_0052", "src_0119"]
 
 
 def test_own_writes_and_deletes_show_at_once(tmp_path):
@@ -73,7 +74,7 @@ def test_own_writes_and_deletes_show_at_once(tmp_path):
     assert sp.vector_sources(q, 1)[0][0] != "src_0036"
     sp.add_sources(turn_rows(10, start=30))
     assert sp.vector_sources(q, 1)[0][0] == "src_0036"
-    assert [r["id"] for r in sp.get_sources(["src_0036"])] == ["src_0036"]
+    assert [r.id for r in sp.get_sources(["src_0036"])] == ["src_0036"]
     sp.delete_sources(["src_0036"])
     assert "src_0036" not in [i for i, _ in sp.vector_sources(q, 50)]
     assert sp.get_sources(["src_0036"]) == [] and sp.source_vectors(["src_0036"]) == {}
@@ -83,10 +84,12 @@ def test_a_caller_changing_its_rows_does_not_change_the_copy(tmp_path):
     sp = space(tmp_path, max_rows=10_000)
     sp.add_sources(turn_rows(6))
     first = sp.get_sources(["src_0005"])[0]
-    first["text"] = "changed"
-    first["metadata"]["n"] = -1
+    with pytest.raises(FrozenInstanceError):
+        first.text = "changed"  # pyright: ignore[reportAttributeAccessIssue]
+    assert first.metadata is not None
+    first.metadata["n"] = -1
     again = sp.get_sources(["src_0005"])[0]
-    assert again["text"] == "turn 5" and again["metadata"] == {"n": 5}
+    assert again.text == "turn 5" and again.metadata == {"n": 5}
 
 
 @pytest.mark.parametrize("what", ["remember", "forget"])
@@ -115,7 +118,7 @@ def test_past_the_limit_lancedb_answers(tmp_path):
     assert sp._snapshot() is not None
     sp.add_sources(turn_rows(10, start=20))
     assert sp._snapshot() is None
-    assert [r["id"] for r in sp.get_sources(["src_0021"])] == ["src_0021"]
+    assert [r.id for r in sp.get_sources(["src_0021"])] == ["src_0021"]
     assert len(sp.vector_sources(np.ones(DIM), 100)) == 30
 
 

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from trimem.storage import StorageError, open_store
+from trimem.storage import Session, StorageError, open_store
 from trimem.storage.db import namespace_key, sql_str
 from trimem.storage.schema import SCHEMA_VERSION
 
@@ -48,7 +48,7 @@ def test_hostile_values_match_nothing_and_break_nothing(tmp_path):
     for evil in ["r1' OR '1'='1", "r1'; --", "' OR true OR '", "r1\\"]:
         assert sp.sources_by_refs([evil]) == []
         assert sp.sources_by_session(evil) == []
-    assert [r["ref"] for r in sp.sources_by_refs(["r1"])] == ["r1"]
+    assert [r.ref for r in sp.sources_by_refs(["r1"])] == ["r1"]
 
 
 def test_switching_the_embedding_model_re_embeds_and_never_mixes(tmp_path):
@@ -62,7 +62,7 @@ def test_switching_the_embedding_model_re_embeds_and_never_mixes(tmp_path):
     assert tables == ["sources__model_b_4"]
     got = sp2.source_vectors([f"src_s_{i}" for i in range(5)])
     assert len(got) == 5 and all(v.shape == (4,) for v in got.values())
-    assert {r["embed_model"] for r in sp2.all_sources()} == {"model-b"}
+    assert {r.embed_model for r in sp2.all_sources()} == {"model-b"}
     assert [a["op"] for a in sp2.audit_log()] == ["reembed"]
 
 
@@ -109,9 +109,9 @@ def test_latest_session_time_is_per_namespace_and_skips_sessions_without_one(tmp
     a, b = store.space("a"), store.space("b")
     assert a.latest_session_time() is None                      # no sessions table yet
     t1, t2 = (datetime(2024, m, 1, tzinfo=timezone.utc) for m in (3, 5))
-    a.put_session({"session_id": "s1", "session_time": t1, "curation": "done"})
-    a.put_session({"session_id": "s2", "session_time": None, "curation": "done"})
-    b.put_session({"session_id": "s3", "session_time": t2, "curation": "done"})
+    a.put_session(Session("s1", t1, curation="done"))
+    a.put_session(Session("s2", None, curation="done"))
+    b.put_session(Session("s3", t2, curation="done"))
     assert a.latest_session_time() == t1 and b.latest_session_time() == t2
 
 
@@ -154,7 +154,7 @@ def test_memories_get_scalar_indexes_and_later_rows_are_still_found(tmp_path):
     sp.add_memories([mem(0, "episode"), mem(1, "fact")])
     assert {"id_idx", "kind_idx", "status_idx"} <= {ix.name for ix in sp.table("memories").list_indices()}
     sp.add_memories([mem(2, "episode")])                     # after the indexes: unindexed rows
-    assert [m["id"] for m in sp.get_memories(["mem_2", "mem_0", "nope"])] == ["mem_2", "mem_0"]
+    assert [m.id for m in sp.get_memories(["mem_2", "mem_0", "nope"])] == ["mem_2", "mem_0"]
     found = sp.vector_memories("episode", emb(["memory 2"])[0], 5)
     assert found[0][0] == "mem_2" and {i for i, _ in found} == {"mem_0", "mem_2"}
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from helpers import session
+from source_rows import source
 
 from trimem.server.settings import Settings
 from trimem.strategies.aliases import learn, session_stats, speaker_aliases, vocatives
@@ -15,7 +16,7 @@ from trimem.strategies.speakers import speaker_match, without_speakers
 
 
 def rows(*pairs):
-    return [{"speaker": s, "text": t} for s, t in pairs]
+    return [source(id=f"m{i}", seq=i, speaker=s, text=t) for i, (s, t) in enumerate(pairs)]
 
 
 ROLES = rows(("user", "Hi! I'm Priya. Can you help me plan a garden?"),
@@ -89,7 +90,7 @@ def test_aliases_are_learned_per_namespace_and_follow_new_sessions(runtime, monk
     import trimem.strategies.aliases as aliases
 
     monkeypatch.setattr(aliases, "RECHECK_S", 0.0)
-    remember(runtime, "s1", [(r["speaker"], r["text"]) for r in ROLES])
+    remember(runtime, "s1", [(r.speaker, r.text) for r in ROLES])
     space = runtime.space("ns")
     assert speaker_aliases(runtime.context("ns"), space) == {"user": {"Priya"}, "assistant": {"Sage"}}
     assert speaker_aliases(runtime.context("other"), runtime.space("other")) == {}
@@ -112,7 +113,7 @@ def test_named_search_strips_an_alias_through_the_store(runtime):
     from trimem.strategies.base import RecallRequest
     from trimem.strategies.search import search_turns
 
-    remember(runtime, "s1", [(r["speaker"], r["text"]) for r in ROLES])
+    remember(runtime, "s1", [(r.speaker, r.text) for r in ROLES])
     env = runtime.env("ns")
     req = RecallRequest(query="What does Priya want to grow?", budget_tokens=500)
     order, parts = search_turns(env, req, 20)
@@ -132,7 +133,7 @@ def test_a_new_process_takes_the_votes_curation_stored_and_a_forget_drops_them(t
     from trimem.tools.runtime import Runtime
 
     home = str(tmp_path / "home")
-    sessions = {f"s{k}": [(r["speaker"], r["text"]) for r in ROLES] for k in range(1, 5)}
+    sessions = {f"s{k}": [(r.speaker, r.text) for r in ROLES] for k in range(1, 5)}
     sessions["s5"] = [("user", "Hello again Sage!"), ("assistant", "Hi Pri!"),
                       ("user", "Any news on the tomatoes?"), ("assistant", "They need sun, Pri."),
                       ("user", "Thanks Sage.")]
@@ -155,7 +156,7 @@ def test_a_new_process_takes_the_votes_curation_stored_and_a_forget_drops_them(t
         assert scans == []                      # the stored votes, no read of every message
         pri = [f"s5:{i}" for i in (1, 3)]       # the two turns that call the user "Pri"
         assert forget(rt, refs=pri, namespace="ns").removed_sources == 2
-        assert session(rt.space("ns"), "s5")["n_messages"] == 5   # the count did not move
+        assert session(rt.space("ns"), "s5").n_messages == 5   # the count did not move
         assert rt.space("ns").count_rows(aliasstats.KIND) == 4
     finally:
         rt.close()
@@ -185,7 +186,7 @@ def test_votes_counted_by_a_cold_process_are_kept_for_the_next(tmp_path, monkeyp
         try:
             if k == 0:
                 for i in range(5):
-                    remember(rt, f"s{i}", [(r["speaker"], r["text"]) for r in ROLES])
+                    remember(rt, f"s{i}", [(r.speaker, r.text) for r in ROLES])
             else:
                 assert speaker_aliases(rt.context("ns"), rt.space("ns")) == want
                 assert rt.space("ns").count_rows(aliasstats.KIND) == 5

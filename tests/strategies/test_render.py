@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from source_rows import source
+
 from trimem.strategies.base import tokens_of
 from trimem.strategies.render import CLOSE, OPEN, pack_sources
 
 
 def row(i, session="s1", day=1, text=None, speaker="Ana"):
-    return {"id": f"r{i}", "session_id": session, "seq": i, "speaker": speaker,
-            "timestamp": datetime(2024, 5, day, tzinfo=timezone.utc), "text": text or f"turn number {i}"}
+    return source(id=f"r{i}", session_id=session, seq=i, speaker=speaker,
+                  timestamp=datetime(2024, 5, day, tzinfo=timezone.utc), text=text or f"turn number {i}")
 
 
 def test_fits_budget_exactly_and_skips_too_long_candidates():
     rows = [row(1), row(2, text="x" * 500), row(3)]
     p = pack_sources(rows, budget_tokens=50)
-    assert [r["id"] for r in p.chosen] == ["r1", "r3"]
-    assert [(r["id"], why) for r, why in p.left_out] == [("r2", "over budget")]
+    assert [r.id for r in p.chosen] == ["r1", "r3"]
+    assert [(r.id, why) for r, why in p.left_out] == [("r2", "over budget")]
     assert len(p.context) == p.chars_used <= 200 and tokens_of(p.context) <= 50
 
 
@@ -52,7 +54,7 @@ def long_row(span=None):
 
     r = row(9, text=ANSWER, speaker="assistant")
     if span is not None:
-        r["span"] = span
+        r = r.with_span(span)
     return r
 
 
@@ -60,17 +62,17 @@ def test_a_long_message_is_quoted_as_an_excerpt_around_its_matched_passage():
     from trimem.strategies.render import source_ref
 
     r = long_row()
-    at = r["text"].index("heron-stg-2")
-    r["span"] = (at - 300, at + 300)
+    at = r.text.index("heron-stg-2")
+    r = r.with_span((at - 300, at + 300))
     p = pack_sources([r, row(1)], budget_tokens=1200)  # the whole answer (5,897 chars) cannot fit
-    assert [c["id"] for c in p.chosen] == ["r9", "r1"] and p.verbatim_ids == {"r1", "r9"}
+    assert [c.id for c in p.chosen] == ["r9", "r1"] and p.verbatim_ids == {"r1", "r9"}
     ref = source_ref(p.chosen[0], p.width)
     assert ref.start is not None and ref.end is not None          # an excerpt has offsets
     assert ref.start < at < ref.end and 1000 < ref.end - ref.start <= 1200
-    assert ref.text == r["text"][ref.start:ref.end]
+    assert ref.text == r.text[ref.start:ref.end]
     assert ref.text.replace("\n", "\n  ") in p.context            # verbatim, as rendered
     assert "assistant: … " in p.context and " …\n" in p.context     # marked as an excerpt
-    assert r["text"][ref.start - 1].isspace() and r["text"][ref.end].isspace()   # whole words
+    assert r.text[ref.start - 1].isspace() and r.text[ref.end].isspace()   # whole words
 
 
 def test_under_a_small_budget_an_excerpt_takes_at_most_a_quarter_of_it():
@@ -82,8 +84,8 @@ def test_under_a_small_budget_an_excerpt_takes_at_most_a_quarter_of_it():
     assert [quote_width(b) for b in (100, 500, 1000, 1200, 2000, 8000)] == \
         [100, 500, 1000, 1200, 1200, 1200]
     r = long_row()
-    at = r["text"].index("heron-stg-2")
-    r["span"] = (at - 150, at + 150)
+    at = r.text.index("heron-stg-2")
+    r = r.with_span((at - 150, at + 150))
     shorts = [row(i, text="a short turn ranked above the long reply " * 8) for i in range(4)]
     p = pack_sources(shorts + [r], budget_tokens=500)   # 4 x ~330 chars; 1,200 would not fit
     assert "r9" in p.verbatim_ids and len(p.chosen) == 5
@@ -101,7 +103,7 @@ def test_a_long_message_found_by_no_passage_is_quoted_from_its_start():
 
     ref = source_ref(long_row())
     assert ref.end is not None
-    assert ref.start == 0 and 0 < ref.end <= 1200 and ref.text == long_row()["text"][:ref.end]
+    assert ref.start == 0 and 0 < ref.end <= 1200 and ref.text == long_row().text[:ref.end]
 
 
 def test_messages_up_to_1600_chars_are_quoted_whole_as_before():
@@ -126,8 +128,7 @@ def test_a_quote_narrower_than_its_passage_holds_the_part_the_question_asks_abou
     passage = filler * 4 + fact + " " + filler
     text = filler * 10 + passage + filler * 10
     at = text.index(passage)
-    r = row(9, text=text, speaker="assistant")
-    r["span"] = (at, at + len(passage))
+    r = row(9, text=text, speaker="assistant").with_span((at, at + len(passage)))
     assert len(passage) > 600
     p = pack_sources([r], budget_tokens=150, focus="Where does the billing export write its files?")
     ref = source_ref(p.chosen[0], p.width)

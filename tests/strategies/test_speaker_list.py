@@ -49,7 +49,7 @@ def rt(tmp_path_factory):
 def _search(rt, query: str, **kw):
     env = rt.env("default")
     order, parts = search_turns(env, RecallRequest(query=query, budget_tokens=500), 20, **kw)
-    rows = {r["id"]: r for r in env.space.get_sources(order)}
+    rows = {r.id: r for r in env.space.get_sources(order)}
     return order, parts, rows
 
 
@@ -57,9 +57,9 @@ def _search(rt, query: str, **kw):
 def test_a_question_naming_one_person_searches_her_own_turns(rt, query):
     order, parts, rows = _search(rt, query)
     mine = [i for i in order if "speaker_rank" in parts[i]]
-    assert mine and {rows[i]["speaker"] for i in mine} == {"Ana"}   # by label or by alias
+    assert mine and {rows[i].speaker for i in mine} == {"Ana"}   # by label or by alias
     best = min(mine, key=lambda i: parts[i]["speaker_rank"])
-    assert rows[best]["ref"] == "squash"
+    assert rows[best].ref == "squash"
     # without the list her one content turn is outranked by the others' sport talk
     off_order, off_parts, _ = _search(rt, query, speaker_w=0)
     assert not any("speaker_rank" in p for p in off_parts.values())

@@ -25,7 +25,7 @@ class Counter(PlainStrategy):
     def curate(self, env, session_id):
         rows = env.space.sources_by_session(session_id)
         env.space.upsert("counts", COUNTS, [{"id": session_id, "session_id": session_id,
-                                             "n": len(rows), "source_ids": [r["id"] for r in rows]}])
+                                             "n": len(rows), "source_ids": [r.id for r in rows]}])
 
     def forget(self, env, source_ids):
         hit = [r["id"] for r in env.space.rows("counts") if source_ids & set(r["source_ids"])]
@@ -46,7 +46,7 @@ async def test_remember_queues_and_the_worker_curates(counter, client, server):
     rt = server.runtime
     assert rt.curation.wait_idle(30)
     space = rt.space("default")
-    assert session(space, "s")["curation"] == "done"
+    assert session(space, "s").curation == "done"
     assert [(r["id"], r["n"]) for r in space.rows("counts")] == [("s", 3)]
     out = payload(await client.call_tool("forget", {"refs": ["x1"]}))
     assert out["removed_sources"] == 1
@@ -61,12 +61,12 @@ async def test_queued_sessions_resume_after_a_restart(counter, home, tmp_path_fa
     first.runtime.curation.delay_s = 3600          # the process "dies" before curating
     async with Client(first) as c:
         payload(await c.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
-    assert session(first.runtime.space("default"), "s")["curation"] == "queued"
+    assert session(first.runtime.space("default"), "s").curation == "queued"
 
     second = build_server(Settings(home=str(home)))
     space = second.runtime.space("default")        # opening the store resumes the queue
     assert second.runtime.curation.wait_idle(30)
-    assert session(space, "s")["curation"] == "done"
+    assert session(space, "s").curation == "done"
     assert [r["n"] for r in space.rows("counts")] == [1]
 
 
@@ -82,7 +82,7 @@ async def test_switched_off_curation_resumes_nothing(counter, home, tmp_path_fac
     off = build_server(Settings(home=str(home), curation=False))
     space = off.runtime.space("default")
     assert off.runtime.curation.wait_idle(30)
-    assert session(space, "s")["curation"] == "queued" and space.rows("counts") == []
+    assert session(space, "s").curation == "queued" and space.rows("counts") == []
     on = build_server(Settings(home=str(home)))
     assert on.runtime.space("default") is not None and on.runtime.curation.wait_idle(30)
     assert [r["n"] for r in on.runtime.space("default").rows("counts")] == [1]
@@ -96,7 +96,7 @@ async def test_curation_can_be_switched_off(counter, home, tmp_path_factory):
         res = payload(await c.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
     assert res["curation"] == "done"
     space = server.runtime.space("default")
-    assert session(space, "s")["curation"] == "done" and space.rows("counts") == []
+    assert session(space, "s").curation == "done" and space.rows("counts") == []
 
 
 async def test_curation_lets_a_running_recall_pass_but_is_never_starved(counter, client, server,
@@ -110,15 +110,15 @@ async def test_curation_lets_a_running_recall_pass_but_is_never_starved(counter,
     with rt.recalls:                                  # a recall is running
         payload(await client.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
         time.sleep(0.5)
-        assert session(rt.space("default"), "s")["curation"] == "queued"
+        assert session(rt.space("default"), "s").curation == "queued"
     assert rt.curation.wait_idle(30)                  # the recall ended: curation goes on
-    assert session(rt.space("default"), "s")["curation"] == "done"
+    assert session(rt.space("default"), "s").curation == "done"
 
     monkeypatch.setattr(curation, "YIELD_MAX_S", 0.2)
     with rt.recalls:                                  # recalls that never stop: curation waits
         payload(await client.call_tool("remember", {"messages": turns("b"), "session_id": "t"}))
         assert rt.curation.wait_idle(30)              # at most YIELD_MAX_S per step, then runs
-        assert session(rt.space("default"), "t")["curation"] == "done"
+        assert session(rt.space("default"), "t").curation == "done"
 
 
 def test_strategies_curating_side_by_side_give_what_one_at_a_time_gives(tmp_path, monkeypatch):

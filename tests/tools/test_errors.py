@@ -203,7 +203,7 @@ async def test_a_call_at_the_limit_is_stored_with_bounded_memory(tmp_path, endpo
     out, grew = await _remember_peak(server, messages)
     space = server.runtime.space("default")
     assert out["stored"] == 40 and space.count_sources(SourceFilter(session_id="at")) == 40
-    assert session(space, "at")["n_messages"] == 40
+    assert session(space, "at").n_messages == 40
     assert space.count_rows("passages") > 40 * 100   # every part of every message is indexed
     print(f"remember of 40 x 100k chars: peak RSS grew {grew:.0f} MB")
     assert grew < 1500, grew

@@ -54,7 +54,7 @@ async def test_dense_search_finds_a_detail_in_the_last_third(client, server):
     own = float(vecs[ids[1]] @ qv)
     assert own < max(float(vecs[i] @ qv) for i in ids[2:]) < dense[0][1]
     row = space.get_sources([ids[1]])[0]
-    start, end = row["span"]
+    start, end = row.span or (0, 0)
     assert ANSWER[start:end].find(DETAIL) >= 0        # the best passage holds the detail
     assert ANSWER.index(DETAIL) > 2 * len(ANSWER) / 3
 
@@ -88,13 +88,14 @@ async def test_a_row_read_before_a_later_search_is_quoted_at_that_searchs_passag
     env = server.runtime.env("default")
     turns = TurnSearch(env, RecallRequest(query=ASK, budget_tokens=1000), 10)
     assert turns.dense(3)[0][0] == ids[1]
-    first = turns.rows([ids[1]])[0]["span"]
+    first = turns.rows([ids[1]])[0].span
+    assert first is not None
     assert DETAIL in ANSWER[first[0]:first[1]]
     # BM25 ranks the answer first by another passage
     assert turns.lexical(3, LEX)[0][0] == ids[1]
-    later = env.space.get_sources([ids[1]])[0]["span"]
+    later = env.space.get_sources([ids[1]])[0].span
     assert later != first and DETAIL not in ANSWER[later[0]:later[1]]
-    assert turns.rows([ids[1]])[0]["span"] == later
+    assert turns.rows([ids[1]])[0].span == later
 
 
 async def test_workspace_quotes_the_passage_of_this_recall_not_of_its_units_first_read(client, server):
@@ -156,6 +157,6 @@ async def test_export_carries_messages_not_passages_and_import_rebuilds_them(cli
         space = rt.space("default")
         assert any(k.startswith("passages__") and n > 5 for k, n in space.stats().items())
         dense = space.vector_sources(rt.embed_query(ASK), 1)
-        assert space.get_sources([dense[0][0]])[0]["text"] == ANSWER
+        assert space.get_sources([dense[0][0]])[0].text == ANSWER
     finally:
         rt.close()

@@ -64,8 +64,8 @@ def test_one_exchange_into_a_live_session_is_one_lock_hold_and_three_commits(tmp
         # no look-up before the lock that the one under it repeats (was 29 round trips)
         assert seen["round_trips"] <= 20, seen
         space = rt.space("default")
-        assert [r["seq"] for r in space.sources_by_session("live")] == list(range(8))
-        assert (space.get_session("live") or {}).get("n_messages") == 8
+        assert [r.seq for r in space.sources_by_session("live")] == list(range(8))
+        assert (sess := space.get_session("live")) is not None and sess.n_messages == 8
         # a retry of the same exchange stores nothing again and returns the same ids
         again = remember(rt, exchange(3), session_id="live")
         assert again.stored == 0 and again.source_ids == out.source_ids
@@ -80,6 +80,6 @@ def test_an_appended_exchange_without_a_time_takes_the_sessions_time(tmp_path):
         remember(rt, exchange(0), session_id="s", session_time="2024-05-08T10:00:00Z")
         remember(rt, exchange(1), session_id="s")
         rows = rt.space("default").sources_by_session("s")
-        assert {r["timestamp"].isoformat() for r in rows} == {"2024-05-08T10:00:00+00:00"}
+        assert {r.timestamp and r.timestamp.isoformat() for r in rows} == {"2024-05-08T10:00:00+00:00"}
     finally:
         rt.close()

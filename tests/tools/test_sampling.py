@@ -6,6 +6,7 @@ answers). Both protocol versions: 2026-07-28 (the Sample travels in an InputRequ
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -18,6 +19,10 @@ from helpers import payload, resource_text, session, text_of
 from sampling_host import Host
 from trimem.server.app import build_server
 from trimem.server.settings import Settings
+
+if TYPE_CHECKING:
+    from trimem.storage.rows import Memory
+    from trimem.storage.space import Space
 
 pytestmark = pytest.mark.anyio
 
@@ -37,11 +42,11 @@ async def _remember(server, c):
     assert server.runtime.curation.wait_idle(60)
     space = server.runtime.space("default")
     rows = space.memories_of_kind("fact") + space.memories_of_kind("episode")
-    assert rows and {r["origin"] for r in rows} == {"heuristic"}
+    assert rows and {r.origin for r in rows} == {"heuristic"}
     return space
 
 
-def _rows(space):
+def _rows(space: Space) -> list[Memory]:
     return space.memories_of_kind("fact") + space.memories_of_kind("episode")
 
 
@@ -61,20 +66,20 @@ async def test_consolidate_curates_through_the_hosts_model(home, mode):
         assert out["host_model"]["used"] and out["host_model"]["sessions"] == ["s1"]
         assert "scripted-model" in text_of(res)
         rows = _rows(space)
-        assert {r["origin"] for r in rows} == {"sampled"}
-        assert {r["body"]["written_by"] for r in rows} == {"sampling:scripted-model"}
-        ben = next(r for r in rows if r["kind"] == "fact" and r["body"]["subject"] == "Ben")
-        assert ben["refs"] == ["m1"] and "6 May 2023" in ben["text"]
-        ana = next(r for r in rows if r["kind"] == "fact" and r["body"]["subject"] == "Ana")
-        assert ana["refs"] == ["m1", "m2", "m3"]        # an invented label cites the session
-        exp = payload(await c.call_tool("explain", {"id": ben["id"]}))
+        assert {r.origin for r in rows} == {"sampled"}
+        assert {r.body["written_by"] for r in rows} == {"sampling:scripted-model"}
+        ben = next(r for r in rows if r.kind == "fact" and r.body["subject"] == "Ben")
+        assert ben.refs == ["m1"] and "6 May 2023" in ben.text
+        ana = next(r for r in rows if r.kind == "fact" and r.body["subject"] == "Ana")
+        assert ana.refs == ["m1", "m2", "m3"]        # an invented label cites the session
+        exp = payload(await c.call_tool("explain", {"id": ben.id}))
         assert "written by sampling:scripted-model" in exp["summary"]
         assert len(space.sources_by_session("s1")) == 3
         # the session is not asked about again, and background curation keeps the host's rows
         out = payload(await c.call_tool("consolidate", ASK[mode]))
         assert len(host.requests) == 1 and not out["host_model"]["used"]
         server.runtime.curation.curate_now("default", "s1")
-        assert {r["origin"] for r in _rows(space)} == {"sampled"}
+        assert {r.origin for r in _rows(space)} == {"sampled"}
 
 
 def _claims(space):
@@ -118,15 +123,15 @@ async def test_an_answer_at_the_schemas_bounds_stores_what_the_sessions_size_all
         took = time.monotonic() - t0
     used = out["host_model"]
     rows = _rows(space)
-    episodes = sorted(r["body"]["title"] for r in rows if r["kind"] == "episode")
-    facts = [r for r in rows if r["kind"] == "fact"]
+    episodes = sorted(r.body["title"] for r in rows if r.kind == "episode")
+    facts = [r for r in rows if r.kind == "fact"]
     claims = space.rows("wiki_claims", columns=["text", "ref"])
     per_turn = {ref: sum(c["ref"] == ref for c in claims) for ref in ("m1", "m2", "m3")}
     print(f"flooded answer: {len(episodes)} episodes, {len(facts)} facts, {len(claims)} claims "
           f"stored ({per_turn}), {used.get('dropped')} dropped, consolidate took {took:.1f} s")
     assert used["used"] and used["sessions"] == ["s1"]
     assert episodes == ["Event 0", "Event 1", "Event 2"]   # the answer's first three
-    assert len(facts) == 12 and {f["body"]["subject"] for f in facts} == {
+    assert len(facts) == 12 and {f.body["subject"] for f in facts} == {
         f"Person {k}" for k in range(12)}                     # the answer's first twelve
     assert per_turn == {"m1": 4, "m2": 4, "m3": 4} and used["wiki_claims"] == {"s1": 12}
     assert used["dropped"] == (100 - 3) + (400 - 12) + (600 - 12)
@@ -172,14 +177,14 @@ async def test_garbage_keeps_the_heuristics(home, mode):
     server, host = make(home), Host("garbage")
     async with Client(server, mode=mode, sampling_callback=host) as c:
         space = await _remember(server, c)
-        before = sorted(r["id"] for r in _rows(space))
+        before = sorted(r.id for r in _rows(space))
         claims = _claims(space)
         res = await c.call_tool("consolidate", ASK[mode])
         out = payload(res)
         assert host.requests and not out["host_model"]["used"]
         assert "answer rejected" in out["host_model"]["why"]
         assert "Your model was not used (answer rejected" in text_of(res)
-        assert sorted(r["id"] for r in _rows(space)) == before
+        assert sorted(r.id for r in _rows(space)) == before
         assert _claims(space) == claims
         assert len(space.sources_by_session("s1")) == 3
 
@@ -202,10 +207,10 @@ async def test_malformed_items_are_dropped_one_by_one(home):
     server, host = make(home), Odd("good")
     async with Client(server, mode="legacy", sampling_callback=host) as c:
         space = await _remember(server, c)
-        before, claims = sorted(r["id"] for r in _rows(space)), _claims(space)
+        before, claims = sorted(r.id for r in _rows(space)), _claims(space)
         out = payload(await c.call_tool("consolidate", {}))
         assert out["host_model"]["why"] == "the answer named nothing that was asked"
-        assert sorted(r["id"] for r in _rows(space)) == before and _claims(space) == claims
+        assert sorted(r.id for r in _rows(space)) == before and _claims(space) == claims
 
 
 async def test_a_refusal_over_the_back_channel_is_not_an_error(home):
@@ -214,7 +219,7 @@ async def test_a_refusal_over_the_back_channel_is_not_an_error(home):
         space = await _remember(server, c)
         out = payload(await c.call_tool("consolidate", {}))
         assert host.requests and "declined" in out["host_model"]["why"]
-        assert {r["origin"] for r in _rows(space)} == {"heuristic"}
+        assert {r.origin for r in _rows(space)} == {"heuristic"}
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -226,7 +231,7 @@ async def test_a_refusing_host_gets_a_queued_session_curated_by_heuristics(home,
         payload(await c.call_tool("remember", {"messages": S1, "session_id": "s1",
                                                "session_time": "2023-05-08T10:00:00"}))
         space = server.runtime.space("default")
-        assert not _rows(space) and session(space, "s1")["curation"] == "queued"
+        assert not _rows(space) and session(space, "s1").curation == "queued"
         res = await c.call_tool("consolidate", {})
         out = payload(res)
         assert out["host_model"]["curated_by_heuristics"] == ["s1"]
@@ -235,8 +240,8 @@ async def test_a_refusing_host_gets_a_queued_session_curated_by_heuristics(home,
             assert host.requests and "declined" in out["host_model"]["why"]
         else:    # not asked by default: there a refusal would end the call
             assert not host.requests and "use_my_model=true" in out["host_model"]["why"]
-        assert {r["origin"] for r in _rows(space)} == {"heuristic"}
-        assert session(space, "s1")["curation"] == "done" and _claims(space)
+        assert {r.origin for r in _rows(space)} == {"heuristic"}
+        assert session(space, "s1").curation == "done" and _claims(space)
         rec = payload(await c.call_tool("recall", {"query": "Ben's dog", "strategy": "hybrid"}))
         assert "m1" in {s["ref"] for s in rec["sources"]}
 
@@ -253,7 +258,7 @@ async def test_a_refusal_on_the_stateless_protocol_loses_nothing(home):
         assert "Your model was not used" in text_of(res)
         with pytest.raises(MCPError, match="rejected"):
             await c.call_tool("consolidate", {"use_my_model": True})
-        assert {r["origin"] for r in _rows(space)} == {"heuristic"}
+        assert {r.origin for r in _rows(space)} == {"heuristic"}
         assert len(space.sources_by_session("s1")) == 3
         rec = payload(await c.call_tool("recall", {"query": "Ben's dog", "strategy": "hybrid"}))
         assert "m1" in {s["ref"] for s in rec["sources"]}
@@ -265,7 +270,7 @@ async def test_a_host_that_never_answers_is_timed_out(home):
     server, host = make(home, sampling_timeout_s=1.5), Host("hang", hang_s=60)
     async with Client(server, mode="legacy", sampling_callback=host) as c:
         space = await _remember(server, c)
-        before, claims = sorted(r["id"] for r in _rows(space)), _claims(space)
+        before, claims = sorted(r.id for r in _rows(space)), _claims(space)
         plain = time.perf_counter()
         payload(await c.call_tool("consolidate", {"use_my_model": False}))
         plain = time.perf_counter() - plain
@@ -274,7 +279,7 @@ async def test_a_host_that_never_answers_is_timed_out(home):
         took = time.perf_counter() - t0
         assert len(host.requests) == 1 and took < 1.5 + plain + 5
         assert "did not answer within 1.5 s" in out["host_model"]["why"]
-        assert sorted(r["id"] for r in _rows(space)) == before and _claims(space) == claims
+        assert sorted(r.id for r in _rows(space)) == before and _claims(space) == claims
         assert len(space.sources_by_session("s1")) == 3
 
 

@@ -54,13 +54,13 @@ def snapshot(home, ns="work") -> dict:
     rt = Runtime(Settings(home=str(home), curation=False).to_config())
     try:
         sp = rt.space(ns)
-        src = sorted((r["session_id"], r["seq"], r["ref"], r["speaker"], r["timestamp"], r["text"],
-                      json.dumps(r["metadata"], sort_keys=True)) for r in sp.all_sources())
-        mems = sorted((m["id"], m["kind"], m["text"], tuple(m["refs"]), m["timestamp"],
-                       json.dumps(m["body"], sort_keys=True))
+        src = sorted((r.session_id, r.seq, r.ref, r.speaker, r.timestamp, r.text,
+                      json.dumps(r.metadata, sort_keys=True)) for r in sp.all_sources())
+        mems = sorted((m.id, m.kind, m.text, tuple(m.refs or []), m.timestamp,
+                       json.dumps(m.body, sort_keys=True))
                       for k in ("episode", "fact") for m in sp.memories_of_kind(k, None)
-                      if m["origin"] == "host")
-        sess = sorted((s["session_id"], s["session_time"]) for s in sp.list_sessions())
+                      if m.origin == "host")
+        sess = sorted((s.session_id, s.session_time) for s in sp.list_sessions())
         return {"sources": src, "curated": mems, "sessions": sess,
                 "namespaces": sorted(rt.store.namespaces())}
     finally:

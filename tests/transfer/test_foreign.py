@@ -37,9 +37,9 @@ def stored(settings, ns):
     rt = Runtime(settings.to_config())
     try:
         sp = rt.space(ns)
-        src = sorted(sp.all_sources(), key=lambda r: (r["session_id"], r["seq"]))
+        src = sorted(sp.all_sources(), key=lambda r: (r.session_id, r.seq))
         mems = [m for k in ("fact", "episode") for m in sp.memories_of_kind(k, None)]
-        sessions = {s["session_id"]: s["session_time"] for s in sp.list_sessions()}
+        sessions = {s.session_id: s.session_time for s in sp.list_sessions()}
         return src, mems, sessions
     finally:
         rt.close()
@@ -55,16 +55,16 @@ def test_memory_json(cli):
     assert rep["sessions"] == 2 and rep["messages_stored"] == 3 and rep["curated_stored"] == 2
     src, mems, sessions = stored(cli.settings, "kg")
     assert set(sessions) == {"entity:Ana_Silva", "entity:Central_Hospital"}
-    assert [(r["speaker"], r["ref"], r["text"]) for r in src][:2] == [
+    assert [(r.speaker, r.ref, r.text) for r in src][:2] == [
         ("Ana_Silva", "entity:Ana_Silva#0", "Works as a nurse at the Central Hospital"),
         ("Ana_Silva", "entity:Ana_Silva#1", "Prefers tea over coffee")]
-    assert src[0]["metadata"] == {"entityType": "person"}
-    facts = sorted((m["body"]["subject"], m["body"]["relation"], m["body"]["object"],
-                    tuple(m["refs"])) for m in mems)
+    assert src[0].metadata == {"entityType": "person"}
+    facts = sorted((m.body["subject"], m.body["relation"], m.body["object"],
+                    tuple(m.refs or [])) for m in mems)
     assert facts == [("Ana_Silva", "volunteers_for", "Project_Kite", ("entity:Ana_Silva#0",)),
                      ("Ana_Silva", "works_at", "Central_Hospital",
                       ("entity:Ana_Silva#0", "entity:Central_Hospital#0"))]
-    assert all(m["origin"] == "host" for m in mems)
+    assert all(m.origin == "host" for m in mems)
     again = cli("import", "--from", "memory-json", "--namespace", "kg", "--quiet",
                 str(FIX / "memory.json"))
     assert again["messages_stored"] == 0 and again["curated_stored"] == 0
@@ -77,11 +77,11 @@ def test_chatgpt_conversations(cli):
     src, _, sessions = stored(cli.settings, "default")
     sid = "chatgpt:c0ffee00-0000-4000-8000-000000000001"
     assert sessions == {sid: datetime.fromtimestamp(1714000000.0, tz=timezone.utc)}
-    assert [(r["speaker"], r["ref"]) for r in src] == [
+    assert [(r.speaker, r.ref) for r in src] == [
         ("user", "n1"), ("assistant", "n2"), ("user", "n3"), ("assistant", "n4")]
-    assert src[0]["timestamp"] == datetime.fromtimestamp(1714000010.0, tz=timezone.utc)
-    assert "regenerated" not in " ".join(r["text"] for r in src)
-    assert src[0]["metadata"] == {"title": "Sourdough starter"}
+    assert src[0].timestamp == datetime.fromtimestamp(1714000010.0, tz=timezone.utc)
+    assert "regenerated" not in " ".join(r.text for r in src)
+    assert src[0].metadata == {"title": "Sourdough starter"}
     again = cli("import", "--from", "chatgpt", "--quiet", str(FIX / "chatgpt_conversations.json"))
     assert again["messages_stored"] == 0 and again["messages_already_stored"] == 4
 
@@ -92,7 +92,7 @@ def test_claude_export(cli):
     assert rep["sessions"] == 1 and rep["messages_stored"] == 2   # the empty message is left out
     src, _, sessions = stored(cli.settings, "claude")
     assert sessions == {"claude:5b2a7c1e-0000-4000-8000-00000000000a": utc(2024, 6, 2, 9, 15)}
-    assert [(r["speaker"], r["ref"], r["timestamp"]) for r in src] == [
+    assert [(r.speaker, r.ref, r.timestamp) for r in src] == [
         ("user", "m-1", utc(2024, 6, 2, 9, 15, 10)), ("assistant", "m-2", utc(2024, 6, 2, 9, 15, 20))]
 
 

@@ -172,7 +172,7 @@ def state(rt) -> dict:
     for ns in rt.store.namespaces():
         sp = rt.space(ns)
         out["sources"] += sp.count_sources()
-        out["curated"] += sum(m["origin"] == "host" for k in ("episode", "fact")
+        out["curated"] += sum(m.origin == "host" for k in ("episode", "fact")
                               for m in sp.memories_of_kind(k, None))
         out["forgets"] += len(sp.rows("audit", eq={"op": "forget"}, columns=["target_ids"]))
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
 from datetime import datetime
 
 import pytest
@@ -148,10 +149,11 @@ async def test_shared_turn_search_answers_exactly_as_the_namespace_would(client,
         {i for i, _ in sp.vector_sources(qv, 5, SourceFilter(since=since))}
     ids = [i for i, _ in sp.vector_sources(qv, 4)]
     rows = turns.rows(ids + ids[:1] + ["no-such-id"])
-    assert [r["id"] for r in rows] == ids + ids[:1]
-    rows[0]["text"] = "changed by one voter"   # each caller gets its own copy
+    assert [r.id for r in rows] == ids + ids[:1]
+    with pytest.raises(FrozenInstanceError):   # rows are frozen: the voters share them safely
+        rows[0].text = "changed by one voter"  # pyright: ignore[reportAttributeAccessIssue]
     again = turns.rows(ids[:1])
-    assert again[0]["text"] != "changed by one voter" and turns.hits["rows"] == 2   # the repeat, then the re-read
+    assert again[0] is rows[0] and turns.hits["rows"] == 2   # the repeat, then the re-read
 
 
 def test_every_fit_covers_every_kind_and_the_nearest_budget_is_used():

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from source_rows import source
+
 from trimem.strategies.auto.stretch import TOP, lift_stretches
 
 ROWS = {"a": ("s1", 0), "b": ("s1", 2), "c": ("s1", 5), "d": ("s2", 0), "e": ("s1", 60),
         "f": ("s1", 3)}
 
 
-rows = {i: {"id": i, "session_id": sid, "seq": seq} for i, (sid, seq) in ROWS.items()}
+rows = {i: source(id=i, session_id=sid, seq=seq) for i, (sid, seq) in ROWS.items()}
 
 
 def test_a_turn_gains_the_best_scores_of_its_stretch():

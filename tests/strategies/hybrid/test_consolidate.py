@@ -66,7 +66,7 @@ async def test_consolidation_is_non_destructive_and_restorable(client, server, h
     assert listing(home) == before                         # a dry run changes nothing on disk
     hybrid_ops = [op for op in plan["operations"] if op.get("strategy") == "hybrid"]
     assert any(op["op"] == "merge" for op in hybrid_ops)
-    facts = {m["id"]: m["text"] for m in rt.space("default").memories_of_kind("fact")}
+    facts = {m.id: m.text for m in rt.space("default").memories_of_kind("fact")}
     sup = [op for op in hybrid_ops if op["op"] == "supersede"]
     assert [(facts[op["into"]], [facts[i] for i in op["ids"]]) for op in sup] == \
         [("Ana lives in Madrid", ["Ana lives in Lisbon"])]   # same subject + relation, newer object
@@ -85,8 +85,8 @@ async def test_consolidation_is_non_destructive_and_restorable(client, server, h
     assert all(op["done"] for op in ops) and not any(op["done"] for op in hybrid_ops)
     retired = [(i, op) for op in ops for i in op["ids"]]
     assert retired and len(space.memories_of_kind("fact")) == n_active - len(retired)
-    biscuit = [m for m in space.memories_of_kind("fact", status=None) if "Biscuit" in m["text"]]
-    assert sorted(m["status"] for m in biscuit) == ["active", "merged"]
+    biscuit = [m for m in space.memories_of_kind("fact", status=None) if "Biscuit" in m.text]
+    assert sorted(m.status for m in biscuit) == ["active", "merged"]
     for mid, op in retired:                                # every retired item is reachable ...
         ex = payload(await client.call_tool("explain", {"id": mid}))
         assert ex["record"]["status"] in ("merged", "superseded")
@@ -99,8 +99,8 @@ async def test_consolidation_is_non_destructive_and_restorable(client, server, h
     # ... the survivor still quotes the merged row's turn in a recall ...
     res = payload(await client.call_tool("recall", {"query": "Ben adopted a beagle puppy Biscuit",
                                                     "strategy": "hybrid"}))
-    merged = next(m for m in biscuit if m["status"] == "merged")
-    assert set(merged["source_ids"]) <= {s for i in res["items"] for s in i["source_ids"]}
+    merged = next(m for m in biscuit if m.status == "merged")
+    assert set(merged.source_ids) <= {s for i in res["items"] for s in i["source_ids"]}
     # ... and can be restored
     from trimem.strategies.hybrid.strategy import HybridStrategy
 
@@ -108,8 +108,8 @@ async def test_consolidation_is_non_destructive_and_restorable(client, server, h
     for mid, op in retired:
         assert HybridStrategy().restore(env, mid)["changed"]
         row = space.get_memories([mid])[0]
-        assert row["status"] == "active" and row["lineage"]["history"][-1]["op"] == "restored"
-        keep = space.get_memories([op["into"]])[0]["lineage"]
+        assert row.status == "active" and row.lineage["history"][-1]["op"] == "restored"
+        keep = space.get_memories([op["into"]])[0].lineage
         assert mid not in {a["id"] for a in keep.get("absorbed", []) + keep.get("supersedes", [])}
     assert len(space.memories_of_kind("fact")) == n_active
     detail = HybridStrategy().explain(env, retired[0][0])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from helpers import payload
+from source_rows import source
 from trimem.strategies.hybrid import heuristics as H
 from trimem.strategies.hybrid.dates import resolve
 
@@ -41,16 +42,16 @@ def test_weekday_and_week_phrases():
 
 
 def test_tuples_take_the_speaker_as_subject_and_resolve_dates():
-    turn = {"id": "x", "speaker": "Caroline",
-            "text": "I went to a LGBTQ support group yesterday and it was so powerful. Thanks!"}
+    turn = source(id="x", speaker="Caroline",
+                  text="I went to a LGBTQ support group yesterday and it was so powerful. Thanks!")
     tups = H.turn_tuples(turn, "Melanie", datetime(2023, 5, 8, tzinfo=timezone.utc))
     assert len(tups) == 1                      # "Thanks!" carries no content: no tuple
     t = tups[0]
     assert (t["subject"], t["relation"]) == ("Caroline", "went to")
     assert "7 May 2023" in t["object"] and t["dates"] == ["7 May 2023"]
-    assert t["context"] == turn["text"] and t["text"].startswith("Caroline went to")
-    other = H.turn_tuples({"id": "y", "speaker": "Ben", "text": "That sounds lovely for your family trip."},
-                          "Ana", None)
+    assert t["context"] == turn.text and t["text"].startswith("Caroline went to")
+    other = H.turn_tuples(source(id="y", speaker="Ben",
+                                 text="That sounds lovely for your family trip."), "Ana", None)
     assert other and other[0]["relation"] == "said" and "Ana's family" in other[0]["text"]
 
 
@@ -74,17 +75,17 @@ async def test_curation_writes_linked_episodes_and_facts(client, server, remembe
     space = rt.space("default")
     facts = space.memories_of_kind("fact")
     episodes = space.memories_of_kind("episode")
-    assert facts and episodes and {m["origin"] for m in facts + episodes} == {"heuristic"}
-    by_id = {s["id"]: s for s in space.all_sources()}
+    assert facts and episodes and {m.origin for m in facts + episodes} == {"heuristic"}
+    by_id = {s.id: s for s in space.all_sources()}
     for m in facts + episodes:            # every item keeps the refs of the turns it came from
-        assert m["source_ids"] and all(s in by_id for s in m["source_ids"])
-        assert m["refs"] == [by_id[s]["ref"] for s in m["source_ids"]]
-    puppy = next(f for f in facts if "adopted" in f["text"])
-    assert puppy["body"]["subject"] == "Ben" and "6 May 2023" in puppy["text"]
-    assert puppy["refs"] == ["s1:2"]
-    s1 = [e for e in episodes if e["session_id"] == "s1"]
-    assert sorted(r for e in s1 for r in e["refs"]) == sorted(f"s1:{k}" for k in range(1, 7))
-    assert all(e["body"]["title"] and e["body"]["summary"] and e["body"]["details"] for e in s1)
+        assert m.source_ids and all(s in by_id for s in m.source_ids)
+        assert m.refs == [by_id[s].ref for s in m.source_ids]
+    puppy = next(f for f in facts if "adopted" in f.text)
+    assert puppy.body["subject"] == "Ben" and "6 May 2023" in puppy.text
+    assert puppy.refs == ["s1:2"]
+    s1 = [e for e in episodes if e.session_id == "s1"]
+    assert sorted(r for e in s1 for r in e.refs) == sorted(f"s1:{k}" for k in range(1, 7))
+    assert all(e.body["title"] and e.body["summary"] and e.body["details"] for e in s1)
     # curation is idempotent: running it again replaces, never duplicates
     from trimem.strategies.hybrid.store import curate
 
@@ -105,5 +106,5 @@ async def test_host_curated_memories_take_precedence(client, server):
     rt = server.runtime
     assert rt.curation.wait_idle(60)
     rows = [m for m in rt.space("default").memories_of_kind("fact") +
-            rt.space("default").memories_of_kind("episode") if m["session_id"] == "h"]
-    assert len(rows) == 2 and {m["origin"] for m in rows} == {"host"}
+            rt.space("default").memories_of_kind("episode") if m.session_id == "h"]
+    assert len(rows) == 2 and {m.origin for m in rows} == {"host"}

@@ -89,24 +89,24 @@ async def test_llm_curation_through_a_local_openai_server(llm_server, home, tmp_
         assert [r["messages"][0]["content"] for r in ours] == [EPISODIC_PROMPT, RELATIONAL_PROMPT]
         assert all(r["response_format"]["type"] == "json_schema" for r in ours)
         assert "[m2] Ben: I adopted" in ours[0]["messages"][1]["content"]
-        assert {m["origin"] for m in facts + eps} == {"llm"}
-        assert {m["body"]["written_by"] for m in facts + eps} == {"openai:fake"}
-        exp = payload(await c.call_tool("explain", {"id": eps[0]["id"]}))
+        assert {m.origin for m in facts + eps} == {"llm"}
+        assert {m.body["written_by"] for m in facts + eps} == {"openai:fake"}
+        exp = payload(await c.call_tool("explain", {"id": eps[0].id}))
         assert "written by openai:fake" in exp["summary"]
         (ep,) = eps
-        assert ep["refs"] == ["m1", "m2"] and ep["body"]["title"] == "Biscuit the puppy"
-        biscuit = next(f for f in facts if f["body"]["subject"] == "Ben")
-        assert biscuit["refs"] == ["m2"] and "6 May 2023" in biscuit["text"]
-        lisbon = next(f for f in facts if f["body"]["subject"] == "Ana")
-        assert lisbon["refs"] == ["m1", "m2", "m3"]    # an unknown ref falls back to the chunk
+        assert ep.refs == ["m1", "m2"] and ep.body["title"] == "Biscuit the puppy"
+        biscuit = next(f for f in facts if f.body["subject"] == "Ben")
+        assert biscuit.refs == ["m2"] and "6 May 2023" in biscuit.text
+        lisbon = next(f for f in facts if f.body["subject"] == "Ana")
+        assert lisbon.refs == ["m1", "m2", "m3"]    # an unknown ref falls back to the chunk
         res = payload(await c.call_tool("recall", {"query": "Ben's dog", "strategy": "hybrid"}))
         assert "m2" in {s["ref"] for s in res["sources"]}
 
         llm_server.fail = True                          # endpoint down: heuristics take over
         payload(await c.call_tool("remember", {"messages": MSGS[1:2], "session_id": "t"}))
         assert server.runtime.curation.wait_idle(60)
-        t_rows = [m for m in space.memories_of_kind("fact") if m["session_id"] == "t"]
-        assert t_rows and {m["origin"] for m in t_rows} == {"heuristic"}
+        t_rows = [m for m in space.memories_of_kind("fact") if m.session_id == "t"]
+        assert t_rows and {m.origin for m in t_rows} == {"heuristic"}
 
 
 def test_llm_consolidation_plan_is_checked_against_the_cluster(llm_server):

@@ -52,19 +52,19 @@ async def test_a_merge_writes_the_merged_text_and_the_host_rewrites_it(server):
         space = rt.space("default")
         (keep,) = space.get_memories([op["into"]])
         # the survivor (newest) says more than the first sentence it absorbs; the rest is added
-        assert keep["text"] == ("Ben adopted a beagle puppy named Biscuit from the animal "
+        assert keep.text == ("Ben adopted a beagle puppy named Biscuit from the animal "
                                 "shelter. Biscuit was eight weeks old.")
-        assert keep["body"]["merged_text_by"] == "heuristic" and keep["text"] == op["merged_text"]
-        assert keep["lineage"]["text_before"] and keep["lineage"]["absorbed"][0]["id"] == op["ids"][0]
-        assert [h["op"] for h in keep["lineage"]["history"]][-1] == "merged_text"
+        assert keep.body["merged_text_by"] == "heuristic" and keep.text == op["merged_text"]
+        assert keep.lineage["text_before"] and keep.lineage["absorbed"][0]["id"] == op["ids"][0]
+        assert [h["op"] for h in keep.lineage["history"]][-1] == "merged_text"
         assert not host.requests                        # nothing was pending before this run
         # the next consolidate asks the host's model to write the merge's text
         out = payload(await c.call_tool("consolidate", {"min_cluster_size": 2}))
         assert out["host_model"]["merges"] == 1
         (keep,) = space.get_memories([op["into"]])
-        assert keep["text"] == "Merged by the host model."
-        assert keep["body"]["merged_text_by"] == "sampling:scripted-model"
-        exp = payload(await c.call_tool("explain", {"id": keep["id"]}))
+        assert keep.text == "Merged by the host model."
+        assert keep.body["merged_text_by"] == "sampling:scripted-model"
+        exp = payload(await c.call_tool("explain", {"id": keep.id}))
         assert "written by sampling:scripted-model" in exp["summary"]
         assert "Merged by the host model." in {i["text"] for i in payload(await c.call_tool(
             "recall", {"query": "Ben's beagle from the shelter", "strategy": "hybrid"}))["items"]}
@@ -74,4 +74,4 @@ async def test_a_merge_writes_the_merged_text_and_the_host_rewrites_it(server):
 
         assert HybridStrategy().restore(rt.env("default"), op["ids"][0])["changed"]
         (keep,) = space.get_memories([op["into"]])
-        assert keep["text"] == "Ben adopted a beagle puppy named Biscuit from the animal shelter"
+        assert keep.text == "Ben adopted a beagle puppy named Biscuit from the animal shelter"

@@ -81,13 +81,13 @@ async def test_forget_removes_derived_memories_and_recurates(client, server, rem
     rt = server.runtime
     assert rt.curation.wait_idle(60)
     space = rt.space("default")
-    gone = space.sources_by_refs(["s1:2"])[0]["id"]
+    gone = space.sources_by_refs(["s1:2"])[0].id
     assert space.memories_citing({gone})
     payload(await client.call_tool("forget", {"refs": ["s1:2"]}))
     assert rt.curation.wait_idle(60)
     assert not space.memories_citing({gone})
-    s1 = [m for m in space.memories_of_kind("fact") if m["session_id"] == "s1"]
-    assert s1 and not any("adopted" in m["text"] for m in s1)
+    s1 = [m for m in space.memories_of_kind("fact") if m.session_id == "s1"]
+    assert s1 and not any("adopted" in m.text for m in s1)
 
 
 async def test_undated_memories_are_outside_any_time_window(client, server, remember_all):
@@ -99,17 +99,17 @@ async def test_undated_memories_are_outside_any_time_window(client, server, reme
     rt = server.runtime
     assert rt.curation.wait_idle(60)
     env = rt.env("undated")
-    fact = next(m for m in env.space.memories_of_kind("fact") if "Madrid" in m["text"])
+    fact = next(m for m in env.space.memories_of_kind("fact") if "Madrid" in m.text)
     qv = env.embed_query("Ana lives in Madrid")
-    env.space.add_memories([dict(fact, id="fct_undated", timestamp=None, vector=qv,
-                                 refs=list(fact["refs"] or []), source_ids=list(fact["source_ids"]))])
-    assert env.space.get_memories(["fct_undated"])[0]["timestamp"] is None
+    env.space.add_memories([dict(fact.as_dict(), id="fct_undated", timestamp=None, vector=qv,
+                                 refs=list(fact.refs or []), source_ids=list(fact.source_ids))])
+    assert env.space.get_memories(["fct_undated"])[0].timestamp is None
     found = {}
-    for name, window in {"none": {}, "since": {"since": fact["timestamp"].replace(year=1900)},
-                         "until": {"until": fact["timestamp"].replace(year=2999)}}.items():
+    for name, window in {"none": {}, "since": {"since": fact.timestamp.replace(year=1900)},
+                         "until": {"until": fact.timestamp.replace(year=2999)}}.items():
         req = RecallRequest(query="Ana lives in Madrid", budget_tokens=2000, **window)
         rows, _ = search_memories(env, req, qv, "fact", 50, fts=True)
-        found[name] = {r["id"] for r in rows}
+        found[name] = {r.id for r in rows}
     assert "fct_undated" in found["none"]
     assert "fct_undated" not in found["since"] and "fct_undated" not in found["until"]
-    assert fact["id"] in found["since"] and fact["id"] in found["until"]   # the dated one stays
+    assert fact.id in found["since"] and fact.id in found["until"]   # the dated one stays

@@ -12,6 +12,7 @@ from trimem.strategies.wiki.strategy import WikiStrategy
 from trimem.tools.remember import Message, remember
 
 from helpers import WIKI_SESSIONS
+from source_rows import source
 
 SESSIONS = WIKI_SESSIONS
 
@@ -57,7 +58,7 @@ def test_an_absent_topic_abstains_even_after_the_retry(env):
 
 def test_support_is_best_b_plus_cover_against_the_threshold():
     f = route.query_features("Does Rex love the parks?")
-    rows = [{"text": "Rex loves the big parks in Berlin.", "speaker": "Ana"}]
+    rows = [source(text="Rex loves the big parks in Berlin.", speaker="Ana")]
     chosen = [{"parts": {"b": ev.MIN_SUPPORT - 1.0}}]
     s = ev.sufficiency(f, chosen, rows)
     assert s["query_term_cover"] == 1.0 and s["sufficient"]

@@ -2,6 +2,8 @@
 
 from datetime import datetime, timezone
 
+from source_rows import source
+
 from trimem.strategies.wiki import claims, dates, text
 
 WHEN = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
@@ -20,9 +22,9 @@ def test_dates_resolve_against_session_time():
 
 
 def test_claims_entities_facets_and_slots():
-    row = {"id": "s1", "session_id": "a", "seq": 0, "speaker": "Ana", "ref": "r1",
-           "timestamp": WHEN, "text": "I moved to Berlin last month! My dog Rex loves the park. Ok"
-                                     " [image: a dog in a park]"}
+    row = source(id="s1", session_id="a", seq=0, speaker="Ana", ref="r1", timestamp=WHEN,
+                 text="I moved to Berlin last month! My dog Rex loves the park. Ok"
+                      " [image: a dog in a park]")
     cl = claims.claims_of(row, WHEN)
     assert [c["text"] for c in cl] == ["I moved to Berlin last month!", "My dog Rex loves the park.",
                                        "[image: a dog in a park]"]
@@ -34,8 +36,8 @@ def test_claims_entities_facets_and_slots():
 
 
 def test_exchanges_group_a_turn_with_its_replies():
-    rows = [{"id": str(i), "speaker": s} for i, s in enumerate("ABABBA")]
-    assert [[r["speaker"] for r in ex] for ex in claims.exchanges(rows)] == \
+    rows = [source(id=str(i), seq=i, speaker=s) for i, s in enumerate("ABABBA")]
+    assert [[r.speaker for r in ex] for ex in claims.exchanges(rows)] == \
         [["A", "B"], ["A", "B", "B"], ["A"]]
-    solo = [{"id": str(i), "speaker": "A"} for i in range(3)]
+    solo = [source(id=str(i), seq=i, speaker="A") for i in range(3)]
     assert len(claims.exchanges(solo)) == 3

@@ -169,14 +169,14 @@ def test_turn_maps_are_reused_until_curation_changes_the_wiki(rt):
     space = rt.space("default")
     first = maps_of(rt)
     assert maps_of(rt) is first                     # nothing changed: the same maps
-    ids = {r["ref"]: r["id"] for r in space.all_sources()}
+    ids = {r.ref: r.id for r in space.all_sources()}
     assert ids["s1-0"] in first.t_of and ids["s1-0"] in first.s_of
     traj = first.t_of[ids["s1-0"]]
     assert ids["s1-0"] in first.members[traj]
     sid, when, turns = SESSIONS[2]
     say(rt, wiki, sid, when, turns)
     after = maps_of(rt)
-    ids = {r["ref"]: r["id"] for r in space.all_sources()}
+    ids = {r.ref: r.id for r in space.all_sources()}
     assert after is not first and ids["s3-0"] in after.t_of and ids["s3-0"] not in first.t_of
     claimed = {s for v in after.inv.values() for s, _ in v}
     assert ids["s3-0"] in claimed and claimed <= set(ids.values())   # claims cite stored turns
@@ -205,7 +205,7 @@ def test_turn_maps_follow_curation_without_a_reread_and_forget_drops_them(rt, mo
         assert getattr(patched, f) == getattr(fresh, f), f
     assert {s: sorted(v, key=str) for s, v in patched.inv.items()} == \
         {s: sorted(v, key=str) for s, v in fresh.inv.items()}
-    gone = space.sources_by_session("s2")[0]["id"]
+    gone = space.sources_by_session("s2")[0].id
     assert gone in fresh.t_of
     wiki.forget(rt.env("default"), {gone})
     assert gone not in maps_of(rt).t_of
@@ -235,7 +235,7 @@ def test_one_recalls_reads_are_shared_by_its_attempts(rt, monkeypatch):
         say(rt, wiki, sid, when, turns)
     space = rt.space("default")
     ids = sorted(r["id"] for r in space.rows(store.TRAJ, columns=["id"]))
-    reads = _Reads(space, None)
+    reads = _Reads(space, None)  # pyright: ignore[reportArgumentType]
     assert [r["id"] for r in reads.trajectories(ids[:1], TRAJ_COLS)] == ids[:1]
     both = reads.trajectories(ids, TRAJ_COLS)
     assert {r["id"]: str(dict(r, vector=r["vector"].tolist())) for r in both} == \
@@ -258,20 +258,20 @@ def test_the_next_recall_reuses_the_rows_until_the_table_changes(rt):
         say(rt, wiki, sid, when, turns)
     space = rt.space("default")
     ids = sorted(r["id"] for r in space.rows(store.TRAJ, columns=["id"]))
-    first = _Reads(space, None)
+    first = _Reads(space, None)  # pyright: ignore[reportArgumentType]
     rows = first.trajectories(ids, TRAJ_COLS)
     assert all(first.keys(r) == traj_keys(r) for r in rows)
     calls = []
     space_rows = space.rows
     space.rows = lambda *a, **k: calls.append(a) or space_rows(*a, **k)
     try:
-        again = _Reads(space, None).trajectories(ids, TRAJ_COLS)
+        again = _Reads(space, None).trajectories(ids, TRAJ_COLS)  # pyright: ignore[reportArgumentType]
         assert [r is s for r, s in zip(again, rows)] == [True] * len(ids) and calls == []
     finally:
         del space.rows
     say(rt, wiki, *SESSIONS[-1])
     ids = sorted(r["id"] for r in space.rows(store.TRAJ, columns=["id"]))
-    fresh = _Reads(space, None).trajectories(ids, TRAJ_COLS)
+    fresh = _Reads(space, None).trajectories(ids, TRAJ_COLS)  # pyright: ignore[reportArgumentType]
     assert {r["id"]: str(dict(r, vector=r["vector"].tolist())) for r in fresh} == \
         {r["id"]: str(r) for r in space.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
     assert any(r is not s for r, s in zip(fresh, rows))
@@ -288,7 +288,7 @@ HOST_SESSION = [("assistant", "Welcome back! Yesterday we set up the staging dat
 
 def snapshot_cuts(space) -> list[list[str]]:
     snaps = sorted(space.rows(store.SNAP), key=lambda s: s["idx"])
-    by_id = {r["id"]: r["ref"] for r in space.all_sources()}
+    by_id = {r.id: r.ref for r in space.all_sources()}
     return [[by_id[i] for i in s["source_ids"]] for s in snaps]
 
 

@@ -218,9 +218,8 @@ def test_a_snapshot_row_holds_no_vector_and_reads_the_one_it_was_made_with(home)
     made = {}
     for sid, _, _ in WIKI_SESSIONS:
         rows = space.sources_by_session(sid)
-        sess = space.get_session(sid) or {}
         made.update({s["id"]: s["vector"] for s in claims.build_snapshots(
-            sid, rows, sess.get("session_time"), space.source_vectors([r["id"] for r in rows]))})
+            sid, rows, space.session_time(sid), space.source_vectors([r.id for r in rows]))})
     read = {s["id"]: s["vector"] for s in store.load_snapshots(space)}
     assert read.keys() == made.keys()
     assert all(read[i].dtype == np.float32 and read[i].tobytes() == made[i].tobytes() for i in read)

@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from source_rows import source
+
 from trimem.strategies.wiki import claims, trajectories as trj
 
 T0 = datetime(2023, 1, 1, tzinfo=timezone.utc)
@@ -14,10 +16,10 @@ T0 = datetime(2023, 1, 1, tzinfo=timezone.utc)
 
 def snap(k, text, vec, session="s", idx=0, days=0) -> dict[str, Any]:
     when = T0 + timedelta(days=days)
-    row = {"id": f"src{k}", "session_id": session, "seq": idx, "speaker": "Ana", "ref": f"r{k}",
-           "timestamp": when, "text": text}
+    row = source(id=f"src{k}", session_id=session, seq=idx, speaker="Ana", ref=f"r{k}",
+                 timestamp=when, text=text)
     v = np.asarray(vec, dtype=np.float32)
-    s = claims.build_snapshots(session, [row], when, {row["id"]: v / np.linalg.norm(v)})[0]
+    s = claims.build_snapshots(session, [row], when, {row.id: v / np.linalg.norm(v)})[0]
     return dict(s, idx=idx)
 
 

@@ -81,7 +81,7 @@ async def test_a_ranking_only_ask_returns_the_same_recollection_without_the_trac
 
 async def test_forget_removes_claims_and_snapshots_of_deleted_sources(client, server):
     space = await remember_all(client, server)
-    gone = [r["id"] for r in space.sources_by_refs(["s2-0"])]
+    gone = [r.id for r in space.sources_by_refs(["s2-0"])]
     payload(await client.call_tool("forget", {"refs": ["s2-0"]}))
     assert server.runtime.curation.wait_idle(60)
     assert not [c for c in space.rows(store.CLAIM) if c["source_id"] in gone]
