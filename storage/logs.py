@@ -14,6 +14,7 @@ from .db import retrying, sql_in, sql_str, sql_time
 from .errors import NotFound
 from .parts import SpaceParts
 from .recall_writer import RecallWriter
+from .scan import scan_rows
 from .schema import AUDIT, RECALLS, SESSIONS, TRACE_ENCODING
 from .traces import compact, expand, fill, text_ids
 
@@ -63,7 +64,7 @@ class LogsMixin(SpaceParts):
         tbl = self.table("sessions")
         if tbl is None:
             return None
-        rows = tbl.search().where(f"session_id = {sql_str(session_id)}").limit(1).to_list()
+        rows = scan_rows(tbl, f"session_id = {sql_str(session_id)}", limit=1)
         return rows[0] if rows and rows[0]["namespace"] == self.namespace else None
 
     def put_session(self, row: dict) -> None:
