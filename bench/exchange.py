@@ -1,16 +1,18 @@
 """What an agent loop's write costs: one exchange remembered into a live session, and bulk ingest.
 
-    python -m trimem.bench.exchange [--turns 1000] [--rounds 60] [--bulk 2000] [--json OUT]
+    python -m trimem.bench.exchange [--turns 1000] [--rounds 60] [--gap S] [--bulk 2000] [--json OUT]
 
 A namespace is filled with ``--turns`` synthetic turns (``bench/synth.py``, ~20 per session,
 curation off for the fill); then a runtime with the default settings (curation on) remembers
 ``--rounds`` exchanges (one user message, one assistant message, refs given) into one live
-session, one call each, as a host does after every exchange: p50 / p95 / max of the call. One
-more call is profiled step by step (``cProfile``; the cumulative time of the storage and tool
-steps it spends in), and its LanceDB commits are counted. Last, ``--bulk`` turns of new sessions
-are remembered as a long transcript is (whole sessions, ``max_messages`` per call at most):
-turns per second, and the share of it spent embedding. Everything runs through the real tool
-functions, store and packaged embedder; nothing is mocked.
+session, one call each, as a host does after every exchange (back to back, or ``--gap``
+seconds apart: the time the host's model thinks): p50 / p95 / max of the call and the
+process's CPU per call. One more call is profiled step by step (``cProfile``; the cumulative
+time of the storage and tool steps it spends in), and its LanceDB commits are counted. Last,
+``--bulk`` turns of new sessions are remembered as a long transcript is (whole sessions,
+``max_messages`` per call at most): turns per second, the share of it spent embedding, the
+process's CPU per turn meanwhile and how long curation ran after. Everything runs through
+the real tool functions, store and packaged embedder; nothing is mocked.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 NS = "exchange"
 PROFILE_OUT: list[str] = []   # --profile FILE: the profiled call's pstats file
+GAP_S = 0.0                   # --gap: seconds between two exchanges (the host's model thinking)
 STEPS = ("embed", "passage_rows", "get_session", "sources_by_refs", "write_lock", "see_latest",
          "count_sources", "session_refs", "put_session", "add_sources", "add_passages",
          "after_write", "audit", "enqueue", "_held")
@@ -146,20 +149,24 @@ def live(home: str, rounds: int) -> dict:
     space = rt.space(NS)
     rt.embed(["warm-up"])
     sid = f"live-{time.strftime('%H%M%S')}"
-    lat, waited = [], []
+    lat, waited, cpu = [], [], []
     with lock_waits(waits := []):
         for i in range(rounds + 3):
-            t0, w0 = time.perf_counter(), len(waits)
+            t0, w0, c0 = time.perf_counter(), len(waits), time.process_time()
             remember(rt, exchange(i), session_id=sid, namespace=NS)
             if i >= 3:   # the first calls open tables and build the session's caches
                 lat.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
                 waited.append(sum(waits[w0:]))
+            if GAP_S:
+                time.sleep(GAP_S)
     prof = profile_one(rt, sid, rounds + 3)
     rt.curation.wait_idle()
     space.wait_upkeep(timeout=600, flush=True)
     rt.close()
     return {"rounds": rounds, "p50_ms": pct(lat, 50), "p95_ms": pct(lat, 95),
-            "max_ms": pct(lat, 100), "lock_wait_p50_ms": pct(waited, 50),
+            "max_ms": pct(lat, 100), "cpu_p50_ms": pct(cpu, 50), "gap_s": GAP_S,
+            "lock_wait_p50_ms": pct(waited, 50),
             "lock_wait_max_ms": pct(waited, 100), "profile_ms": prof}
 
 
@@ -172,19 +179,24 @@ def bulk(home: str, turns: int, seed: int) -> dict:
     rt.space(NS)
     rt.embed(["warm-up"])
     stream, have, calls = Synth(seed=seed + 99).sessions(), 0, 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     e0 = sum(embed.times)
     while have < turns:
         sid, when, msgs = next(stream)
         remember(rt, [Message(**m) for m in msgs], session_id=f"bulk-{sid}", session_time=when,
                  namespace=NS)
         have, calls = have + len(msgs), calls + 1
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     emb = sum(embed.times) - e0
+    t1 = time.perf_counter()
     rt.curation.wait_idle()
+    after = time.perf_counter() - t1
     rt.close()
+    # the process's CPU seconds per turn while ingesting (every thread: curation that runs
+    # meanwhile counts), less sensitive to a shared machine's load than turns per second
     return {"turns": have, "calls": calls, "turns_per_s": round(have / wall, 1),
-            "embed_share": round(emb / wall, 3)}
+            "embed_share": round(emb / wall, 3), "cpu_ms_per_turn": round(cpu / have * 1000, 2),
+            "curation_after_s": round(after, 1)}
 
 
 def _proc(cmd: list[str], env: dict, feed: bytes, until: bytes | None) -> tuple[float, float]:
@@ -249,7 +261,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--cold", type=int, default=0, help="only time N cold starts (serve, hook)")
     ap.add_argument("--profile", help="write the profiled call's pstats to this file")
+    ap.add_argument("--gap", type=float, default=0.0,
+                    help="seconds between two exchanges (default 0: back to back)")
     args = ap.parse_args(argv)
+    global GAP_S
+    GAP_S = args.gap
     if args.cold:
         print(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M"), "loadavg": os.getloadavg(),
                           **cold(args.cold)}, indent=1))

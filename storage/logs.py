@@ -15,6 +15,7 @@ from .errors import NotFound
 from .parts import SpaceParts
 from .recall_writer import RecallWriter
 from .rows import RecallRecord, Session
+from .scan import scan_rows
 from .schema import AUDIT, RECALLS, SESSIONS, TRACE_ENCODING
 from .traces import compact, expand, fill, text_ids
 
@@ -64,7 +65,7 @@ class LogsMixin(SpaceParts):
         tbl = self.table("sessions")
         if tbl is None:
             return None
-        rows = tbl.search().where(f"session_id = {sql_str(session_id)}").limit(1).to_list()
+        rows = scan_rows(tbl, f"session_id = {sql_str(session_id)}", limit=1)
         return Session.of(rows[0]) if rows and rows[0]["namespace"] == self.namespace else None
 
     def session_time(self, session_id: str) -> datetime | None:

@@ -13,6 +13,7 @@ from .fts import match_rows
 from .parts import SpaceParts
 from .passages import PASSAGE_CHARS
 from .rows import SOURCE_COLUMNS, Source
+from .scan import scan_rows
 
 
 def _fts():
@@ -131,7 +132,7 @@ class SourcesMixin(SpaceParts):
         tbl = self._sources()
         if tbl is None:
             return []
-        rows = tbl.search().where(where).select(SOURCE_COLUMNS).limit(limit).to_list()
+        rows = scan_rows(tbl, where, SOURCE_COLUMNS, limit)
         return [_clean(r) for r in rows if r["namespace"] == self.namespace]
 
     def _snapshot(self):
@@ -172,11 +173,8 @@ class SourcesMixin(SpaceParts):
         tbl = self._sources()
         if tbl is None:
             return []
-        got = (tbl.search().where(f"session_id = {sql_str(session_id)}")
-               .select(["id", "ref", "namespace"]).limit(None).to_arrow())
-        return [(i, ref) for i, ref, ns in zip(got["id"].to_pylist(), got["ref"].to_pylist(),
-                                               got["namespace"].to_pylist())
-                if ns == self.namespace]
+        got = scan_rows(tbl, f"session_id = {sql_str(session_id)}", ["id", "ref", "namespace"])
+        return [(r["id"], r["ref"]) for r in got if r["namespace"] == self.namespace]
 
     def sources_by_session(self, session_id: str) -> list[Source]:
         rows = self._select(f"session_id = {sql_str(session_id)}")

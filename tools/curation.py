@@ -11,11 +11,18 @@ The strategies curate a session two at a time on a machine with two cores or mor
 only its own tables; the first strategy in one thread, the others in a second): on two cores,
 one strategy's embedding runs in native code beside another's Python work.
 
-Recalls come first: before each strategy's curation step the worker waits (at most
-``YIELD_MAX_S``) until no recall is running in this process. Curation and recall share two cores
-and one interpreter lock, and at 100k units a recall that overlapped a curation step took ~3x
-longer; a step already running is not interrupted, and a steady stream of recalls cannot starve
-curation for longer than ``YIELD_MAX_S`` per step.
+Recalls and writes come first: before each strategy's curation step the worker waits (at most
+``YIELD_MAX_S``) until no recall and no ``remember`` is running in this process. Curation and
+the calls share two cores and one interpreter lock: at 100k units a recall that overlapped a
+curation step took ~3x longer, and one exchange remembered while its session was being curated
+took ~2x longer; a step already running is not interrupted, and a steady stream of calls cannot
+starve curation for longer than ``YIELD_MAX_S`` per step. A session is not started while writes
+are arriving: the worker waits until no ``remember`` has run in this process for
+``WRITE_QUIET_S``, at most ``DEFER_MAX_S`` after the session became due, so a bulk ingest (an
+import, a long transcript, calls back to back) embeds and stores at full speed and its sessions
+are curated once it pauses; an agent loop's sessions are curated between its exchanges.
+:meth:`CurationWorker.wait_idle` (tests, benchmarks, the CLI's end of an ingest) does not wait
+for the quiet period.
 
 With ``consolidate_every`` = N > 0 (off by default), the worker also consolidates a namespace
 once N of its sessions were curated since its last consolidation, after it has curated every
@@ -38,6 +45,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 YIELD_MAX_S = 2.0
+WRITE_QUIET_S = 0.5       # no remember for this long before a session's curation starts
+DEFER_MAX_S = 30.0        # ... but a due session waits for a quiet moment at most this long
 FENCE_TRIES = 3           # a curation that met another process's forget starts again
 FAILURES_KEPT = 20        # per namespace, for the status resource
 FAILURE_CHARS = 300       # of each error message
@@ -75,11 +84,13 @@ class Failures:
         return f"Failures({list(self)!r})"
 
 
-class RecallGate:
-    """Counts the recalls running in this process, so that background work can let them pass."""
+class CallGate:
+    """Counts the calls of one kind (recalls, writes) running in this process and notes when
+    the last one ended, so that background work can let them pass."""
 
     def __init__(self):
         self._n = 0
+        self._ended = float("-inf")   # time.monotonic() when the last call ended
         self._cond = threading.Condition()
 
     def __enter__(self):
@@ -89,12 +100,21 @@ class RecallGate:
     def __exit__(self, *exc):
         with self._cond:
             self._n -= 1
+            self._ended = time.monotonic()
             self._cond.notify_all()
 
     def wait_clear(self, timeout: float) -> bool:
-        """Block until no recall runs (True) or ``timeout`` passes (False)."""
+        """Block until no call runs (True) or ``timeout`` passes (False)."""
         with self._cond:
             return self._cond.wait_for(lambda: self._n == 0, timeout=timeout)
+
+    def quiet_in(self, quiet_s: float) -> float:
+        """Seconds until no call will have run for ``quiet_s`` (0: quiet now); while one runs,
+        ``quiet_s`` (ask again then)."""
+        with self._cond:
+            if self._n:
+                return quiet_s
+            return max(0.0, self._ended + quiet_s - time.monotonic())
 
 
 class CurationWorker:
@@ -111,6 +131,7 @@ class CurationWorker:
         self._thread: threading.Thread | None = None
         self.failures = Failures()
         self._stopped = False
+        self._hurry = 0   # wait_idle callers: curate without waiting for writes to pause
 
     def enqueue(self, namespace: str, session_id: str) -> None:
         with self._cond:
@@ -145,12 +166,17 @@ class CurationWorker:
         """Block until nothing is queued or running (for benchmarks, tests and the CLI)."""
         end = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self._due or self._busy:
-                left = None if end is None else end - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._cond.wait(timeout=0.05 if left is None else min(left, 0.05))
-            return True
+            self._hurry += 1
+            self._cond.notify_all()
+            try:
+                while self._due or self._busy:
+                    left = None if end is None else end - time.monotonic()
+                    if left is not None and left <= 0:
+                        return False
+                    self._cond.wait(timeout=0.05 if left is None else min(left, 0.05))
+                return True
+            finally:
+                self._hurry -= 1
 
     def stop(self, timeout: float = 30.0) -> bool:
         """Run nothing more (queued sessions stay queued on disk and are resumed by the next
@@ -178,7 +204,10 @@ class CurationWorker:
                         return None
                     continue
                 key, due = min(self._due.items(), key=lambda kv: kv[1])
-                wait = due - time.monotonic()
+                now = time.monotonic()
+                wait = due - now
+                if wait <= 0 and not self._hurry:   # writes arriving: let them pass first
+                    wait = min(self.rt.writes.quiet_in(WRITE_QUIET_S), due + DEFER_MAX_S - now)
                 if wait <= 0:
                     del self._due[key]
                     self._busy += 1
@@ -239,7 +268,8 @@ class CurationWorker:
 
         def run(group) -> None:
             for strat in group:
-                self.rt.recalls.wait_clear(YIELD_MAX_S)   # recalls first (module docstring)
+                self.rt.recalls.wait_clear(YIELD_MAX_S)   # calls first (module docstring)
+                self.rt.writes.wait_clear(YIELD_MAX_S)
                 try:
                     _fenced_curate(env, strat, session_id)
                 except Exception as exc:  # one strategy's failure must not stop the others

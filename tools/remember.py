@@ -145,7 +145,18 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
 
     Three steps: :func:`_checked` (every input, before anything is read or embedded),
     :func:`_prepared` (what is new, embedded outside the lock) and :func:`_committed` (the
-    check again and the writes, under the namespace's write lock)."""
+    check again and the writes, under the namespace's write lock). Background curation lets
+    a write in progress pass, and starts no session while writes keep arriving
+    (``tools/curation.py``)."""
+    with rt.writes:
+        return _remember_session(rt, messages, session_id, session_time, namespace, curated,
+                                 progress, whole_session, keep_ids)
+
+
+def _remember_session(rt: Runtime, messages: list[Message], session_id: str | None,
+                      session_time: str | None, namespace: str, curated: Curated | None,
+                      progress, whole_session: bool,
+                      keep_ids: list[str | None] | None) -> tuple[RememberResult, list[str]]:
     call = _checked(rt, messages, session_id, session_time, namespace, curated, whole_session,
                     keep_ids)
     prep = _prepared(rt, call, progress)

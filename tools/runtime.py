@@ -97,9 +97,10 @@ class Runtime:
         self._llm = None
         self._ctx_lock = threading.Lock()   # not _lock: that one is held while the store opens
         self._contexts: dict = {}           # namespace -> strategies.context.NamespaceContext
-        from .curation import CurationWorker, RecallGate
+        from .curation import CallGate, CurationWorker
 
-        self.recalls = RecallGate()   # recall holds it; curation waits for it to clear
+        self.recalls = CallGate()   # recall holds it; curation waits for it to clear
+        self.writes = CallGate()    # remember holds it; curation waits for writes to pause
         self.curation = CurationWorker(self, delay_s=config.curation_delay_s,
                                        consolidate_every=config.consolidate_every_sessions)
         _OPEN.add(self)

@@ -121,6 +121,73 @@ async def test_curation_lets_a_running_recall_pass_but_is_never_starved(counter,
         assert session(rt.space("default"), "t").curation == "done"
 
 
+def _done_within(space, sids, seconds: float) -> bool:
+    """Whether every session of ``sids`` is curated within ``seconds`` (no wait_idle: it
+    would not wait for writes to pause)."""
+    import time
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if all(session(space, s).curation == "done" for s in sids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+async def test_curation_starts_no_session_while_writes_keep_arriving(counter, client, server,
+                                                                      monkeypatch):
+    import time
+
+    from trimem.tools import curation
+
+    rt = server.runtime
+    monkeypatch.setattr(curation, "WRITE_QUIET_S", 3.0)
+    started: list[float] = []
+    orig = rt.curation.curate_now
+
+    def spy(ns, sid):
+        started.append(time.monotonic())
+        return orig(ns, sid)
+
+    monkeypatch.setattr(rt.curation, "curate_now", spy)
+    for i in range(5):   # calls back to back, as an import or a long transcript makes them
+        payload(await client.call_tool("remember", {"messages": turns(f"m{i}"),
+                                                    "session_id": f"s{i}"}))
+        time.sleep(0.1)
+    last = time.monotonic()
+    assert started == [] and session(rt.space("default"), "s0").curation == "queued"
+    sids = [f"s{i}" for i in range(5)]
+    assert _done_within(rt.space("default"), sids, 60)   # the writes paused: it curates by itself
+    assert min(started) - last > 2.0                      # after the quiet period, not before
+
+
+async def test_curation_lets_a_running_write_pass_and_then_curates(counter, client, server):
+    import time
+
+    rt = server.runtime
+    with rt.writes:                                   # another remember is running
+        payload(await client.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
+        time.sleep(1.0)
+        assert session(rt.space("default"), "s").curation == "queued"
+    assert _done_within(rt.space("default"), ["s"], 30)
+
+
+async def test_writes_that_never_pause_defer_curation_only_so_long(counter, client, server,
+                                                                   monkeypatch):
+    from trimem.tools import curation
+
+    rt = server.runtime
+    monkeypatch.setattr(curation, "DEFER_MAX_S", 0.5)
+    monkeypatch.setattr(curation, "YIELD_MAX_S", 0.2)
+    with rt.writes:                                   # a write that never ends
+        payload(await client.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
+        assert _done_within(rt.space("default"), ["s"], 30)
+        payload(await client.call_tool("remember", {"messages": turns("b"), "session_id": "t"}))
+        monkeypatch.setattr(curation, "DEFER_MAX_S", 3600.0)
+        assert rt.curation.wait_idle(30)              # who waits for curation does not wait
+        assert session(rt.space("default"), "t").curation == "done"   # for a pause
+
+
 def test_strategies_curating_side_by_side_give_what_one_at_a_time_gives(tmp_path, monkeypatch):
     """On two cores the first curating strategy runs in the worker's thread and the others in
     a second one: they really overlap threads, and every strategy then recalls exactly what
