@@ -38,6 +38,6 @@ def scan_rows(tbl: Any, where: str | None, columns: list[str] | None = None,
             q = q.where(where)
         return await q.to_list()
 
-    from lancedb.background_loop import LOOP
+    from lancedb.background_loop import LOOP   # lancedb loads at first use, not at start-up
 
     return LOOP.run(run())

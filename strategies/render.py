@@ -25,8 +25,9 @@ take a third of what the host reads, and a shorter quote fits beside the turns r
 it. Below the passage's own length (budgets under 700 tokens) the quote is centred on the
 passage's sentence that holds the most of the question's content words (:func:`focused`; a
 passage the question shares no word with keeps its beginning). Measured on
-``bench/longmsg.py`` (facts at 10-90 % of 3,000- and 7,000-character replies; auto's fact found
-at 500 tokens 0.58 -> 0.70, at 1,000 0.88 -> 0.92; plain 0.55 -> 0.72 and 0.83 -> 0.93).
+``bench/longmsg.py`` (facts at 10-90 % of 3,000- and 7,000-character replies; with the narrower
+quote, auto's voters pricing it at the caller's width and the centred quote, auto's fact found
+at 500 tokens 0.58 -> 0.95, at 1,000 0.88 -> 0.95; plain 0.55 -> 0.83 and 0.83 -> 0.93).
 """
 
 from __future__ import annotations

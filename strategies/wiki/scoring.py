@@ -108,7 +108,7 @@ def unlift_unsearched(order: list[str], info: dict, drop: set[str], listing: boo
         return order
     for i in drop:
         scored[i] = {**scored[i], "score": scored[i]["base"]}
-    out = sorted(order, key=lambda i: -scored[i]["score"] if i in scored else 0.0)
+    out = sorted(order, key=lambda i: -scored[i]["score"])   # stable: ties keep their order
     return _diversify(out, scored, info["t_of"]) if listing else out
 
 
