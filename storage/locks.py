@@ -9,6 +9,10 @@ of the holder refreshes it every ``lease_s / 3``. A process that wants the lock
 * takes it over at once when the holder's process is gone (killed, crashed);
 * takes it over when the marker has not been refreshed for ``lease_s`` (a stopped or hung
   holder: its refresh thread stopped with it);
+* removes an *empty* marker once it is ``lease_s`` old (seen unchanged that long, or its mtime
+  that old): a holder killed between creating its marker and writing it leaves one, and
+  filelock never takes an empty marker over (it reads it as an old filelock's live hold), so
+  the folder would stay locked for good -- the kill -9 test met it (:meth:`LeaseLock._clear_empty`);
 * gives up after ``wait_s`` with :class:`LockBusy`, whose message names the lock, its holder and
   what to do. No call waits longer than ``wait_s`` (``TRIMEM_LOCK_WAIT_S``, default 30 s, more
   than the lease of 10 s, ``TRIMEM_LOCK_LEASE_S``).
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import stat
 import threading
 import time
@@ -45,6 +50,7 @@ from .errors import StorageError
 LEASE_S = 10.0   # a holder silent this long (stopped, hung) loses the lock
 WAIT_S = 30.0    # the longest any call waits for a lock
 POLL_S = 0.05
+SLICE_S = 1.0    # a waiting call looks for an empty marker this often
 
 
 class LockError(StorageError):
@@ -156,6 +162,7 @@ class LeaseLock:
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._held: Held | None = None
+        self._empty_seen: tuple[tuple[int, int, int], float] | None = None
 
     @contextmanager
     def hold(self, wait_s: float | None = None) -> Iterator[Held]:
@@ -189,11 +196,20 @@ class LeaseLock:
         check_path(self.path)
         lease = SoftFileLease(str(self.path), lease_duration=self.lease_s, mode=0o600,
                               poll_interval=POLL_S)
+        end = time.monotonic() + wait
         try:
-            if wait > 0:
-                lease.acquire(timeout=wait)
-            else:
-                lease.acquire(blocking=False)
+            while True:
+                self._clear_empty()
+                left = end - time.monotonic()
+                try:
+                    if left > 0:
+                        lease.acquire(timeout=min(SLICE_S, left))
+                    else:
+                        lease.acquire(blocking=False)
+                    break
+                except Timeout:
+                    if left <= SLICE_S:
+                        raise
         except Timeout:
             pid = holder_pid(self.path)
             who = f"process {pid}" if pid is not None else "another process"
@@ -208,6 +224,45 @@ class LeaseLock:
             check_path(self.path)   # raises the clearer error when the path is the cause
             raise LockError(f"cannot take the lock {self.path}: {exc}") from exc
         return Held(self.path, lease, self.lease_s)
+
+    def _clear_empty(self) -> None:
+        """Remove the marker when it is empty and ``lease_s`` old: seen unchanged (inode, mtime,
+        ctime) for that long by this process, or its mtime that old (a fresh process -- a hook --
+        need not wait a lease first). A live holder writes its marker right after creating it
+        and refreshes it every ``lease_s / 3``. Written here, not taken from filelock: its
+        takeover of a torn marker is private API. The marker is renamed aside and unlinked only
+        when the aside file is the empty one judged; a marker a peer made in between is linked
+        back (or, if a third made one, its holder learns the loss from :meth:`Held.check`)."""
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            return
+        if not stat.S_ISREG(st.st_mode) or st.st_size:
+            self._empty_seen = None
+            return
+        key, now = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns), time.monotonic()
+        if self._empty_seen is None or self._empty_seen[0] != key:
+            self._empty_seen = (key, now)
+        if now - self._empty_seen[1] < self.lease_s and time.time() - st.st_mtime < self.lease_s:
+            return
+        aside = self.path.with_name(f"{self.path.name}.empty.{os.getpid()}.{secrets.token_hex(8)}")
+        try:
+            os.rename(self.path, aside)
+        except OSError:
+            return
+        try:
+            moved = os.lstat(aside)
+            if (moved.st_dev, moved.st_ino) != (st.st_dev, st.st_ino) or moved.st_size:
+                try:
+                    os.link(aside, self.path)
+                except OSError:
+                    pass
+        finally:
+            try:
+                os.unlink(aside)
+            except OSError:
+                pass
+        self._empty_seen = None
 
 
 _LOCKS: dict[str, LeaseLock] = {}

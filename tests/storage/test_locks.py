@@ -85,6 +85,34 @@ async def test_a_holder_that_stopped_or_died_is_taken_over(server, home, how):
 
 
 @posix
+@pytest.mark.parametrize("age", ["fresh", "old"])
+async def test_a_holder_killed_before_it_wrote_its_marker_does_not_lock_the_folder_for_good(
+        server, home, age):
+    """A process killed between creating the marker (O_EXCL) and writing it leaves an empty
+    file, which filelock alone never takes over: every later call failed busy for good."""
+    async with Client(server) as c:
+        payload(await remember(c, 0))
+        path = lock_of(home)
+        subprocess.run([sys.executable, "-c", "import os, signal, sys; os.open(sys.argv[1], "
+                        "os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600); "
+                        "os.kill(os.getpid(), signal.SIGKILL)", str(path)], check=False)
+        assert path.stat().st_size == 0
+        if age == "old":
+            old = time.time() - 3 * LEASE
+            os.utime(path, (old, old))
+        t0 = time.monotonic()
+        out = payload(await remember(c, 1))
+        took = time.monotonic() - t0
+    print(f"remember behind an empty {age} marker: {took:.2f} s (lease {LEASE:g} s)")
+    assert out["stored"] == 1
+    if age == "fresh":   # its writer may still be about to write: left alone for a lease
+        assert LEASE * 0.9 <= took < WAIT
+    else:
+        assert took < LEASE
+    assert not [p.name for p in path.parent.iterdir() if ".empty." in p.name]
+
+
+@posix
 async def test_a_holder_that_resumes_after_a_takeover_knows_it_lost_the_lock(home):
     from trimem.storage.locks import lease_lock
 
