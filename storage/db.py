@@ -174,7 +174,6 @@ class Store:
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(seconds=1),
                                   session=self.budget.lance_session())
         self.lock = threading.RLock()   # guards the handle caches below; held only briefly
-        self._index_locks: dict[str, threading.RLock] = {}
         self._spaces: dict[str, Space] = {}
         self._tables: dict[str, Any] = {}   # lancedb tables
         self._write_locks: dict[str, threading.RLock] = {}   # object-store homes only
@@ -260,13 +259,16 @@ class Store:
         except OSError as exc:   # the digest then stays until rebuilt; say so
             log.error("could not write the forget stamp of %s: %s", key, exc)
 
-    def index_lock(self, namespace: str) -> threading.RLock:
-        """Held while one of ``namespace``'s FTS or scalar indexes is built (one builder per
-        table in this process; another process may race it, see :func:`ensure_index`). Per
-        namespace, and never ``lock``: a first index build takes seconds on a large table, and
-        recalls in other namespaces must not wait for it."""
-        with self.lock:
-            return self._index_locks.setdefault(namespace, threading.RLock())
+    def index_lock(self, namespace: str, wait_s: float | None = None):
+        """Held while one of ``namespace``'s FTS or scalar indexes is built: the namespace's
+        write lock (:meth:`write_lock`), as around every other commit. An index build commits a
+        table version; a write of another process committing meanwhile (a merge that rewrites a
+        data file) then failed its commit, LanceDB tried it again, and each failed try left its
+        rewritten data file behind, named by no version: the bytes of rows a later forget
+        deleted, which no purge removes (the three-process forget race found a forgotten
+        message's text in six such files). Per namespace, never ``lock``: a first build takes
+        seconds on a large table, and other namespaces' calls must not wait for it."""
+        return self.write_lock(namespace, wait_s)
 
     def drop_table(self, name: str) -> None:
         with self.lock:

@@ -20,10 +20,14 @@ import pyarrow as pa
 
 from . import snapshot
 from .db import ensure_index, retrying, sql_in, sql_str
+from .locks import LockBusy
 from .parts import SpaceParts
 from .schema import ZSTD, compressed, uncompressed_columns
 
 log = logging.getLogger(__name__)
+# a search that finds a derived table's full-text index missing builds it under the namespace's
+# write lock (``Store.index_lock``), waiting at most this long for a writer
+READ_INDEX_WAIT_S = 2.0
 
 
 def model_tag(model: str, dim: int) -> str:
@@ -352,9 +356,13 @@ class DerivedMixin(SpaceParts):
         # once per handle, not on every search (``list_indices`` is a LanceDB call)
         if self._fts_seen.get((kind, column)) is not tbl:
             if not any(ix.columns == [column] for ix in tbl.list_indices()):
-                try:
-                    with self.store.index_lock(self.namespace):
+                try:   # a read: it waits for a writer only briefly (``READ_INDEX_WAIT_S``)
+                    with self.store.index_lock(self.namespace, READ_INDEX_WAIT_S):
                         ensure_index(tbl, column, _fts())
+                except LockBusy as exc:   # built by a later search
+                    log.info("the full-text index of %s waits for a writer; searching "
+                             "without it this time (%s)", tbl.name, exc)
+                    return []
                 except (OSError, RuntimeError, ValueError) as exc:
                     # a read path must not fail on a write it only does to speed itself up (a
                     # full or read-only disk): without the index there is no BM25, dense works

@@ -114,7 +114,7 @@ class PassagesMixin(SpaceParts):
             self._passages_missing_at = time.monotonic()
             return None
         if not self._passages_fts_ready:   # also a table re-embedded for a new model
-            with self.store.lock:
+            with self.store.index_lock(self.namespace):
                 if not tbl.list_indices():
                     from lancedb.index import BTree
 

@@ -191,3 +191,38 @@ async def test_a_stopped_drainer_is_taken_over_after_its_lease(home, monkeypatch
         assert time.monotonic() - t0 < LEASE + 2
     finally:
         end(proc)
+
+
+@posix
+def test_an_index_build_waits_for_another_process_writing_the_namespace(home):
+    """An index build commits a table version: one landing while another process's write was
+    between its read and its commit failed that commit, and LanceDB's retries left rewritten
+    data files behind, unnamed by any version (a forgotten message's text stayed on disk in
+    six of them). So a build takes the namespace's write lock; a search waits for it briefly,
+    then searches without the index. Seen failing before: the build committed at once."""
+    import pyarrow as pa
+
+    from trimem.storage.derived import READ_INDEX_WAIT_S
+    from trimem.tools.runtime import Runtime
+
+    rt = Runtime(Settings(home=str(home), curation=False, lock_lease_s=LEASE,
+                          lock_wait_s=WAIT).to_config())
+    try:
+        space = rt.space("lk")
+        schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("text", pa.string())])
+        space.upsert("notes", schema, [{"id": "n1", "text": "the gate code changes on Mondays"}])
+        tbl = space.derived_table("notes")
+        assert not tbl.list_indices()
+        proc = hold(lock_of(home))
+        try:
+            t0 = time.monotonic()
+            assert space.text_search("notes", "gate code", 3) == []
+            took = time.monotonic() - t0
+            tbl.checkout_latest()
+            assert not tbl.list_indices(), "an index was committed while another process wrote"
+            assert READ_INDEX_WAIT_S * 0.9 <= took < READ_INDEX_WAIT_S + 2, took
+        finally:
+            end(proc)
+        assert [r["id"] for r in space.text_search("notes", "gate code", 3)] == ["n1"]
+    finally:
+        rt.close(30)
