@@ -75,11 +75,19 @@ def retrying(fn: Callable[[], T], what: str, attempts: int = 12, table: Any = No
 
     LanceDB commits optimistically: two processes appending to one table can conflict, and the
     loser must retry. A conflict is never dropped silently: after ``attempts`` it raises. With
-    ``table`` (the handle ``fn`` writes through), a handle left on a version another process
-    purged is moved to the newest version and the write retried too.
+    ``table`` (the handle ``fn`` writes through), the handle is moved to the table's newest
+    version before each try: a write planned from the version this handle last saw, when
+    another process has committed since (before this one took the namespace's lock), conflicts
+    at its commit -- on every retry, the handle not moving -- and each failed try of a rewrite
+    (a compaction, a merge) leaves its new data files behind, named by no version, holding the
+    text of rows a later forget deletes (the three-process forget race found a forgotten
+    message in six such files of a compaction). A handle left on a version another process
+    purged is handled the same way.
     """
     for i in range(attempts):
         try:
+            if table is not None:
+                table.checkout_latest()
             return fn()
         except (OSError, RuntimeError, ValueError) as exc:
             msg = str(exc).lower()
@@ -87,8 +95,6 @@ def retrying(fn: Callable[[], T], what: str, attempts: int = 12, table: Any = No
             stale = table is not None and purged(exc)
             if not (transient or stale) or i == attempts - 1:
                 raise
-            if table is not None and stale:
-                table.checkout_latest()
             time.sleep(min(0.5, 0.01 * 2 ** i) * (0.5 + random.random()))
             log.debug("retrying %s after conflict: %s", what, exc)
     raise AssertionError("unreachable")
