@@ -64,8 +64,10 @@ def test_one_exchange_into_a_live_session_is_one_lock_hold_and_three_commits(tmp
         # no look-up before the lock that the one under it repeats (was 29 round trips), and
         # the two reads under it (the session row, the session's refs) one round trip each
         # (were five each: lancedb's synchronous builder asks for the schema three times):
-        # two checkouts, two reads, three commits and the count of the sources after theirs
-        assert seen["round_trips"] <= 8, seen
+        # two checkouts, two reads, three commits and the count of the sources after theirs,
+        # and before each commit a look at the table's newest version (``storage.db.retrying``:
+        # about 0.35 ms each; a write planned from an older one conflicted and left files)
+        assert seen["round_trips"] <= 11, seen
         space = rt.space("default")
         assert [r.seq for r in space.sources_by_session("live")] == list(range(8))
         assert (sess := space.get_session("live")) is not None and sess.n_messages == 8
