@@ -21,7 +21,7 @@ from .traces import compact, expand, fill, text_ids
 
 
 PRUNE_EVERY = 50   # recalls logged (per process and namespace) between two prunes
-SOURCE_ID = re.compile(r"\bsrc_[0-9a-f]{20}\b")   # remember's message ids (tools/remember.py)
+SOURCE_ID = re.compile(r"\bsrc_[0-9a-f]{20}\b")   # remember's message ids (tools/remember_prep.py)
 log = logging.getLogger(__name__)
 
 

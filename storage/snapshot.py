@@ -229,49 +229,64 @@ class SourceSnapshot(_Copy):
 
     def _load(self, tbl, version: int, old: State | None) -> State:
         old = old if old is not None and not old.too_big and old.mat is not None else None
-        ids = None if old is None else tbl.search().select(["id"]).limit(None).to_arrow()["id"]
-        if old is not None and ids is not None:
-            seen = old.made.get("ids")
-            if seen is not None and len(ids) >= len(seen) and ids.slice(0, len(seen)).equals(seen):
-                # the usual case: rows only appended since, after the old ones in table order
-                new = ids.slice(len(seen)).to_pylist()
-                got = _parts(_fetch(tbl, new), self.namespace)
-                if len(got[0]) == len(new):
-                    return _appended(old, tbl, version, got, new, ids)
         if old is None:   # the first look through this handle: one scan of the whole table
-            kept: list[dict] = []
             batches = [tbl.search().select(COLUMNS + ["vector"]).limit(None).to_arrow()]
-        else:             # after that, the ids, and only the rows added since
-            assert ids is not None
-            listed = ids.to_pylist()
-            keep = set(listed)
-            kept = ([r for r in old.rows if r["id"] in keep]
-                    if len(keep) < len(old.rows) or not keep.issuperset(old.pos) else old.rows)
-            batches = _fetch(tbl, [i for i in listed if i not in old.pos])   # in table order
-        fetched, vecs, new_ts = _parts(batches, self.namespace)
-        parts, sess, ts = [], [], []
-        if old is not None and kept:
-            if kept is old.rows:   # nothing removed: the old arrays as they are
-                at = None
-            else:
-                at = np.fromiter((old.pos[r["id"]] for r in kept), dtype=np.int64, count=len(kept))
-            assert old.mat is not None and old.session is not None and old.ts is not None
-            parts.append(old.mat if at is None else old.mat[at])
-            sess.append(old.session if at is None else old.session[at])
-            ts.append(old.ts if at is None else old.ts[at])
-        parts.extend(vecs)
-        sess.append(np.array([r["session_id"] for r in fetched], dtype=object))
-        ts.extend(new_ts or [np.array([], dtype="datetime64[us]")])
-        rows = kept + fetched if fetched else list(kept)
-        state = _with_vectors(
-            tbl, version, rows, np.concatenate(parts) if parts else None,
-            session=np.concatenate(sess), ts=np.concatenate(ts))
-        if ids is None:
-            ids = batches[0]["id"]
-        if ids.null_count == 0 and len(ids) == len(rows) and \
-                ids.to_pylist() == [r["id"] for r in rows]:
-            state.made["ids"] = ids   # the table's order is the copy's: the next look can append
-        return state
+            return _merged(tbl, version, None, [], batches, batches[0]["id"], self.namespace)
+        ids = tbl.search().select(["id"]).limit(None).to_arrow()["id"]
+        state = _only_appended(old, tbl, version, ids, self.namespace)
+        if state is not None:
+            return state
+        # after that, the ids, and only the rows added since
+        listed = ids.to_pylist()
+        keep = set(listed)
+        kept = ([r for r in old.rows if r["id"] in keep]
+                if len(keep) < len(old.rows) or not keep.issuperset(old.pos) else old.rows)
+        batches = _fetch(tbl, [i for i in listed if i not in old.pos])   # in table order
+        return _merged(tbl, version, old, kept, batches, ids, self.namespace)
+
+
+def _only_appended(old: State, tbl, version: int, ids, namespace: str) -> State | None:
+    """The usual case: rows only appended since ``old``, after its own in table order
+    (``ids``: the table's, in its order). None when other rows changed too (or the appended
+    rows could not all be fetched): the caller then merges what is left."""
+    seen = old.made.get("ids")
+    if seen is None or len(ids) < len(seen) or not ids.slice(0, len(seen)).equals(seen):
+        return None
+    new = ids.slice(len(seen)).to_pylist()
+    got = _parts(_fetch(tbl, new), namespace)
+    return _appended(old, tbl, version, got, new, ids) if len(got[0]) == len(new) else None
+
+
+def _merged(tbl, version: int, old: State | None, kept: list[dict], batches: list[pa.Table],
+            ids, namespace: str) -> State:
+    """The state of ``kept`` (``old``'s rows still stored, with ``old``'s arrays) followed by the
+    rows of ``namespace`` in ``batches``. ``ids`` (the table's, in its order) is kept with it
+    when it is the copy's order: the next look can then append."""
+    fetched, vecs, new_ts = _parts(batches, namespace)
+    parts, sess, ts = _kept_arrays(old, kept)
+    parts.extend(vecs)
+    sess.append(np.array([r["session_id"] for r in fetched], dtype=object))
+    ts.extend(new_ts or [np.array([], dtype="datetime64[us]")])
+    rows = kept + fetched if fetched else list(kept)
+    state = _with_vectors(
+        tbl, version, rows, np.concatenate(parts) if parts else None,
+        session=np.concatenate(sess), ts=np.concatenate(ts))
+    if ids.null_count == 0 and len(ids) == len(rows) and \
+            ids.to_pylist() == [r["id"] for r in rows]:
+        state.made["ids"] = ids   # the table's order is the copy's: the next look can append
+    return state
+
+
+def _kept_arrays(old: State | None, kept: list[dict]) -> tuple[list, list, list]:
+    """``old``'s vectors, sessions and times of the rows ``kept`` (each a list of one array;
+    empty lists when nothing is kept)."""
+    if old is None or not kept:
+        return [], [], []
+    assert old.mat is not None and old.session is not None and old.ts is not None
+    if kept is old.rows:   # nothing removed: the old arrays as they are
+        return [old.mat], [old.session], [old.ts]
+    at = np.fromiter((old.pos[r["id"]] for r in kept), dtype=np.int64, count=len(kept))
+    return [old.mat[at]], [old.session[at]], [old.ts[at]]
 
 
 def _fetch(tbl, ids: list[str]) -> list[pa.Table]:

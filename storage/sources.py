@@ -106,7 +106,7 @@ class SourcesMixin(SpaceParts):
     def drop_twins(self, ids: list[str], created_at) -> int:
         """Delete this write's copy (``created_at``) of each of ``ids`` that is stored twice: a
         writer that lost the namespace lock while stopped, and committed after the process
-        that took it over stored the same refs (see ``tools/remember.py``)."""
+        that took it over stored the same refs (see ``tools/remember_write.py``)."""
         tbl = self._sources()
         if tbl is None or not ids:
             return 0

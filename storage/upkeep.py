@@ -128,34 +128,13 @@ class UpkeepMixin(SpaceParts):
         delay = self.store.optimize_idle_s
         while True:
             with self._upkeep_lock:
-                now = time.monotonic()
-                wait = self._last_write + delay - now
-                kinds = [] if wait > 0 or self._closed else [
-                    k for k, (c, _) in self._commits.items() if c and not self._busy(k)]
-                prune = [] if self._closed else [
-                    k for k, at in self._prune_at.items() if at <= now and not self._busy(k)]
-                pending = any(c for c, _ in self._commits.values())
-                running = bool(self._optimizing)   # a compaction that will set a prune time
-                check = wait <= 0 and self._settle_existing and not self._closed
-                if self._closed or (wait <= 0 and not (pending or running or self._prune_at
-                                                       or check)):
-                    self._idle_thread = None
-                    return
-                for k in kinds:
-                    self._commits[k] = (0, 0)
-                for k in kinds + prune:
-                    self._optimizing.add(k)
-                    self._prune_at.pop(k, None)
-                sleep = wait if wait > 0 else 0.2 if pending else 0.5 if running else float("inf")
-                sleep = max(0.2, min([sleep, *(at - now for at in self._prune_at.values())]))
+                turn = self._idle_turn(delay)
+            if turn is None:
+                return
+            kinds, prune, check, sleep = turn
             named: dict[str, str] = {}
             if check:
-                named = {k: n for k, n in self._left_unsettled().items() if k not in kinds}
-                with self._upkeep_lock:
-                    named = {k: n for k, n in named.items()
-                             if not self._busy(k) and not self._closed}
-                    self._optimizing.update(named)
-                    self._settle_existing = False   # a flush waits for these from here on
+                named = self._claim_unsettled(kinds)
                 if not kinds and not named and not prune:
                     continue
             for k in kinds:
@@ -169,6 +148,49 @@ class UpkeepMixin(SpaceParts):
                 self._wake.wait(sleep)
                 if not self._closed:
                     self._wake.clear()   # a flush woke us: run what is pending on the next turn
+
+    def _idle_turn(self, delay: float) -> tuple[list[str], list[str], bool, float] | None:
+        """One turn of the idle loop (call with ``_upkeep_lock`` held): the kinds to compact
+        and the kinds whose leftovers to delete (both marked running), whether to look for what
+        an earlier process left (``_left_unsettled``), and how long to sleep if nothing runs.
+        None when closed, or idle with nothing left to do or wait for: the thread ends."""
+        now = time.monotonic()
+        wait = self._last_write + delay - now
+        kinds, prune = self._idle_due(now, wait)
+        pending = any(c for c, _ in self._commits.values())
+        running = bool(self._optimizing)   # a compaction that will set a prune time
+        check = wait <= 0 and self._settle_existing and not self._closed
+        if self._closed or (wait <= 0 and not (pending or running or self._prune_at or check)):
+            self._idle_thread = None
+            return None
+        for k in kinds:
+            self._commits[k] = (0, 0)
+        for k in kinds + prune:
+            self._optimizing.add(k)
+            self._prune_at.pop(k, None)
+        sleep = wait if wait > 0 else 0.2 if pending else 0.5 if running else float("inf")
+        sleep = max(0.2, min([sleep, *(at - now for at in self._prune_at.values())]))
+        return kinds, prune, check, sleep
+
+    def _idle_due(self, now: float, wait: float) -> tuple[list[str], list[str]]:
+        """The kinds not busy that are due for their idle compaction (none while ``wait`` for
+        writes to pause is left), and those due for their last compaction's cleanup."""
+        if self._closed:
+            return [], []
+        kinds = [] if wait > 0 else [
+            k for k, (c, _) in self._commits.items() if c and not self._busy(k)]
+        prune = [k for k, at in self._prune_at.items() if at <= now and not self._busy(k)]
+        return kinds, prune
+
+    def _claim_unsettled(self, kinds: list[str]) -> dict[str, str]:
+        """The tables an earlier process left unsettled (kind -> name), but for ``kinds`` (this
+        turn compacts them anyway) and those busy, marked running; looked for once."""
+        named = {k: n for k, n in self._left_unsettled().items() if k not in kinds}
+        with self._upkeep_lock:
+            named = {k: n for k, n in named.items() if not self._busy(k) and not self._closed}
+            self._optimizing.update(named)
+            self._settle_existing = False   # a flush waits for these from here on
+        return named
 
     def _left_unsettled(self) -> dict[str, str]:
         """The kinds (and table names) of this namespace's tables, current model, with more than

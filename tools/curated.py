@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..strategies.ids import stable_id
 from . import validate as v
 from .errors import ToolFailure
 from .runtime import Runtime
@@ -117,7 +118,5 @@ def store_curated(space: Space, plan: CuratedPlan, session_id: str, by_ref: dict
 
 def memory_id(namespace: str, session_id: str, m: dict) -> str:
     """The stable id of a checked curated memory (``CuratedPlan`` item)."""
-    from .remember import stable_id
-
     return stable_id("epi" if m["kind"] == "episode" else "fct", namespace, session_id, m["text"],
                      *m["refs"])

@@ -138,13 +138,13 @@ class Plan:
 
     def _messages(self, s: Session) -> None:
         from ..tools import validate as v
-        from ..tools.remember import _check_messages
+        from ..tools.remember_prep import check_messages
 
         s.messages.sort(key=lambda m: m.seq)
         kept, refs, same = [], set(), Counter()
         for m in s.messages:
             try:
-                _check_messages(self.rt, [message_model(m)], None, whole_session=True)
+                check_messages(self.rt, [message_model(m)], None, whole_session=True)
                 if m.id is not None:
                     v.text_field("id", m.id, self.rt.limits, required=True)
                 if m.ref is not None and m.ref in refs:

@@ -164,35 +164,54 @@ def _write(space: StrategySpace, groups: dict, full: bool) -> int:
     n_all = len(idx.trajs)
     live = [g for k, g in groups.items() if k != INDEX and is_live(g)]
     _assign_pids(space, [g for g in live if full or not g.pid], full)
+    _complete(space, live)
+    rows = [page_row(g, n_all) for g in live]
+    idx.pages = _directory(space, idx, rows, n_all, full)
+    index = index_row([{"id": i, "type": x[0], "key": x[1], "title": x[2], "n_links": x[3]}
+                       for i, x in idx.pages.items()], idx)
+    if full:
+        _drop_stale(space, groups, {r["id"] for r in rows} | {index["id"]})
+    space.upsert(PAGE, PAGE_SCHEMA, rows + [index])
+    space.upsert(GROUP, GROUP_SCHEMA, [g.row(k == INDEX or is_live(g)) for k, g in groups.items()
+                                       if g.trajs or g.n_act or g.n_hist or g.name_claims])
+    return len(rows) + 1
+
+
+def _complete(space: StrategySpace, live: list[Group]) -> None:
+    """Give the pages' groups what their rows need: the vector sum of a group stored without it
+    (:func:`resum`), the claim buffer of one revisions emptied (:func:`_refill`)."""
     for g in live:
         if g.partial:
             resum(space, g)
         if g.needs_refill():
             _refill(space, g)
-    rows = [page_row(g, n_all) for g in live]
-    pages = {} if full else dict(idx.pages)   # directory: id -> [type, key, title, links, hub]
+
+
+def _directory(space: StrategySpace, idx: Group, rows: list[dict], n_all: int,
+               full: bool) -> dict:
+    """The index's page directory after this write (id -> [type, key, title, links, hub]):
+    ``rows`` over the stored one (none when ``full``). Pages no curation touched whose hub flag
+    the trajectory count turned are read, and their rows added to ``rows``."""
+    pages = {} if full else dict(idx.pages)
     pages.update((r["id"], [r["type"], r["key"], r["title"], r["n_links"], r["hub"]]) for r in rows)
     flip = [i for i, x in pages.items() if x[4] != is_hub(x[3], n_all)]
-    if flip:    # pages no curation touched whose hub flag the trajectory count turned
+    if flip:
         for r in space.rows(PAGE, eq={"id": flip}):
             rows.append(dict(r, hub=is_hub(r["n_links"], n_all)))
             pages[r["id"]][4] = rows[-1]["hub"]
-    idx.pages = pages
-    index = index_row([{"id": i, "type": x[0], "key": x[1], "title": x[2], "n_links": x[3]}
-                       for i, x in pages.items()], idx)
-    if full:
-        keep = {r["id"] for r in rows} | {index["id"]}
-        stale = [r["id"] for r in space.rows(PAGE, columns=["id"]) if r["id"] not in keep]
-        if stale:
-            space.delete_rows(PAGE, {"id": stale})
-        keep = {gid(*k) for k in groups}
-        stale = [r["id"] for r in space.rows(GROUP, columns=["id"]) if r["id"] not in keep]
-        if stale:
-            space.delete_rows(GROUP, {"id": stale})
-    space.upsert(PAGE, PAGE_SCHEMA, rows + [index])
-    space.upsert(GROUP, GROUP_SCHEMA, [g.row(k == INDEX or is_live(g)) for k, g in groups.items()
-                                       if g.trajs or g.n_act or g.n_hist or g.name_claims])
-    return len(rows) + 1
+    return pages
+
+
+def _drop_stale(space: StrategySpace, groups: dict, pages: set[str]) -> None:
+    """Delete the stored pages not in ``pages`` and the stored groups not in ``groups`` (a
+    rebuild from scratch)."""
+    stale = [r["id"] for r in space.rows(PAGE, columns=["id"]) if r["id"] not in pages]
+    if stale:
+        space.delete_rows(PAGE, {"id": stale})
+    keep = {gid(*k) for k in groups}
+    stale = [r["id"] for r in space.rows(GROUP, columns=["id"]) if r["id"] not in keep]
+    if stale:
+        space.delete_rows(GROUP, {"id": stale})
 
 
 def resum(space: StrategySpace, g: Group) -> None:

@@ -11,7 +11,7 @@ scores, and their total), counts and timings.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,10 +20,11 @@ from ..aliases import speaker_aliases
 from ..base import Item, RecallRequest, Recollection
 from ..frame import CLOSE, OPEN, one_line
 from ..render import focused, quote_width
-from ..search import search_turns, source_ref, turn_search, unsearched_long
+from ..search import source_ref, unsearched_long
 from ..speakers import speaker_match
 from . import roles
-from .select import greedy, kernel, path_costs, priorities, propagate
+from .localise import Walk, localise
+from .select import greedy, kernel, path_costs, priorities
 
 if TYPE_CHECKING:
     from ...storage.rows import Source
@@ -35,95 +36,38 @@ if TYPE_CHECKING:
 LEFT_OUT_SHOWN = 60   # the trace lists the best left-out candidates (by affinity), and the total
 
 
-class _Edges:
-    """The neighbour lists the walk reads, as (thread, weight), without semantic edges when
-    ``no_cross``. Filtered per looked-up thread: the walk touches a few hundred threads, and
-    rebuilding every list of the graph cost ~70 ms per recall at 100k units (19k threads)."""
+@dataclass
+class _Units:
+    """The candidate units U_q, in thread order, and their scores."""
 
-    def __init__(self, adj: dict[str, list], no_cross: bool):
-        self.adj, self.no_cross = adj, no_cross
+    ids: list[str]
+    thread_of: list[str]
+    rows: list[Source]
+    texts: list[str]
+    alpha_own: np.ndarray
+    alpha: np.ndarray
+    rho: np.ndarray
+    phi: np.ndarray
+    pi: np.ndarray
 
-    def get(self, t: str, default=()):
-        nb = self.adj.get(t)
-        if nb is None:
-            return default
-        return [(k, w) for k, w, e in nb if not (self.no_cross and e == "semantic")]
-
-
-def _seeds(env: Env, request, s: WorkspaceOptions, snap: Snapshot, scheme, qv):
-    """The seed threads: the ``seeds`` best by r0, then the threads holding the best searched
-    turns. r0 is computed for every thread as arrays (a dict and a sort over every thread of
-    the namespace cost milliseconds per recall at 30k turns, ~10k threads) and returned for
-    the seeds only, the threads the propagation and the trace read it for."""
-    ids, mat, at = snap.ids[scheme], snap.mats[scheme], snap.position(scheme)
-    sim = mat @ qv
-    why = {}
-    lexical = []
-    parts = {}
-    if s.seeding == "hybrid" or s.affinity != "dense":
-        order, parts = _search(env, request, qv, s.search_n, snap, s)
-    if s.seeding == "hybrid":
-        owner = snap.unit_thread[scheme]
-        for sid in order:               # d_idx: the head or the thread's best dense-hit unit
-            t = owner.get(sid)
-            if t is not None and parts[sid].get("cosine") is not None:
-                sim[at[t]] = max(float(sim[at[t]]), parts[sid]["cosine"])
-        for sid in order[:s.lex_seeds]:
-            t = owner.get(sid)
-            if t is not None and t not in lexical:
-                lexical.append(t)
-    r0 = 1.0 / (1.0 + (1.0 - sim.astype(np.float64)))
-    seeds = [ids[n] for n in _best(r0, ids, s.seeds)]
-    for t in seeds:
-        why[t] = "top r0"
-    for t in lexical:
-        if t not in why:
-            seeds.append(t)
-            why[t] = "holds a top BM25+dense turn"
-        else:
-            why[t] += " and holds a top BM25+dense turn"
-    return seeds, {t: float(r0[at[t]]) for t in seeds}, why, parts
-
-
-def _best(score: np.ndarray, ids: list[str], k: int) -> list[int]:
-    """Positions of the ``k`` highest scores, ties by id: exactly ``sorted(ids, key=(-score,
-    id))[:k]``, sorting only the scores that can be among them."""
-    if k <= 0 or not len(ids):
-        return []
-    if k < len(ids):
-        kth = np.partition(score, len(score) - k)[len(score) - k]
-        cand = np.flatnonzero(score >= kth)
-    else:
-        cand = np.arange(len(ids))
-    return sorted(cand.tolist(), key=lambda n: (-score[n], ids[n]))[:k]
-
-
-def _search(env: Env, request, qv, n, snap: Snapshot, s: WorkspaceOptions):
-    """``search.search_turns`` with the query vector already computed and the speakers of
-    all dense hits read from the snapshot's cached rows; ``strip_names=0`` searches the query
-    as it is.
-    Every source vector embeds "speaker: text", so the query's name pulls the first dense list
-    towards all of that speaker's turns; the name-free list ranks by what is asked about."""
-    return search_turns(
-        env, request, n, names=bool(s.strip_names), content_w=s.content_dense,
-        speaker_w=s.speaker_dense,
-        speaker_rows=lambda ids: list(snap.unit_rows(env.space, ids)[0].values()),
-        turns=turn_search(env, request, n, qv))
+    def view(self, i: int) -> dict:
+        """Unit ``i`` as the trace shows it."""
+        return {"id": self.ids[i], "ref": self.rows[i].ref, "thread": self.thread_of[i],
+                "roles": {r: round(float(x), 4) for r, x in zip(roles.ROLES, self.rho[i])},
+                "role": roles.ROLES[int(np.argmax(self.rho[i]))], "phi": round(float(self.phi[i]), 4),
+                "alpha": round(float(self.alpha_own[i]), 4),
+                "alpha_ctx": round(float(self.alpha[i]), 4), "pi": round(float(self.pi[i]), 5)}
 
 
 def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap: Snapshot,
                      scheme: str, t0: float) -> Recollection:
-    from .strategy import assemble, line_costs
+    from .strategy import line_costs
 
     timing = {}
     qv = np.asarray(env.embed_query(request.query), dtype=np.float64)
     timing["embed_ms"] = round(1000 * (time.perf_counter() - t0), 1)
-    seeds, r0, why, parts = _seeds(env, request, s, snap, scheme, qv)
-    adj_all = snap.adj.get(scheme, {})
-    adj = _Edges(adj_all, bool(s.no_cross))
-    max_threads = max(s.max_threads, len(seeds))
-    r_tilde, hop = propagate(r0, seeds, adj, s.hops, max_threads, s.gamma)
-    th_ids = list(r_tilde)
+    walk = localise(env, request, s, snap, scheme, qv)
+    th_ids = list(walk.r_tilde)
     timing["localise_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
     unit_ids, thread_of, pos, rows, vecs = _candidates(env, request, snap, th_ids)
@@ -135,24 +79,24 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
     E = np.stack([vecs[u] for u in unit_ids]).astype(np.float64)   # float64: OpenBLAS
     # sgemm threading costs tens of ms on a busy two-core machine; dgemm of this size takes ~1 ms
     texts = [rows[u].text for u in unit_ids]
-    alpha_own = _affinity(env, request, s, E @ qv, parts, unit_ids, rows)
-    own = unsearched_long((rows[u] for u in unit_ids), parts)
+    alpha_own = _affinity(env, request, s, E @ qv, walk.parts, unit_ids, rows)
+    own = unsearched_long((rows[u] for u in unit_ids), walk.parts)
     alpha = _inherit(s, alpha_own, thread_of, [u in own for u in unit_ids])
 
     # roles (eq. 5)
     conditioned = not s.no_roles
     delta = roles.demand(request.query, conditioned)
-    degree = {t: len(adj.get(t, ())) for t in th_ids}
-    feats = roles.unit_features(alpha, texts, thread_of, pos, degree, hop, max(s.hops, 1))
+    degree = {t: len(walk.adj.get(t, ())) for t in th_ids}
+    feats = roles.unit_features(alpha, texts, thread_of, pos, degree, walk.hop, max(s.hops, 1))
     rho, phi = roles.assign(delta, feats, conditioned)
 
     # cost, priority (eq. 6-7)
     t_at = {t: i for i, t in enumerate(th_ids)}
     tidx = np.array([t_at[t] for t in thread_of])
-    dist = path_costs(th_ids, adj)
+    dist = path_costs(th_ids, walk.adj)
     b_q = max(1, min(s.units, n))
-    w, pi, cost = priorities(np.array([r_tilde[t] for t in th_ids]), dist[:, tidx], alpha, phi,
-                             b_q, s.lam_m, s.lam_r, s.tau)
+    w, pi, cost = priorities(np.array([walk.r_tilde[t] for t in th_ids]), dist[:, tidx], alpha,
+                             phi, b_q, s.lam_m, s.lam_r, s.tau)
     mass = np.bincount(tidx, weights=pi, minlength=len(th_ids))
     multi = not s.no_multi
     K = kernel(E, tidx, "identity" if s.identity_k else "structured", multi)
@@ -166,56 +110,69 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
     chosen, left = greedy(K, pi, rho, delta, alpha, tidx, mass, costs, first,
                           [r.session_id for r in cand_rows], limit, b_q, bool(s.fill), multi)
     timing["select_ms"] = round(1000 * (time.perf_counter() - t0), 1)
+    units = _Units(unit_ids, thread_of, cand_rows, texts, alpha_own, alpha, rho, phi, pi)
+    return _recollection(request, s, snap, walk, units, delta, chosen, left, width, limit, b_q,
+                         timing)
 
-    picked: list[Source] = [cand_rows[i] for i, *_ in chosen]
+
+def _recollection(request: RecallRequest, s: WorkspaceOptions, snap: Snapshot, walk: Walk,
+                  units: _Units, delta: np.ndarray, chosen: list, left: dict, width: int,
+                  limit: int, b_q: int, timing: dict) -> Recollection:
+    """The workspace of the ``chosen`` units, rendered (with their threads' heads if asked
+    for), its items and sources, and the trace (not for a ranking-only recall)."""
+    from .strategy import assemble
+
+    picked: list[Source] = [units.rows[i] for i, *_ in chosen]
     heads = []
     if s.heads:
         heads = [one_line(snap.threads[t]["head"])
-                 for t in dict.fromkeys(thread_of[i] for i, *_ in chosen)]
+                 for t in dict.fromkeys(units.thread_of[i] for i, *_ in chosen)]
     context, verbatim = assemble(picked, heads, request.budget_tokens * 4, width)
     if not picked:
         context = ""
-
-    def unit_view(i):
-        return {"id": unit_ids[i], "ref": cand_rows[i].ref, "thread": thread_of[i],
-                "roles": {r: round(float(x), 4) for r, x in zip(roles.ROLES, rho[i])},
-                "role": roles.ROLES[int(np.argmax(rho[i]))], "phi": round(float(phi[i]), 4),
-                "alpha": round(float(alpha_own[i]), 4),
-                "alpha_ctx": round(float(alpha[i]), 4), "pi": round(float(pi[i]), 5)}
-
-    items = [Item(id=unit_ids[i], kind="unit", text=texts[i], score=round(g, 5),
-                  role=roles.ROLES[int(np.argmax(rho[i]))], timestamp=cand_rows[i].timestamp,
-                  source_ids=[unit_ids[i]]) for i, g, _, _ in chosen]
+    items = [Item(id=units.ids[i], kind="unit", text=units.texts[i], score=round(g, 5),
+                  role=roles.ROLES[int(np.argmax(units.rho[i]))], timestamp=units.rows[i].timestamp,
+                  source_ids=[units.ids[i]]) for i, g, _, _ in chosen]
     sources = [source_ref(r, width) for r in picked if r.id in verbatim]
-    used_threads = list(dict.fromkeys(thread_of[i] for i, *_ in chosen))
-    reason = (f"workspace: {len(seeds)} seed threads, {len(th_ids)} in the neighbourhood "
-              f"(H={s.hops}), {n} candidates, {len(chosen)} units from {len(used_threads)} "
-              "threads")
+    used_threads = list(dict.fromkeys(units.thread_of[i] for i, *_ in chosen))
+    reason = (f"workspace: {len(walk.seeds)} seed threads, {len(walk.r_tilde)} in the "
+              f"neighbourhood (H={s.hops}), {len(units.ids)} candidates, {len(chosen)} units from "
+              f"{len(used_threads)} threads")
     if request.ranking_only:   # auto's vote: the per-unit trace below is not kept (7 ms)
         return Recollection(context=context, items=items, sources=sources, abstain=not picked,
                             trace={"timing": timing}, route_reason=reason)
-    trace = {
+    budget = {"tokens": request.budget_tokens, "chars_allowed": limit + len(OPEN) + len(CLOSE),
+              "chars_used": len(context), "units_B": b_q}
+    trace = _trace(request, s, snap, walk, units, delta, chosen, left, len(used_threads), budget,
+                   timing)
+    return Recollection(context=context, items=items, sources=sources, abstain=not picked,
+                        trace=trace, route_reason=reason)
+
+
+def _trace(request: RecallRequest, s: WorkspaceOptions, snap: Snapshot, walk: Walk,
+           units: _Units, delta: np.ndarray, chosen: list, left: dict, threads_used: int,
+           budget: dict, timing: dict) -> dict:
+    """The recall's trace (the module docstring lists its entries)."""
+    return {
         "method": "TrawMem workspace: seed threads -> eq.4 propagation -> roles (eq.5) -> "
                   "cost/priority (eq.6-7) -> greedy J_q (eq.8-9)",
         "settings": asdict(s),
-        "seeds": [{"thread": t, "r0": round(r0[t], 4), "why": why[t]} for t in seeds],
-        "neighbourhood": [{"thread": t, "score": round(r_tilde[t], 4), "hop": hop[t],
-                           "units": len(snap.threads[t]["source_ids"])} for t in th_ids],
+        "seeds": [{"thread": t, "r0": round(walk.r0[t], 4), "why": walk.why[t]} for t in walk.seeds],
+        "neighbourhood": [{"thread": t, "score": round(r, 4), "hop": walk.hop[t],
+                           "units": len(snap.threads[t]["source_ids"])}
+                          for t, r in walk.r_tilde.items()],
         "demand": {"x_q": roles.query_features(request.query).round(3).tolist(),
                    "delta": dict(zip(roles.ROLES, np.round(delta, 4).tolist()))},
-        "candidates": n, "selected": len(chosen),
-        "selected_in_B": sum(1 for c in chosen if c[3] == "B"), "threads_used": len(used_threads),
-        "chosen": [unit_view(i) | {"step": k + 1, "gain": round(g, 5), "gain_parts": p, "phase": ph}
-                   for k, (i, g, p, ph) in enumerate(chosen)],
-        "left_out": [unit_view(i) | {"why": why_} for i, why_ in
-                     sorted(left.items(), key=lambda x: -alpha[x[0]])[:LEFT_OUT_SHOWN]],
+        "candidates": len(units.ids), "selected": len(chosen),
+        "selected_in_B": sum(1 for c in chosen if c[3] == "B"), "threads_used": threads_used,
+        "chosen": [units.view(i) | {"step": k + 1, "gain": round(g, 5), "gain_parts": p,
+                                    "phase": ph} for k, (i, g, p, ph) in enumerate(chosen)],
+        "left_out": [units.view(i) | {"why": why_} for i, why_ in
+                     sorted(left.items(), key=lambda x: -units.alpha[x[0]])[:LEFT_OUT_SHOWN]],
         "left_out_total": len(left),
-        "budget": {"tokens": request.budget_tokens, "chars_allowed": limit + len(OPEN) + len(CLOSE),
-                   "chars_used": len(context), "units_B": b_q},
+        "budget": budget,
         "timing": timing,
     }
-    return Recollection(context=context, items=items, sources=sources, abstain=not picked,
-                        trace=trace, route_reason=reason)
 
 
 def _candidates(env: Env, request: RecallRequest, snap: Snapshot, th_ids: list[str]):

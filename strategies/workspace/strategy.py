@@ -69,8 +69,9 @@ ABLATIONS = ("fixed_seg", "no_cross", "seed_only", "no_roles", "identity_k", "no
 
 @dataclass(frozen=True)
 class WorkspaceOptions:
-    """Per-call knobs (the module docstring and ``recall.py`` say what each does); ``ablation=
-    <name>`` is shorthand for ``<name>=1``, ``B`` for ``units``; ``seed_only`` sets ``hops`` 0."""
+    """Per-call knobs (the module docstring, ``localise.py`` and ``recall.py`` say what each
+    does); ``ablation=<name>`` is shorthand for ``<name>=1``, ``B`` for ``units``; ``seed_only``
+    sets ``hops`` 0."""
 
     ALIASES: ClassVar[tuple[str, ...]] = ("ablation", "B")
 

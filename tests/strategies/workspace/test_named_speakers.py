@@ -9,7 +9,7 @@ import pytest
 from trimem.server.settings import Settings
 from trimem.strategies.base import RecallRequest
 from trimem.strategies.workspace import cache
-from trimem.strategies.workspace.recall import _search
+from trimem.strategies.workspace.localise import _search
 from trimem.strategies.options import RecallOptions
 from trimem.strategies.workspace.strategy import WorkspaceOptions
 from trimem.tools.recall import recall

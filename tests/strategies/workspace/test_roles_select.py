@@ -109,7 +109,7 @@ def test_greedy_respects_both_budgets_and_records_true_marginal_gains():
 def test_the_best_seeds_are_exactly_the_sorted_order_ties_by_id():
     import random
 
-    from trimem.strategies.workspace.recall import _best
+    from trimem.strategies.workspace.localise import _best
 
     rng = random.Random(3)
     for n in (0, 1, 5, 40, 300):

@@ -1,0 +1,141 @@
+"""The committed write of a ``remember`` call, under the namespace's write lock: the check
+for stored refs again, then the curated memories, the session row and the sources (the
+acknowledgement point), then the audit entry. What comes before the lock is
+``remember_prep.py``."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..storage.rows import Session
+from .remember_prep import Call, Prep, held_ids
+
+if TYPE_CHECKING:
+    from ..storage.locks import Held
+    from ..storage.space import Space
+    from .runtime import Runtime
+
+log = logging.getLogger(__name__)
+LOCK_TRIES = 3   # the locked check-and-write, again after losing the lock while stopped
+
+
+def committed(rt: Runtime, call: Call, prep: Prep, curates: bool) -> tuple[list[dict], list[str]]:
+    """Check and write under the namespace's write lock: the rows stored, the curated memories'
+    ids. The check "is this ref stored yet?" and the write it decides must not interleave with
+    another call's (a retry arriving twice at once, here or in another process): under the lock
+    the refs are checked again, and the offset and the session row are read from what is
+    stored now, so n_messages stays the number of stored messages."""
+    from ..storage.locks import LockLost
+
+    space, sid, ns = rt.space(call.ns), call.sid, call.ns
+    new_rows: list[dict] = prep.candidates
+    memory_ids: list[str] = []
+    for attempt in range(LOCK_TRIES):
+        try:
+            # one hold of the lock for the checks, the writes and the audit entry
+            with space.store.write_lock(ns) as held:
+                # another process's write, committed just now (its curated memories too: stored once)
+                space.see_latest("sources", "sessions",
+                                 *(["memories"] if call.plan is not None else []))
+                session = space.get_session(sid)
+                # one read of the session's stored messages: their refs (the check) and their
+                # number (the offset new messages are numbered after)
+                stored = space.session_refs(sid)
+                wanted = {r["ref"] for r in prep.candidates if r["ref"]}
+                again = {ref: i for i, ref in stored if ref in wanted}
+                prep.known.update(again)
+                prep.have |= held_ids(space, sid, prep.candidates, call.kept)
+                new_rows = [r for r in prep.candidates if (r["ref"] is None or r["ref"] not in again)
+                            and r["id"] not in prep.have]
+                # appending without a time: the session's stored time still holds
+                st = (call.stime if call.stime is not None or session is None
+                      else session.session_time)
+                memory_ids = _write(space, sid, st, session, len(stored), new_rows, call.plan,
+                                    prep.by_ref, prep.cur_vecs, curates, held, prep.passages)
+                _audit(space, sid, new_rows, len(call.rows) - len(new_rows), memory_ids)
+            break
+        except LockLost:   # stopped while holding the lock, which another process took over
+            if attempt == LOCK_TRIES - 1:
+                raise
+            log.warning("remember: lost the namespace lock while stopped; checking again")
+    return new_rows, memory_ids
+
+
+def _audit(space: Space, sid: str, new_rows: list[dict], already: int,
+           memory_ids: list[str]) -> None:
+    """The audit entry of a write that committed (best effort: the messages are stored)."""
+    try:
+        space.audit("remember", [r["id"] for r in new_rows] + memory_ids,
+                    {"session_id": sid, "stored": len(new_rows), "already_stored": already,
+                     "refs": [r["ref"] for r in new_rows if r["ref"]], "curated": len(memory_ids)})
+    except (OSError, RuntimeError) as exc:
+        log.error("remember: %d messages stored, but their audit entry failed: %s", len(new_rows),
+                  exc)
+
+
+def _write(space: Space, sid: str, stime, session: Session | None, offset: int, new_rows: list[dict], plan,
+           by_ref, cur_vecs, curates: bool, held: Held | None,
+           passages: list[dict]) -> list[str]:
+    """Number the new rows after the ``offset`` messages the session holds, then write (the
+    caller holds the namespace's write lock, ``held``: checked before each write, so a process
+    that was stopped and lost it writes nothing more). Returns the ids of the curated memories stored."""
+    from .curated import store_curated
+
+    def check() -> None:
+        if held is not None:
+            held.check()
+
+    now = space.now()
+    times, passages = _numbered(new_rows, passages, sid, offset, stime, now)
+    # Write order, for crash safety and honest errors: what only describes or derives from the
+    # messages goes first (curated memories and the session row, both idempotent on retry); the
+    # sources commit is the acknowledgement point; the audit entry after it is best effort.
+    # So an error always means "the messages were not stored", and a crash before the sources
+    # commit leaves a session that resumes curation from whatever it holds.
+    session_time = (session.session_time if session else None) or stime or min(times)
+    check()
+    # curated memories given without a timestamp happened when the session did: this call's
+    # session_time, else the session's stored time (for a new session: its earliest message)
+    memory_ids = (store_curated(space, plan, sid, by_ref, cur_vecs, stime or session_time)
+                  if plan is not None else [])
+    space.put_session(_session_row(session, sid, session_time, times, offset + len(new_rows),
+                                   curates, now))
+    try:
+        check()
+        space.add_sources(new_rows, passages)
+    except BaseException:   # nothing was stored: the session row must not claim otherwise
+        try:
+            space.put_session(session) if session is not None else space.delete_sessions([sid])
+        except Exception as exc:
+            log.error("remember: could not restore session %s after a failed write: %s", sid, exc)
+        raise
+    if held is not None and held.lost():
+        # stopped in the middle of the write, and another process took the lock over meanwhile:
+        # it may have stored the same refs (same ids); keep one copy of each
+        space.drop_twins([r["id"] for r in new_rows if r["ref"] is not None], now)
+    return memory_ids
+
+
+def _numbered(new_rows: list[dict], passages: list[dict], sid: str, offset: int, stime,
+              now) -> tuple[list, list[dict]]:
+    """Give the new rows their session, position and time (in place); their times (this call's
+    session time, else now, when there are none) and their passages with their message's time."""
+    for k, r in enumerate(new_rows):
+        r.update(session_id=sid, seq=offset + k, created_at=now,
+                 timestamp=r["timestamp"] or stime or now)
+    times = [r["timestamp"] for r in new_rows] or [stime or now]
+    by_id = {r["id"]: r for r in new_rows}
+    return times, [dict(p, timestamp=by_id[p["source_id"]]["timestamp"]) for p in passages
+                   if p["source_id"] in by_id]
+
+
+def _session_row(session: Session | None, sid: str, session_time, times: list, n_messages: int,
+                 curates: bool, now) -> Session:
+    """The session's row after this write: its first and last message times widened by
+    ``times``, ``n_messages`` stored, queued for curation if anything curates."""
+    first, last, created = ((session.first_ts, session.last_ts, session.created_at)
+                            if session else (None, None, None))
+    return Session(sid, session_time, min([t for t in [first] if t] + times),
+                   max([t for t in [last] if t] + times), n_messages,
+                   "queued" if curates else "done", created or now, now)
