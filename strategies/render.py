@@ -24,7 +24,11 @@ budget an excerpt is narrower: at most a quarter of the budget's characters
 take a third of what the host reads, and a shorter quote fits beside the turns ranked above
 it. Below the passage's own length (budgets under 700 tokens) the quote is centred on the
 passage's sentence that holds the most of the question's content words (:func:`focused`; a
-passage the question shares no word with keeps its beginning). Measured on
+passage the question shares no word with keeps its beginning). An excerpt more than half of
+whose word 4-grams the context already quotes, and whose remainder holds none of the question's
+content words, is left out (:func:`repeats`): an assistant's write-ups repeat their boilerplate
+with other names and figures, and over memory the hooks captured six near-copies of one
+paragraph were quoted in a row, ahead of the turns that held the answer. Measured on
 ``bench/longmsg.py`` (facts at 10-90 % of 3,000- and 7,000-character replies; with the narrower
 quote, auto's voters pricing it at the caller's width and the centred quote, auto's fact found
 at 500 tokens 0.58 -> 0.95, at 1,000 0.88 -> 0.95; plain 0.55 -> 0.83 and 0.83 -> 0.93).
@@ -59,6 +63,27 @@ def quote_width(budget_tokens: int) -> int:
     (``4 * budget_tokens`` characters): :data:`EXCERPT_CHARS`, or a quarter of the budget when
     that is less."""
     return max(1, min(EXCERPT_CHARS, 4 * budget_tokens // QUOTE_SHARE))
+
+
+REPEAT_SHARE = 2      # an excerpt more than 1/REPEAT_SHARE of whose word 4-grams are quoted
+_WORD = re.compile(r"[^\W\d_]+|\d+")
+
+
+def shingles(text: str, n: int = 4) -> set[tuple[str, ...]]:
+    """The word ``n``-grams of ``text`` (case folded, every number the same word): what tells
+    an excerpt that repeats text already quoted (an assistant's boilerplate, a template it
+    fills with other names and figures) from one that adds to it."""
+    words = ["0" if w.isdigit() else w.casefold() for w in _WORD.findall(text)]
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def repeats(grams: set[tuple[str, ...]], quoted: set[tuple[str, ...]], asked: set[str]) -> bool:
+    """Whether an excerpt (its word 4-grams, :func:`shingles`) mostly repeats what is quoted:
+    more than half of its 4-grams are, and what it adds holds none of the question's content
+    words ``asked`` (an answer written into the same boilerplate still adds those)."""
+    if not grams or len(grams & quoted) * REPEAT_SHARE <= len(grams):
+        return False
+    return not asked.intersection(w for g in grams - quoted for w in g)
 
 
 _STARTS = re.compile(r"(?<=[.!?;:])\s+|\n+")   # where a sentence or a line begins after
@@ -212,6 +237,8 @@ def pack_sources(candidates: list[Source], budget_tokens: int, *, extra_chars: i
     left_out: list[tuple[Source, str]] = []
     seen: set[str] = set()
     headers: dict[str, int] = {}
+    quoted: set[tuple[str, ...]] = set()   # the word 4-grams of what is quoted so far
+    asked = {w.split("'")[0] for w in content_words(focus or "")}
     if used > limit:
         return Packed("", [], [(c, "budget smaller than the frame") for c in candidates],
                       chars_budget=max(limit, 0), width=width)
@@ -222,6 +249,9 @@ def pack_sources(candidates: list[Source], budget_tokens: int, *, extra_chars: i
             left_out.append((c, "item limit"))
             continue
         line, _ = render_line(c, width)
+        if len(c.text) > WHOLE_CHARS and repeats(shingles(line), quoted, asked):
+            left_out.append((c, "repeats what is quoted"))
+            continue
         cost = len(line) + len(marks.get(c.id, ""))
         sid = c.session_id
         if sid not in headers:
@@ -231,6 +261,7 @@ def pack_sources(candidates: list[Source], budget_tokens: int, *, extra_chars: i
             continue
         used += cost
         headers.setdefault(sid, 1)
+        quoted |= shingles(line)
         chosen.append(c)
         seen.add(c.id)
     context, verbatim = render(chosen, by_rank, marks, width)

@@ -138,3 +138,29 @@ def test_a_quote_narrower_than_its_passage_holds_the_part_the_question_asks_abou
     assert source_ref(plain.chosen[0], plain.width).start == at   # no word in common
     unfocused = pack_sources([r], budget_tokens=150)
     assert fact not in unfocused.context
+
+
+def test_an_excerpt_that_repeats_what_is_quoted_is_left_for_the_next_turn():
+    """An assistant's write-ups repeat their boilerplate with other names and figures: the
+    captured sessions' contexts quoted six near-copies of one paragraph in a row, the turns
+    that held the answer left out for them."""
+    para = ("The background workers of {p} share one queue for fast and slow jobs, so a burst "
+            "of exports delays password-reset mails for {n} minutes. Two queues with their own "
+            "worker pools fix the priority inversion without any change to the jobs themselves. ")
+    other = ("Monitoring for {p} alerts on CPU, which says little about users. Alert on the "
+             "error ratio and on the p95 latency of the endpoints that matter instead. ")
+    first = row(1, text=(para.format(p="Tundra", n=12) + other.format(p="Tundra")) * 6)
+    copy = row(2, text=(para.format(p="Cobalt", n=40) + other.format(p="Cobalt")) * 6, day=2)
+    fresh = row(3, text=("The release notes of Cobalt list each migration with the rows it "
+                         "changed and a rollback command that was tested on a copy. ") * 20, day=3)
+    answer = row(4, text="We moved the team dinner to Thursday at the harbour. " * 6, day=4)
+    assert all(len(r.text) > 1600 for r in (first, copy, fresh))
+    p = pack_sources([first, copy, fresh, answer], budget_tokens=400)   # before: r1, r2, r3
+    assert [r.id for r in p.chosen] == ["r1", "r3", "r4"]
+    assert ("r2", "repeats what is quoted") in [(r.id, why) for r, why in p.left_out]
+    # what it adds is what the question asks about (a fact written into the same template)
+    asked = pack_sources([first, copy, fresh, answer], budget_tokens=400,
+                         focus="Which project do the password-reset mails of Cobalt wait in?")
+    assert [r.id for r in asked.chosen][:2] == ["r1", "r2"]
+    short = [row(5, text="Sounds good, see you then!"), row(6, text="Sounds good, see you then!")]
+    assert [r.id for r in pack_sources(short, budget_tokens=200).chosen] == ["r5", "r6"]
