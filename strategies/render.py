@@ -26,7 +26,7 @@ it. Below the passage's own length (budgets under 700 tokens) the quote is centr
 passage's sentence that holds the most of the question's content words (:func:`focused`; a
 passage the question shares no word with keeps its beginning). An excerpt more than half of
 whose word 4-grams the context already quotes, and whose remainder holds none of the question's
-content words, is left out (:func:`repeats`): an assistant's write-ups repeat their boilerplate
+content words, is left out (:class:`Quoted`): an assistant's write-ups repeat their boilerplate
 with other names and figures, and over memory the hooks captured six near-copies of one
 paragraph were quoted in a row, ahead of the turns that held the answer. Measured on
 ``bench/longmsg.py`` (facts at 10-90 % of 3,000- and 7,000-character replies; with the narrower
@@ -77,13 +77,27 @@ def shingles(text: str, n: int = 4) -> set[tuple[str, ...]]:
     return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
 
 
-def repeats(grams: set[tuple[str, ...]], quoted: set[tuple[str, ...]], asked: set[str]) -> bool:
-    """Whether an excerpt (its word 4-grams, :func:`shingles`) mostly repeats what is quoted:
-    more than half of its 4-grams are, and what it adds holds none of the question's content
-    words ``asked`` (an answer written into the same boilerplate still adds those)."""
-    if not grams or len(grams & quoted) * REPEAT_SHARE <= len(grams):
-        return False
-    return not asked.intersection(w for g in grams - quoted for w in g)
+class Quoted:
+    """The word 4-grams of the lines a context quotes (:func:`shingles`), made only when an
+    excerpt of a long message is to be checked against them: a context without one (every
+    context of the development chats) pays nothing for the check."""
+
+    def __init__(self, query: str | None):
+        self.asked = {w.split("'")[0] for w in content_words(query or "")}
+        self.grams: set[tuple[str, ...]] = set()
+        self.lines: list[str] = []   # quoted, not yet in ``grams``
+
+    def repeats(self, line: str) -> bool:
+        """Whether ``line`` (an excerpt's) mostly repeats what is quoted: more than half of its
+        4-grams are, and what it adds holds none of the question's content words (an answer
+        written into the same boilerplate still adds those)."""
+        for quoted in self.lines:
+            self.grams |= shingles(quoted)
+        self.lines = []
+        grams = shingles(line)
+        if not grams or len(grams & self.grams) * REPEAT_SHARE <= len(grams):
+            return False
+        return not self.asked.intersection(w for g in grams - self.grams for w in g)
 
 
 _STARTS = re.compile(r"(?<=[.!?;:])\s+|\n+")   # where a sentence or a line begins after
@@ -237,8 +251,7 @@ def pack_sources(candidates: list[Source], budget_tokens: int, *, extra_chars: i
     left_out: list[tuple[Source, str]] = []
     seen: set[str] = set()
     headers: dict[str, int] = {}
-    quoted: set[tuple[str, ...]] = set()   # the word 4-grams of what is quoted so far
-    asked = {w.split("'")[0] for w in content_words(focus or "")}
+    quoted = Quoted(focus)
     if used > limit:
         return Packed("", [], [(c, "budget smaller than the frame") for c in candidates],
                       chars_budget=max(limit, 0), width=width)
@@ -249,7 +262,7 @@ def pack_sources(candidates: list[Source], budget_tokens: int, *, extra_chars: i
             left_out.append((c, "item limit"))
             continue
         line, _ = render_line(c, width)
-        if len(c.text) > WHOLE_CHARS and repeats(shingles(line), quoted, asked):
+        if len(c.text) > WHOLE_CHARS and quoted.repeats(line):
             left_out.append((c, "repeats what is quoted"))
             continue
         cost = len(line) + len(marks.get(c.id, ""))
@@ -261,7 +274,7 @@ def pack_sources(candidates: list[Source], budget_tokens: int, *, extra_chars: i
             continue
         used += cost
         headers.setdefault(sid, 1)
-        quoted |= shingles(line)
+        quoted.lines.append(line)
         chosen.append(c)
         seen.add(c.id)
     context, verbatim = render(chosen, by_rank, marks, width)
