@@ -38,7 +38,8 @@ class HybridStrategy:
         facts, fa_parts = R.search_memories(env, request, qv, "fact", 2 * k, fts)
         rows, fused = R.candidate_sources(env, request, o, episodes, facts, qv)
         limit = request.budget_tokens * 4
-        notes, kept, dropped = R.notes_block(episodes, facts, int(limit * o.notes), o.max_notes)
+        notes, kept, dropped = R.notes_block(episodes, facts, int(limit * o.notes), o.max_notes,
+                                             int(limit * R.NOTE_CAP))
         packed = pack_sources(rows, request.budget_tokens, extra_chars=len(notes),
                               quote_tokens=request.quote_tokens, focus=request.query)
         context = R.with_notes(packed.context, notes)   # notes alone still get the frame

@@ -113,3 +113,19 @@ async def test_undated_memories_are_outside_any_time_window(client, server, reme
     assert "fct_undated" in found["none"]
     assert "fct_undated" not in found["since"] and "fct_undated" not in found["until"]
     assert fact.id in found["since"] and fact.id in found["until"]   # the dated one stays
+
+
+async def test_a_question_naming_a_speaker_is_searched_as_plain_searches_it(client, server):
+    """The speaker a question names is who said it, not a word to match: hybrid's turn search
+    is the one every strategy shares, with the name-free query and the named speaker's own
+    turns as lists of their own (``names=0`` searches the query as asked)."""
+    payload(await client.call_tool("remember", {"messages": _filler(24), "session_id": "s"}))
+    assert server.runtime.curation.wait_idle(60)
+    env = server.runtime.env("default")
+    strat = HybridStrategy()
+    out = strat.recall(env, RecallRequest("What did Ana say about kayaking trips?", 1000))
+    chosen = out.trace["chosen"]
+    assert any("speaker_rank" in c for c in chosen) and any("content_rank" in c for c in chosen)
+    off = strat.recall(env, RecallRequest("What did Ana say about kayaking trips?", 1000,
+                                          options=RecallOptions.parse({"names": 0})))
+    assert not any("speaker_rank" in c or "content_rank" in c for c in off.trace["chosen"])
