@@ -75,7 +75,7 @@ def harvest(home: Path, datas: list[str], convs: str, budget: int,
         glob, cats = dataset(Path(data))
         name = "realtalk" if glob == realtalk.GLOB else "locomo"
         for ns, raw in load(Path(data), convs):
-            where = home / ns if (home / ns).is_dir() else home
+            where = (home / ns if (home / ns).is_dir() else home).resolve()   # one per store
             if where not in runtimes:
                 runtimes[where] = Runtime(Settings(home=str(where)).to_config())
             rt = runtimes[where]
