@@ -22,8 +22,9 @@
 
 4. ``--loco`` fits leaving each conversation out (of both sets) and scores the held-out one;
    pooled per set, that is the estimate for unseen conversations. Without ``--dry-run`` the fit
-   (and its in-sample and held-out scores) is written to ``fitted.py`` as the one fit ``auto``
-   uses at every budget.
+   (and its in-sample and held-out scores) is written to ``fitted.py`` as the fit for
+   ``--budget``, beside the fits for other budgets already there; ``auto`` uses the fit whose
+   budget is nearest the caller's.
 """
 
 from __future__ import annotations
@@ -226,13 +227,21 @@ def write(fitted: dict, model: str, dev: dict, budget: int, expand: float, n: in
         summary += f"; each conversation held out: {ho}"
     fit = {"k": fitted["k"], "model": model, "weights": fitted["weights"], "summary": summary,
            "dev": dev}
+    from ..strategies.auto import fitted as current   # the other budgets' fits are kept
+
+    if current.EXPAND != expand:
+        current.FITS.clear()   # fits harvested at another depth do not belong beside this one
+    fits = dict(sorted((current.FITS | {budget: fit}).items()))
+    summaries = "\n\n".join(f"At {b} tokens: " + textwrap.fill(f["summary"], 96)
+                             for b, f in fits.items())
     OUT.write_text(
         '"""Fusion parameters for ``auto``, written by ``python -m trimem.bench.fit_auto``\n'
-        "(do not edit by hand): one fit, used at every budget. ``weights`` maps a question kind\n"
-        "to voter weights; ``*`` is every kind without its own.\n\n"
-        + textwrap.fill(summary, 96) + '\n"""\n\n'
+        "(do not edit by hand): one fit per budget fitted; a recall uses the fit whose budget is\n"
+        "nearest its own on a log scale. ``weights`` maps a question kind to voter weights; ``*``\n"
+        "is every kind without its own.\n\n"
+        + summaries + '\n"""\n\n'
         f"EXPAND = {expand!r}   # each strategy ranks for EXPAND x the caller's budget\n"
-        f"FITS = {pprint.pformat({budget: fit}, width=100, sort_dicts=False)}\n")
+        f"FITS = {pprint.pformat(fits, width=100, sort_dicts=False)}\n")
 
 
 def main(argv: list[str] | None = None) -> None:

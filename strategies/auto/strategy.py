@@ -291,8 +291,7 @@ def _lift_fresh(fused, plain_rank: list[str], turns: TurnSearch, waiting: set[st
 
 def fitted_for(budget: int) -> dict:
     """The fit whose budget is nearest the caller's on a log scale (1,500 tokens is as far from
-    1,000 as from 2,250): coverage grows with the logarithm of the budget, not linearly. (The
-    current ``fitted.py`` holds one fit, used at every budget.)"""
+    1,000 as from 2,250): coverage grows with the logarithm of the budget, not linearly."""
     return fitted.FITS[min(fitted.FITS, key=lambda b: abs(math.log(b / max(budget, 1))))]
 
 
