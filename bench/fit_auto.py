@@ -232,7 +232,7 @@ def write(fitted: dict, model: str, dev: dict, budget: int, expand: float, n: in
     if current.EXPAND != expand:
         current.FITS.clear()   # fits harvested at another depth do not belong beside this one
     fits = dict(sorted((current.FITS | {budget: fit}).items()))
-    summaries = "\n\n".join(f"At {b} tokens: " + textwrap.fill(f["summary"], 96)
+    summaries = "\n\n".join(textwrap.fill(f"At {b} tokens: {f['summary']}", 96)
                              for b, f in fits.items())
     OUT.write_text(
         '"""Fusion parameters for ``auto``, written by ``python -m trimem.bench.fit_auto``\n'

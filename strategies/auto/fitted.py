@@ -1,14 +1,103 @@
 """Fusion parameters for ``auto``, written by ``python -m trimem.bench.fit_auto``
-(do not edit by hand): one fit, used at every budget. ``weights`` maps a question kind
-to voter weights; ``*`` is every kind without its own.
+(do not edit by hand): one fit per budget fitted; a recall uses the fit whose budget is
+nearest its own on a log scale. ``weights`` maps a question kind to voter weights; ``*``
+is every kind without its own.
 
-fitted 2026-12-01 (subset) on 1104 dev questions of locomo, realtalk at 2000 tokens: locomo R
-0.889 H 0.841 / realtalk R 0.758 H 0.628 (in-sample); each conversation held out: locomo R 0.889
-H 0.841 / realtalk R 0.747 H 0.608
+At 1000 tokens: fitted 2026-12-06 (subset) on 1104 dev questions of locomo, realtalk at 1000
+tokens: locomo R 0.835 H 0.783 / realtalk R 0.702 H 0.555 (in-sample); each conversation held
+out: locomo R 0.830 H 0.778 / realtalk R 0.702 H 0.555
+
+At 2000 tokens: fitted 2026-12-01 (subset) on 1104 dev questions of locomo, realtalk at 2000
+tokens: locomo R 0.889 H 0.841 / realtalk R 0.758 H 0.628 (in-sample); each conversation held
+out: locomo R 0.889 H 0.841 / realtalk R 0.747 H 0.608
 """
 
 EXPAND = 2.0   # each strategy ranks for EXPAND x the caller's budget
-FITS = {2000: {'k': 30.0,
+FITS = {1000: {'k': 10.0,
+        'model': 'subset',
+        'weights': {'*': {'plain': 0.0, 'hybrid': 1.0, 'workspace': 0.0, 'wiki': 1.0}},
+        'summary': 'fitted 2026-12-06 (subset) on 1104 dev questions of locomo, realtalk at 1000 '
+                   'tokens: locomo R 0.835 H 0.783 / realtalk R 0.702 H 0.555 (in-sample); each '
+                   'conversation held out: locomo R 0.830 H 0.778 / realtalk R 0.702 H 0.555',
+        'dev': {'auto': {'locomo': {'R': 0.8353,
+                                    'H': 0.7829,
+                                    'n': 760,
+                                    'multi-hop': [0.6611, 0.4366],
+                                    'open-domain': [0.6402, 0.5227],
+                                    'single-hop': [0.884, 0.8828],
+                                    'temporal': [0.9183, 0.9038]},
+                         'realtalk': {'R': 0.7023,
+                                      'H': 0.5552,
+                                      'n': 344,
+                                      'commonsense': [0.4383, 0.2963],
+                                      'multi-hop': [0.6229, 0.3611],
+                                      'temporal': [0.8783, 0.8425]}},
+                'plain': {'locomo': {'R': 0.7959,
+                                     'H': 0.7408,
+                                     'n': 760,
+                                     'multi-hop': [0.6543, 0.4155],
+                                     'open-domain': [0.6004, 0.5],
+                                     'single-hop': [0.8301, 0.8278],
+                                     'temporal': [0.8884, 0.8718]},
+                          'realtalk': {'R': 0.6852,
+                                       'H': 0.5465,
+                                       'n': 344,
+                                       'commonsense': [0.4185, 0.2963],
+                                       'multi-hop': [0.5907, 0.3403],
+                                       'temporal': [0.8769, 0.8425]}},
+                'hybrid': {'locomo': {'R': 0.8146,
+                                      'H': 0.7592,
+                                      'n': 760,
+                                      'multi-hop': [0.6564, 0.4225],
+                                      'open-domain': [0.6402, 0.5227],
+                                      'single-hop': [0.8505, 0.8469],
+                                      'temporal': [0.9119, 0.8974]},
+                           'realtalk': {'R': 0.6942,
+                                        'H': 0.5465,
+                                        'n': 344,
+                                        'commonsense': [0.4475, 0.3148],
+                                        'multi-hop': [0.584, 0.3125],
+                                        'temporal': [0.8941, 0.863]}},
+                'workspace': {'locomo': {'R': 0.7985,
+                                         'H': 0.7447,
+                                         'n': 760,
+                                         'multi-hop': [0.659, 0.4296],
+                                         'open-domain': [0.572, 0.4773],
+                                         'single-hop': [0.8313, 0.8278],
+                                         'temporal': [0.9012, 0.8846]},
+                              'realtalk': {'R': 0.6992,
+                                           'H': 0.561,
+                                           'n': 344,
+                                           'commonsense': [0.4009, 0.2778],
+                                           'multi-hop': [0.6191, 0.3681],
+                                           'temporal': [0.8886, 0.8562]}},
+                'wiki': {'locomo': {'R': 0.8198,
+                                    'H': 0.7671,
+                                    'n': 760,
+                                    'multi-hop': [0.631, 0.3944],
+                                    'open-domain': [0.6288, 0.5455],
+                                    'single-hop': [0.872, 0.8684],
+                                    'temporal': [0.9054, 0.8974]},
+                         'realtalk': {'R': 0.6941,
+                                      'H': 0.5552,
+                                      'n': 344,
+                                      'commonsense': [0.4157, 0.2963],
+                                      'multi-hop': [0.6117, 0.3542],
+                                      'temporal': [0.8783, 0.8493]}},
+                'auto_held_out': {'locomo': {'R': 0.8296,
+                                             'H': 0.7776,
+                                             'n': 760,
+                                             'multi-hop': [0.6588, 0.4366],
+                                             'open-domain': [0.6288, 0.5227],
+                                             'single-hop': [0.878, 0.8756],
+                                             'temporal': [0.9119, 0.8974]},
+                                  'realtalk': {'R': 0.7023,
+                                               'H': 0.5552,
+                                               'n': 344,
+                                               'commonsense': [0.4383, 0.2963],
+                                               'multi-hop': [0.6229, 0.3611],
+                                               'temporal': [0.8783, 0.8425]}}}},
+ 2000: {'k': 30.0,
         'model': 'subset',
         'weights': {'*': {'plain': 0.0, 'hybrid': 0.0, 'workspace': 1.0, 'wiki': 1.0}},
         'summary': 'fitted 2026-12-01 (subset) on 1104 dev questions of locomo, realtalk at 2000 '
