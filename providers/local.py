@@ -65,7 +65,7 @@ def bert_uncased_tokenizer(vocab: Path) -> Any:
     No padding (each batch pads itself) and truncation at ``MAX_SEQ_LEN`` tokens."""
     from tokenizers import (  # lazy: tokenizers, loaded with the model, not on import
         Tokenizer, decoders, normalizers, pre_tokenizers, processors)
-    from tokenizers.models import WordPiece  # lazy: as above
+    from tokenizers.models import WordPiece  # lazy: tokenizers, loaded with the model
 
     tok = Tokenizer(WordPiece.from_file(str(vocab), unk_token="[UNK]", max_input_chars_per_word=100))
     # the defaults are the model's: control characters dropped, Chinese characters split, and
