@@ -23,8 +23,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from . import AGENT_LOGS
+from . import AGENT_LOGS, codex, gemini
 from .state import CaptureState, transcript_key
+from .drain import Report, capture
+from .project import project_namespace
 
 if TYPE_CHECKING:
     from ..tools.runtime import Runtime
@@ -83,16 +85,10 @@ def find_logs(host: str, path: Path) -> Found:
 
 
 def _head(host: str, path: str) -> tuple[str | None, str | None]:
-    if host == "codex":
-        from .codex import head
-    else:
-        from .gemini import head
-    return head(path)
+    return (codex.head if host == "codex" else gemini.head)(path)
 
 
 def _namespace(cwd: str | None) -> str:
-    from .project import project_namespace
-
     if not cwd:
         return "default"
     try:
@@ -104,8 +100,6 @@ def _namespace(cwd: str | None) -> str:
 def import_log(rt: Runtime, state: CaptureState, host: str, path: Path,
                namespace: str | None) -> dict:
     """Store what one log holds beyond its cursor; its report (errors included, never raised)."""
-    from .drain import Report, capture
-
     real = os.path.realpath(path)
     out = {"path": str(path), "session_id": None, "namespace": namespace}
     try:

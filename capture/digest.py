@@ -62,7 +62,7 @@ def _asks(space: Space, session_id: str) -> list[str]:
 
 
 def _threads(space: Space) -> list[str]:
-    from ..tools.wiki_pages import recurring_threads   # the wiki loads only for this
+    from ..tools.wiki_pages import recurring_threads  # lazy: the tools layer, not in a hook process
 
     return [f"- {frame.one_line(frame.neutralise(r.get('title') or ''))[:160]} "
             f"({len(r['sessions'])} sessions, last {_day(r.get('last_time'))})"

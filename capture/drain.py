@@ -31,6 +31,11 @@ from . import digest
 from .hosts import reader_for
 from .state import DRAIN_LEASE_S, CaptureState, read_json
 from .transcript import Entry
+from ..strategies.ids import stable_id
+from ..tools import validate as v
+from ..tools.errors import ToolFailure
+from ..tools.remember import Message, remember
+from .redact import redact
 
 REAP_WAIT_S = 3.0   # how long a new drainer waits for the lock of one that just died
 
@@ -63,9 +68,6 @@ def _clean(text: str) -> str:
 
 
 def _time_ok(ts: str | None) -> str | None:
-    from ..tools import validate as v
-    from ..tools.errors import ToolFailure
-
     try:
         return ts if ts and v.when("timestamp", ts) is not None else None
     except ToolFailure:
@@ -76,8 +78,6 @@ def _known(rt: Runtime, ns: str, sid: str, entries: list[Entry]) -> set[str]:
     """Refs stored in any session of the namespace, or forgotten there under this session or
     the session the entry came from (a forgotten message never comes back through capture,
     not even as a forked session's copy)."""
-    from ..strategies.ids import stable_id
-
     if ns not in rt.store.namespaces():
         return set()
     space = rt.space(ns)
@@ -102,9 +102,6 @@ def _batches(entries: list[Entry], max_n: int, max_chars: int) -> list[list[Entr
 
 def store_entries(rt: Runtime, ns: str, sid: str, entries: list[Entry], rep: Report) -> None:
     """Redact, drop what the namespace holds already, and remember the rest."""
-    from ..tools.remember import Message, remember
-    from .redact import redact
-
     known = _known(rt, ns, sid, entries)
     fresh = []
     for e in entries:

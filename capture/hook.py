@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Callable
 
 from .project import HookInput, project_namespace
 from .state import CaptureState
+from . import digest
 
 if TYPE_CHECKING:
     from ..tools.runtime import Config, Runtime
@@ -78,8 +79,6 @@ def _capture(inp: HookInput, hs: HookSettings, state: CaptureState, host: str) -
 
 
 def _session_start(inp: HookInput, hs: HookSettings, state: CaptureState) -> str:
-    from . import digest
-
     if hs.start_tokens <= 0:
         return ""
     ns = namespace_for(hs, inp)
@@ -100,7 +99,7 @@ def prompt_context(rt: Runtime, namespace: str, prompt: str, budget_tokens: int)
     """What ``UserPromptSubmit`` adds for ``prompt``: recall's context within its own budget,
     or "" when the namespace holds nothing or recall abstains (the capture benchmark scores
     exactly this)."""
-    from ..tools.recall import recall
+    from ..tools.recall import recall  # lazy: the tools layer, for prompt recall only
 
     if not prompt.strip() or namespace not in rt.store.namespaces():
         return ""
@@ -116,7 +115,7 @@ def _prompt(inp: HookInput, hs: HookSettings) -> str:
     out: list[str] = []
 
     def run() -> None:
-        from ..tools.runtime import Runtime
+        from ..tools.runtime import Runtime  # lazy: the tools layer, for prompt recall only
 
         if hs.config is None:
             raise RuntimeError("prompt recall needs the runtime's configuration")

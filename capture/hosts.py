@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .transcript import Chunk
+from . import codex, gemini
+from .transcript import Chunk, read_from
 
 Reader = Callable[[str, int, int, dict], Chunk]
 
@@ -19,21 +20,15 @@ CLAUDE_CODE = "claude-code"
 
 
 def _claude(path: str, offset: int, max_chars: int, state: dict) -> Chunk:
-    from .transcript import read_from
-
     return read_from(path, offset, max_chars)
 
 
 def _codex(path: str, offset: int, max_chars: int, state: dict) -> Chunk:
-    from .codex import read
-
-    return read(path, offset, max_chars, state)
+    return codex.read(path, offset, max_chars, state)
 
 
 def _gemini(path: str, offset: int, max_chars: int, state: dict) -> Chunk:
-    from .gemini import read
-
-    return read(path, offset, max_chars, state)
+    return gemini.read(path, offset, max_chars, state)
 
 
 READERS: dict[str, Reader] = {CLAUDE_CODE: _claude, "codex": _codex, "gemini": _gemini}

@@ -28,6 +28,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import platformdirs
+
 EVENTS = {"SessionStart": 10, "Stop": 10, "PreCompact": 10, "SessionEnd": 10}
 PROMPT_EVENT = ("UserPromptSubmit", 15)
 SERVER = "trimem"
@@ -159,8 +161,6 @@ def _write(path: Path, obj: dict) -> bytes:
 
 
 def _manifest_path() -> Path:
-    import platformdirs
-
     return Path(platformdirs.user_config_dir("trimem", appauthor=False)) / "installs.json"
 
 

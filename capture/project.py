@@ -15,6 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+import json
 
 MAX_GIT_UP = 64    # folders walked upwards looking for .git
 
@@ -67,8 +68,6 @@ def _opt_str(obj: dict, name: str, limit: int = 4096) -> str | None:
 
 
 def parse_input(raw: str) -> HookInput:
-    import json
-
     try:
         obj = json.loads(raw)
     except (ValueError, RecursionError) as exc:

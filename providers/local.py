@@ -51,7 +51,7 @@ MAX_SEQ_LEN = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
 def import_onnxruntime() -> Any:
     """``import onnxruntime`` with its telemetry off (see the module docstring)."""
     os.environ["ORT_DISABLE_TELEMETRY"] = "1"  # read when ORT creates its environment
-    import onnxruntime as ort
+    import onnxruntime as ort  # lazy: onnxruntime, loaded with the model, not on import
 
     ort.disable_telemetry_events()
     return ort
@@ -63,8 +63,9 @@ def bert_uncased_tokenizer(vocab: Path) -> Any:
     characters split, control characters dropped), pre-tokeniser, ``[CLS] ... [SEP]`` template and
     special tokens as the model's own ``tokenizer.json``, to which it serialises identically.
     No padding (each batch pads itself) and truncation at ``MAX_SEQ_LEN`` tokens."""
-    from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors
-    from tokenizers.models import WordPiece
+    from tokenizers import (  # lazy: tokenizers, loaded with the model, not on import
+        Tokenizer, decoders, normalizers, pre_tokenizers, processors)
+    from tokenizers.models import WordPiece  # lazy: tokenizers, loaded with the model
 
     tok = Tokenizer(WordPiece.from_file(str(vocab), unk_token="[UNK]", max_input_chars_per_word=100))
     # the defaults are the model's: control characters dropped, Chinese characters split, and

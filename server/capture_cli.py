@@ -9,6 +9,20 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
+import argparse
+import logging
+import os
+
+from ..capture.hook import HookSettings, handle
+from ..capture.install import install, uninstall
+from ..capture.project import parse_input
+from ..capture.state import CaptureState
+from ..capture.status import capture_status
+from ..providers.registry import choose_embedder
+from ..tools.errors import ToolFailure
+from .settings import load_settings
+from .transfer_cli import bar, load, runtime
 
 MAX_INPUT_BYTES = 1_000_000
 
@@ -40,17 +54,10 @@ def add_parsers(sub, common) -> dict:
 
 
 def argparse_hidden() -> str:
-    import argparse
-
     return argparse.SUPPRESS
 
 
 def _hook_settings(args):
-    import os
-
-    from ..capture.hook import HookSettings
-    from .settings import load_settings
-
     if getattr(args, "home", None):
         os.environ["TRIMEM_HOME"] = args.home
     s = load_settings(args.env_file)
@@ -63,17 +70,12 @@ def _hook_settings(args):
 
 
 def cmd_hook(args) -> int:
-    import os
-
     os.umask(0o077)
     if args.drain:
         return _drain(args)
     event = "hook"
     hs = None
     try:
-        from ..capture.hook import handle
-        from ..capture.project import parse_input
-
         raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
         if len(raw) > MAX_INPUT_BYTES:
             raise ValueError(f"the hook input is over {MAX_INPUT_BYTES} bytes")
@@ -90,8 +92,6 @@ def cmd_hook(args) -> int:
         msg = f"{type(exc).__name__}: {exc}"
         print(f"trimem hook ({event}): {msg}", file=sys.stderr)
         try:
-            from ..capture.state import CaptureState
-
             home = hs.home if hs is not None else _settings_home(args)
             CaptureState(home).record_error(event, msg)
         except Exception:  # noqa: BLE001 - stderr has it
@@ -100,17 +100,12 @@ def cmd_hook(args) -> int:
 
 
 def _settings_home(args) -> str:
-    from .settings import load_settings
-
     return load_settings(args.env_file).home
 
 
 def _drain(args) -> int:
-    import logging
-
-    from ..capture.drain import Options, drain
-    from ..capture.state import CaptureState
-    from ..tools.runtime import Runtime
+    from ..capture.drain import Options, drain  # lazy: the tools layer, not in a hook
+    from ..tools.runtime import Runtime  # lazy: the tools layer, not in a hook
 
     s, hs = _hook_settings(args)
     logging.basicConfig(stream=sys.stderr, level=s.log_level.upper(),
@@ -120,8 +115,6 @@ def _drain(args) -> int:
 
 
 def cmd_hooks(args) -> int:
-    from ..capture.install import install, uninstall
-
     try:
         done = (install(args.scope, prompt_recall=args.prompt_recall, env_file=args.env_file)
                 if args.action == "install" else uninstall(args.scope))
@@ -133,18 +126,13 @@ def cmd_hooks(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from ..capture.status import capture_status
-    from .settings import load_settings
-
     s = load_settings(args.env_file)
-    from ..providers.registry import choose_embedder
 
     out: dict = {"home": s.home, "embedder": choose_embedder(s.embedder).as_dict(),
                  "capture": capture_status(s.home, args.namespace)}
     if args.namespace is not None:
-        from ..tools.errors import ToolFailure
-        from ..tools.namespaces import status
-        from ..tools.runtime import Runtime
+        from ..tools.namespaces import status  # lazy: the tools layer, not in a hook
+        from ..tools.runtime import Runtime  # lazy: the tools layer, not in a hook
 
         rt = Runtime(s.to_config())
         rt.curation.stop(0)
@@ -161,10 +149,8 @@ def cmd_status(args) -> int:
 def cmd_import_log(args) -> int:
     """``trimem import --from codex|gemini [PATH]`` (``capture/agentlog.py``): the report as
     JSON on stdout; exit 1 when PATH is missing or a log could not be read."""
-    from pathlib import Path
-
-    from ..capture.agentlog import default_path, find_logs, import_found
-    from .transfer_cli import bar, load, runtime
+    from ..capture.agentlog import (  # lazy: the tools layer, not in a hook
+        default_path, find_logs, import_found)
 
     where = Path(args.path) if args.path else default_path(args.source)
     try:

@@ -5,6 +5,19 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import asyncio
+import json
+import os
+import signal
+
+from .. import __version__
+from ..storage import open_store
+from ..storage.private import private_umask
+from ..tools.errors import ToolFailure
+from .capture_cli import add_parsers as add_capture
+from .settings import SettingsError, load_settings
+from .transfer_cli import add_parsers, bar
+from .view import add_parser as add_view
 
 
 def _logging(level: str) -> None:
@@ -14,14 +27,10 @@ def _logging(level: str) -> None:
 
 
 def cmd_serve(args) -> int:
-    import os
-    import signal
-
     for sig in (signal.SIGINT, signal.SIGTERM):    # until server/lifecycle.py installs its own
         signal.signal(sig, lambda *_: os._exit(0))  # handlers nothing is open: just go
-    from .app import build_server
-    from .lifecycle import serve
-    from .settings import load_settings
+    from .app import build_server  # lazy: MCP SDK, not in a hook
+    from .lifecycle import serve  # lazy: MCP SDK, not in a hook
 
     settings = load_settings(args.env_file)
     _logging(settings.log_level)
@@ -32,36 +41,25 @@ def cmd_serve(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    import asyncio
-
-    from .demo import run_demo
+    from .demo import run_demo  # lazy: MCP SDK, not in a hook
 
     _logging("WARNING")
     return asyncio.run(run_demo(keep=args.keep))
 
 
 def cmd_namespaces(args) -> int:
-    from ..storage import open_store
-    from .settings import load_settings
-
     for name in open_store(load_settings(args.env_file).home).namespaces():
         print(name)
     return 0
 
 
 def cmd_consolidate(args) -> int:
-    import asyncio
-    import json
-
-    from ..tools.consolidate import consolidate
-    from .app import build_server
-    from .settings import load_settings
+    from ..tools.consolidate import consolidate  # lazy: the tools layer, not in a hook
+    from .app import build_server  # lazy: MCP SDK, not in a hook
 
     settings = load_settings(args.env_file)
     _logging(settings.log_level)
     rt = build_server(settings).runtime
-
-    from .transfer_cli import bar
 
     with bar("consolidate", unit="step") as shown:
         async def progress(done, total, message):
@@ -75,17 +73,13 @@ def cmd_consolidate(args) -> int:
 
 def cmd_restore(args) -> int:
     """Make a merged or superseded hybrid memory active again; print what changed as JSON."""
-    import json
-
-    from ..tools.runtime import Runtime
-    from .settings import load_settings
+    from ..tools.runtime import Runtime  # lazy: the tools layer, not in a hook
 
     settings = load_settings(args.env_file)
     _logging(settings.log_level)
     rt = Runtime(settings.to_config())
     rt.curation.stop(0)   # a one-shot command: queued sessions stay queued for the server
-    from ..tools.consolidate import restore
-    from ..tools.errors import ToolFailure
+    from ..tools.consolidate import restore  # lazy: the tools layer, not in a hook
 
     try:
         out = restore(rt, args.namespace, args.memory_id)
@@ -99,10 +93,6 @@ def cmd_restore(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .. import __version__
-    from .settings import SettingsError
-    from ..storage.private import private_umask
-
     private_umask()   # memory, locks, logs and tokens any command writes: the user's alone
 
     ap = argparse.ArgumentParser(prog="trimem", description="Local-first long-term memory for "
@@ -133,17 +123,11 @@ def main(argv: list[str] | None = None) -> int:
                        "merged or superseded active again (prints what changed as JSON)")
     r.add_argument("memory_id", help="the id of the merged or superseded episode or fact")
     r.add_argument("--namespace", default="default")
-    from .transfer_cli import add_parsers
-
-    from .view import add_parser as add_view
-
-    from .capture_cli import add_parsers as add_capture
 
     more = add_parsers(sub, common) | add_view(sub, common) | add_capture(sub, common)
     args = ap.parse_args(argv)
     handler = {"serve": cmd_serve, "demo": cmd_demo, "namespaces": cmd_namespaces,
                "consolidate": cmd_consolidate, "restore": cmd_restore, **more}[args.cmd]
-    import os
 
     # what any command writes (memory, exports, logs, tokens) is its user's alone
     umask = os.umask(0o077)

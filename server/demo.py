@@ -6,6 +6,11 @@ import os
 import tempfile
 import time
 
+from mcp import Client
+
+from .app import build_server
+from .settings import load_settings
+
 CONVERSATION = [
     ("2024-03-02T10:00:00Z", [
         ("user", "I'm starting a new job at Lumen Robotics in Lisbon next month."),
@@ -28,11 +33,6 @@ QUESTIONS = ["What is my dog called?", "Who is my manager and what do I work on?
 
 
 async def run_demo(keep: bool = False) -> int:
-    from mcp import Client
-
-    from .app import build_server
-    from .settings import load_settings
-
     tmp = None
     if not keep:
         tmp = tempfile.TemporaryDirectory(prefix="trimem-demo-")

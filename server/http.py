@@ -28,6 +28,14 @@ import sys
 from pathlib import Path
 from typing import cast
 
+from mcp.server.transport_security import TransportSecuritySettings
+from uvicorn.protocols.http.h11_impl import H11Protocol
+import h11
+import platformdirs
+import uvicorn
+
+from .request_ids import InvalidIdCheck
+
 log = logging.getLogger(__name__)
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 REQUEST_READ_TIMEOUT_S = 10.0
@@ -36,8 +44,6 @@ _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9]
 
 def token_path(settings) -> Path:
     if "://" in settings.home:
-        import platformdirs
-
         return Path(platformdirs.user_config_dir("trimem", appauthor=False)) / "http_token"
     return Path(settings.home) / "http_token"
 
@@ -147,8 +153,6 @@ def guarded(app, settings, host: str):
 
 def transport_security(settings, host: str):
     """The MCP SDK's own Host / Origin rules for its transport (inside :func:`guarded`)."""
-    from mcp.server.transport_security import TransportSecuritySettings
-
     names = allowed_names(settings, host)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
@@ -158,8 +162,6 @@ def transport_security(settings, host: str):
 
 
 def http_app(server, settings, host: str):
-    from .request_ids import InvalidIdCheck
-
     security = transport_security(settings, host)
     app = server.streamable_http_app(transport_security=security, host=host)
     return guarded(InvalidIdCheck(app), settings, host)
@@ -169,9 +171,6 @@ def slow_client_protocol():
     """uvicorn's h11 protocol, closing a connection whose request (headers and body) is not
     complete ``REQUEST_READ_TIMEOUT_S`` after the connection opened or the previous response
     ended. uvicorn itself only times out idle keep-alive connections."""
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
     class SlowClientGuard(H11Protocol):
         _read_timer = None
 
@@ -229,6 +228,4 @@ def uvicorn_options(graceful_s: float | None = None) -> dict:
 
 
 def run_uvicorn(app, host: str, port: int, graceful_s: float | None = None) -> None:
-    import uvicorn
-
     uvicorn.run(app, host=host, port=port, **uvicorn_options(graceful_s))

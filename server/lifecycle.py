@@ -31,6 +31,7 @@ import signal
 import stat
 import sys
 import threading
+import time
 
 log = logging.getLogger(__name__)
 STOP_S = 2.0          # the promise: every way of stopping ends the process within this
@@ -87,8 +88,6 @@ def resume_in_background(runtime) -> threading.Thread | None:
         return None
 
     def run() -> None:
-        import time
-
         time.sleep(RESUME_AFTER_S)
         try:
             runtime.store   # noqa: B018 - opening it resumes queued curation
@@ -126,7 +125,7 @@ def serve(server, settings, http: bool, host: str, port: int) -> int:
     stopper.install()
     resume_in_background(server.runtime)
     if http:
-        from .http import serve_http
+        from .http import serve_http  # lazy: uvicorn (server.http), only for --http
 
         watch_stdin_pipe(lambda: os.kill(os.getpid(), signal.SIGTERM))
         serve_http(server, settings, host, port, graceful_s=HTTP_GRACE_S)

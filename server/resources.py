@@ -27,6 +27,7 @@ from ..tools.errors import ToolFailure
 from ..tools.namespaces import listing, status
 from ..tools.runtime import Runtime
 from ..tools.wiki_pages import read_page
+from ..capture.status import capture_status
 
 
 def reported(fn):
@@ -61,8 +62,6 @@ def register(server, rt: Runtime) -> None:
                      security=NAME_NOT_PATH)
     @reported
     def namespace_status(namespace: str) -> str:
-        from ..capture.status import capture_status
-
         out = status(rt, namespace)   # decoded once, by the SDK: the name itself
         out["capture"] = capture_status(rt.config.home, namespace)   # what the hooks stored
         return json.dumps(out, ensure_ascii=False, indent=1, default=str)

@@ -12,13 +12,12 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+import platformdirs
 
 
 def default_home() -> str:
-    import platformdirs
-
     return platformdirs.user_data_dir("trimem", appauthor=False)
 
 
@@ -111,7 +110,7 @@ class Settings(BaseSettings):
         return self
 
     def to_config(self):
-        from ..tools.runtime import Config, Limits
+        from ..tools.runtime import Config, Limits  # lazy: the tools layer, not in a hook
 
         limits = Limits(max_messages=self.max_messages, max_message_chars=self.max_message_chars,
                         max_call_chars=self.max_call_chars,
@@ -153,8 +152,6 @@ def settings_file(env_file: str | os.PathLike | None = None) -> Path | None:
 def load_settings(env_file: str | os.PathLike | None = None) -> Settings:
     """Settings from the environment over :func:`settings_file` (never a ``.env`` in the
     working directory)."""
-    from pydantic import ValidationError
-
     path = settings_file(env_file)
     try:
         if path is None:

@@ -23,12 +23,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
+import io
+import json
 
 import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+from mcp.server import stdio as sdk
+import anyio
 
 from .request_ids import invalid_id
 
@@ -85,8 +89,6 @@ def _id_value(line: str, j: int) -> int | str | None:
         return int(m.group(0))
     if (m := _STRING.match(line, j)) and "\\ud8" not in m.group(1).lower() \
             and "\\udc" not in m.group(1).lower():
-        import json
-
         try:
             return json.loads(m.group(0))
         except ValueError:
@@ -156,8 +158,6 @@ class AnsweringReader:
         return self
 
     async def __anext__(self) -> SessionMessage:
-        import anyio
-
         try:
             return await self.receive()
         except anyio.EndOfStream:
@@ -176,8 +176,6 @@ class CheckedLines:
     is answered on the write stream instead (see module docstring)."""
 
     def __init__(self, lines: Any):
-        import anyio
-
         self._lines: AsyncIterator[str] = aiter(lines)
         self._write: Any = None
         self._ready = anyio.Event()
@@ -206,16 +204,11 @@ async def checked_stdio():
     stdin it opens itself, so its claim is made here with its own helper: while serving, fd 0
     is the null device (a child or a stray read gets EOF) and the wire is read from a private
     duplicate; fd 0 is restored on exit."""
-    import anyio
-    from mcp.server import stdio as sdk
-
     release = None
     try:    # the SDK's private helpers: were they to go, stdin is read in place (as SDK 1.x did)
         buffer, release = sdk._claim_fd(0, sys.stdin, "rb", sdk._open_stdin_diversion)
         text = sdk._UnownedTextWrapper(buffer, encoding="utf-8", errors="replace")
     except AttributeError:
-        import io
-
         text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
     try:
         lines = CheckedLines(anyio.wrap_file(text))

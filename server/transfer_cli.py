@@ -11,12 +11,19 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..capture import AGENT_LOGS
+from ..tools.errors import ToolFailure
+from ..transfer import KINDS, read_file
+from ..transfer.bounds import Bounds, Deadline, FileRefused, Refusals
+from ..transfer.files import replacing
+from .settings import load_settings
+
 
 class _Bar:
     """A tqdm bar fed with (done, total, message) callbacks: the tools' progress shape."""
 
     def __init__(self, desc: str, unit: str, quiet: bool):
-        from tqdm import tqdm
+        from tqdm import tqdm  # lazy: tqdm, not in a hook
 
         self.bar = tqdm(desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
                         disable=quiet or None, leave=False)
@@ -45,8 +52,7 @@ def bar(desc: str, unit: str = "msg", quiet: bool = False):
 def load(args):
     """The settings of a command (``--env-file``, else ``settings.env`` in the home, under the
     ``TRIMEM_*`` environment: what ``serve`` reads) and its logging."""
-    from .cli import _logging
-    from .settings import load_settings
+    from .cli import _logging  # lazy: cycle with server.cli
 
     settings = load_settings(getattr(args, "env_file", None))
     _logging(settings.log_level)
@@ -58,7 +64,7 @@ def runtime(settings, curate: bool = False):
     """A Runtime for a one-shot command. Without ``curate`` the background curation is
     stopped first: sessions an import writes stay ``queued`` on disk and the next
     ``trimem serve`` curates them (resume at start-up)."""
-    from ..tools.runtime import Runtime
+    from ..tools.runtime import Runtime  # lazy: the tools layer, not in a hook
 
     rt = Runtime(settings.to_config())
     if not curate:
@@ -77,7 +83,7 @@ def _fail(cmd: str, message: str) -> int:
 def _refuse(path: Path, message: str, refused=None, written: bool = False) -> int:
     """A file refused whole (or a write that stopped): the report, with the reason, on stdout;
     one line on stderr."""
-    from ..transfer.importer import ImportReport
+    from ..transfer.importer import ImportReport  # lazy: the tools layer, not in a hook
 
     report = ImportReport(error=message, refused=refused.listed if refused else [])
     print(json.dumps(report.model_dump(), indent=2))
@@ -89,17 +95,15 @@ def _refuse(path: Path, message: str, refused=None, written: bool = False) -> in
 def settle(rt) -> list[str]:
     """Intents an import left unsettled (``transfer/journal.py``), settled before anything else
     reads or writes: one note each."""
-    from ..transfer.journal import Journal
+    from ..transfer.journal import Journal  # lazy: filelock (transfer.journal), not in a hook
 
     return Journal.of(rt).recover(rt)
 
 
 def cmd_export(args) -> int:
-    from ..tools.errors import ToolFailure
-    from ..transfer.export import export_records
-    from ..transfer.files import replacing
-    from ..transfer.format import write_all
-    from ..transfer.markdown import write_markdown
+    from ..transfer.export import export_records  # lazy: pydantic models (transfer.format), not in a hook
+    from ..transfer.format import write_all  # lazy: pydantic models (transfer.format), not in a hook
+    from ..transfer.markdown import write_markdown  # lazy: lancedb (storage.db), not in a hook
 
     try:
         with runtime(load(args)) as rt:
@@ -134,19 +138,14 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from ..capture import AGENT_LOGS
-
     if args.source in AGENT_LOGS:   # another agent CLI's session logs: capture/agentlog.py
-        from .capture_cli import cmd_import_log
+        from .capture_cli import cmd_import_log  # lazy: cycle with server.capture_cli
 
         return cmd_import_log(args)
     if args.path is None:
         return _fail("import", f"--from {args.source} needs a PATH")
-    from ..tools import validate as v
-    from ..tools.errors import ToolFailure
-    from ..transfer import read_file
-    from ..transfer.bounds import Bounds, Deadline, FileRefused, Refusals
-    from ..transfer.importer import import_records, report_text
+    from ..tools import validate as v  # lazy: the tools layer, not in a hook
+    from ..transfer.importer import import_records, report_text  # lazy: the tools layer, not in a hook
 
     path = Path(args.path)
     try:
@@ -179,9 +178,6 @@ def cmd_import(args) -> int:
 
 
 def add_parsers(sub, common) -> dict:
-    from ..capture import AGENT_LOGS
-    from ..transfer import KINDS
-
     e = sub.add_parser("export", parents=[common], help="write namespaces to a file (the "
                        "versioned trimem-export JSONL, or a readable Markdown folder)")
     e.add_argument("path", help="the file to write (jsonl; '-' for stdout) or, for markdown, "

@@ -19,8 +19,13 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlencode
+from http.cookies import SimpleCookie
 
 from . import view_html as V
+from ..capture.status import capture_status
+from ..tools.errors import ToolFailure
+from .settings import load_settings
+from .view_data import sessions
 
 if TYPE_CHECKING:
     from ..tools.runtime import Runtime
@@ -33,19 +38,18 @@ HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsafe-inl
 
 
 def _html(body: str, status: int = 200):
-    from starlette.responses import HTMLResponse
+    from starlette.responses import HTMLResponse  # lazy: starlette, not in a hook
 
     return HTMLResponse(body, status_code=status, headers=HEADERS)
 
 
 def routes(rt: Runtime):
     """The Starlette app of the pages (no auth here: see :func:`view_app`)."""
-    from ..tools.errors import ToolFailure
-    from starlette.applications import Starlette
-    from starlette.responses import RedirectResponse
-    from starlette.routing import Route
+    from starlette.applications import Starlette  # lazy: starlette, not in a hook
+    from starlette.responses import RedirectResponse  # lazy: starlette, not in a hook
+    from starlette.routing import Route  # lazy: starlette, not in a hook
 
-    from ..tools import namespaces as nsmod
+    from ..tools import namespaces as nsmod  # lazy: the tools layer, not in a hook
 
     def guarded(fn):
         def endpoint(request):
@@ -69,9 +73,7 @@ def routes(rt: Runtime):
         return V.namespaces(nsmod.listing(rt)["namespaces"])
 
     def namespace(q):
-        from ..capture.status import capture_status
-        from ..tools.wiki_pages import page_list
-        from .view_data import sessions
+        from ..tools.wiki_pages import page_list  # lazy: the tools layer, not in a hook
 
         ns, space = space_of(q)
         return V.namespace(ns, sessions(space), page_list(space),
@@ -86,7 +88,7 @@ def routes(rt: Runtime):
         return V.session(ns, sid, space.get_session(sid), msgs)
 
     def wiki(q):
-        from ..tools.wiki_pages import page_with_claims
+        from ..tools.wiki_pages import page_with_claims  # lazy: the tools layer, not in a hook
 
         ns, space = space_of(q)
         p, trajs, claims = page_with_claims(space, q.get("id") or "")
@@ -95,8 +97,8 @@ def routes(rt: Runtime):
         return V.wiki_page(ns, p, trajs, claims)
 
     def recall(q):
-        from ..tools.explain import explain
-        from ..tools.recall import recall as run
+        from ..tools.explain import explain  # lazy: the tools layer, not in a hook
+        from ..tools.recall import recall as run  # lazy: the tools layer, not in a hook
 
         ns, _ = space_of(q)
         strategy = q.get("strategy") if q.get("strategy") in V.STRATEGIES else "auto"
@@ -125,8 +127,6 @@ class CookieToBearer:
             if not any(k == b"authorization" for k, _ in headers):
                 token = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [""])[0]
                 if not token:
-                    from http.cookies import SimpleCookie
-
                     jar = SimpleCookie()
                     for k, v in headers:
                         if k == b"cookie":
@@ -142,17 +142,17 @@ class CookieToBearer:
 
 
 def view_app(rt, settings, host: str):
-    from .http import BearerAuth, HostCheck, allowed_names, load_or_create_token
+    from .http import (  # lazy: uvicorn, MCP SDK (server.http), not in a hook
+        BearerAuth, HostCheck, allowed_names, load_or_create_token)
 
     auth = BearerAuth(routes(rt), load_or_create_token(settings))
     return HostCheck(CookieToBearer(auth), allowed_names(settings, host))
 
 
 def cmd_view(args) -> int:
-    from ..tools.runtime import Runtime
-    from .cli import _logging
-    from .http import load_or_create_token, run_uvicorn
-    from .settings import load_settings
+    from ..tools.runtime import Runtime  # lazy: the tools layer, not in a hook
+    from .cli import _logging  # lazy: cycle with server.cli
+    from .http import load_or_create_token, run_uvicorn  # lazy: uvicorn, MCP SDK (server.http), not in a hook
 
     settings = load_settings(args.env_file)   # settings.env in the home, as `serve` reads it
     _logging(settings.log_level)

@@ -9,6 +9,6 @@ __all__ = ["ForgetRaced", "NotFound", "Session", "Source", "SourceFilter", "Stor
 
 def open_store(home, **kw):
     """Open (or create) the store at ``home`` (a folder or an object-store URI)."""
-    from .db import Store
+    from .db import Store  # lazy: storage.db loads lancedb, not at start-up
 
     return Store(home, **kw)

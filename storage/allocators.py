@@ -26,6 +26,8 @@ import os
 import sys
 import threading
 
+import pyarrow as pa
+
 log = logging.getLogger(__name__)
 
 ARENAS = 2
@@ -54,8 +56,6 @@ def settle() -> None:
     if _SETTLED.is_set():
         return
     _SETTLED.set()
-    import pyarrow as pa
-
     if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
         pa.set_memory_pool(pa.system_memory_pool())
     lib = _glibc()

@@ -31,6 +31,8 @@ import threading
 from collections import OrderedDict
 from typing import Any, Protocol
 
+from .lance import lancedb   # imported with the validators deferred (lance.py)
+
 # 1024: at 20,000 turns a namespace's copies (sources, workspace's graph, wiki's turn maps) did
 # not fit 60 % of 256 MB together, and each recall read again what the one before had dropped:
 # auto p50 852 ms against 159 ms with 1024 (bench/README.md, "Resident memory")
@@ -126,8 +128,6 @@ class RamBudget:
 
     def lance_session(self) -> Any:
         """The LanceDB session (its caches, bounded) for the store's connection."""
-        import lancedb
-
         if self.session is None:
             self.session = lancedb.Session(index_cache_size_bytes=self.index_cache,
                                            metadata_cache_size_bytes=self.metadata_cache)

@@ -19,23 +19,18 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
 
-os.environ.setdefault("LANCEDB_LOG", "error")  # Rust logs go to stderr; keep them quiet
+import pyarrow as pa
 
-import pyarrow as pa  # noqa: E402
-
-from .lance import deferred_validators  # noqa: E402
-
-with deferred_validators():   # 1.2-1.5 s less on the first tool call (lance.py)
-    import lancedb  # noqa: E402
-
-from . import allocators  # noqa: E402
-from .budget import DEFAULT_MB, RamBudget  # noqa: E402
-from .errors import StorageError, purged  # noqa: E402,F401 (purged: callers)
-from .names import namespace_key, write_forget_stamp  # noqa: E402,F401 (namespace_key: callers)
-from .schema import META, MIGRATIONS, NAMESPACES, SCHEMA_VERSION  # noqa: E402
+from . import allocators
+from .budget import DEFAULT_MB, RamBudget
+from .errors import StorageError, purged  # noqa: F401 (purged: callers)
+from .lance import lancedb   # imported with the validators deferred (lance.py)
+from .locks import Held, lease_lock
+from .names import namespace_key, write_forget_stamp  # noqa: F401 (namespace_key: callers)
+from .private import private_umask
+from .schema import META, MIGRATIONS, NAMESPACES, SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from .locks import Held
     from .space import Space
 
 log = logging.getLogger(__name__)
@@ -158,8 +153,6 @@ class Store:
                  lock_lease_s: float = 10.0, scalar_index_min_rows: int = 2_000):
         self.uri = str(home)
         if "://" not in self.uri:
-            from .private import private_umask
-
             private_umask()   # LanceDB's files, locks, logs: the user's alone (private.py)
             try:
                 private_folder(Path(self.uri))
@@ -184,7 +177,7 @@ class Store:
         self._tables: dict[str, Any] = {}   # lancedb tables
         self._write_locks: dict[str, threading.RLock] = {}   # object-store homes only
         self._migrate()
-        from .forgets import ForgetMarks
+        from .forgets import ForgetMarks  # lazy: cycle with storage.forgets
 
         self.forgets = ForgetMarks(self)
         self.forgets.baseline()
@@ -250,8 +243,6 @@ class Store:
             with tlock:
                 yield None
             return
-        from .locks import lease_lock
-
         lock = lease_lock(Path(self.uri) / "_locks" / f"{namespace_key(namespace)}.lease",
                           self.lock_lease_s, self.lock_wait_s)
         with lock.hold(wait_s) as held:
@@ -323,7 +314,7 @@ class Store:
 
     def space(self, namespace: str) -> Space:
         """The handle for one namespace (cached)."""
-        from .space import Space
+        from .space import Space  # lazy: cycle with storage.space
 
         with self.lock:
             sp = self._spaces.get(namespace)

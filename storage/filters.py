@@ -23,7 +23,7 @@ class SourceFilter:
 
     def sql(self) -> str | None:
         """The LanceDB ``where`` for this filter, or None when it filters nothing."""
-        from .db import sql_in, sql_str, sql_time   # lazily: importing storage must not load lancedb
+        from .db import sql_in, sql_str, sql_time  # lazy: storage.db loads lancedb, not at start-up
 
         parts = []
         if self.session_id is not None:

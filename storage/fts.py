@@ -20,14 +20,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from .lance import lancedb  # noqa: F401 (first: its validators deferred, lance.py)
+from lancedb.background_loop import LOOP
+from lancedb.query import MatchQuery
+
 
 def match_rows(tbl: Any, text: str, column: str, columns: list[str], where: str | None,
                limit: int) -> list[dict]:
     """Rows of ``tbl`` whose ``column`` matches the words of ``text`` (never parsed as query
     syntax), best BM25 first, each with ``_score``; ``columns`` selected, ``where`` a trusted
     SQL filter applied before ranking."""
-    from lancedb.query import MatchQuery
-
     # lancedb declares MatchQuery's defaults as positional pydantic.Field(...) arguments,
     # which pyright does not read as defaults
     match = MatchQuery(text, column)  # pyright: ignore[reportCallIssue]
@@ -43,7 +45,5 @@ def match_rows(tbl: Any, text: str, column: str, columns: list[str], where: str 
         if where:
             q = q.where(where)
         return await q.nearest_to_text(match).to_list()
-
-    from lancedb.background_loop import LOOP
 
     return LOOP.run(run())

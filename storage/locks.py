@@ -191,7 +191,7 @@ class LeaseLock:
             self._thread_lock.release()
 
     def _take(self, wait: float) -> Held:
-        from filelock import LeaseSettingsMismatch, SoftFileLease, Timeout
+        from filelock import LeaseSettingsMismatch, SoftFileLease, Timeout  # lazy: filelock, not in a hook
 
         check_path(self.path)
         lease = SoftFileLease(str(self.path), lease_duration=self.lease_s, mode=0o600,

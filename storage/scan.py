@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .lance import lancedb  # noqa: F401 (first: its validators deferred, lance.py)
+from lancedb.background_loop import LOOP
+
 
 def scan_rows(tbl: Any, where: str | None, columns: list[str] | None = None,
               limit: int | None = None) -> list[dict]:
@@ -37,7 +40,5 @@ def scan_rows(tbl: Any, where: str | None, columns: list[str] | None = None,
         if where:
             q = q.where(where)
         return await q.to_list()
-
-    from lancedb.background_loop import LOOP   # lancedb loads at first use, not at start-up
 
     return LOOP.run(run())

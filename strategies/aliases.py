@@ -205,7 +205,7 @@ def namespace_speakers(ns, space: StrategySpace) -> frozenset[str]:
 def _store(stats: dict[str, SessionStats], space: StrategySpace) -> None:
     """Keep what a cold cache counted for the next process (``aliasstats.py``); a store that
     cannot be written (full or read-only) only costs the next process the count again."""
-    from .aliasstats import save
+    from .aliasstats import save  # lazy: cycle with strategies.aliasstats
 
     try:
         save(space, stats)
@@ -228,7 +228,7 @@ def _learned(ns, space: StrategySpace) -> Learned:
                 del sessions[sid]
         stale = [sid for sid, n in listed.items() if sid not in sessions or sessions[sid].n != n]
         if len(stale) > 3:   # a cold cache: the votes curation stored (aliasstats.py)
-            from .aliasstats import stored
+            from .aliasstats import stored  # lazy: cycle with strategies.aliasstats
 
             kept = stored(space, {sid: listed[sid] for sid in stale})
             sessions.update(kept)

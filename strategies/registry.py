@@ -10,6 +10,7 @@ import importlib
 from typing import Literal, TypeVar
 
 from .base import Configurable, Curates, Strategy
+from .options import declared
 
 H = TypeVar("H")
 
@@ -60,8 +61,6 @@ def with_hook(hook: type[H]) -> list[H]:
 def option_keys() -> set[str]:
     """Every recall option some registered strategy declares (its ``Options`` class,
     ``options.py``), loading them all; ``tools/recall.py`` checks a call's options against it."""
-    from .options import declared
-
     out: set[str] = set()
     for s in with_hook(Configurable):
         out |= declared(s.Options)

@@ -13,15 +13,19 @@ N sessions when ``TRIMEM_CONSOLIDATE_EVERY_SESSIONS`` is set (``tools/periodic.p
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, TYPE_CHECKING, cast
 
 from pydantic import BaseModel, Field
+import anyio.from_thread
+import anyio.to_thread
 
 from .answer import doc, quoted
 from .errors import ToolFailure
 from .namespaces import require
 from .params import Bool, Int
 from .runtime import Runtime
+from ..strategies import registry
+from ..strategies.base import Consolidates
 
 if TYPE_CHECKING:
     from ..storage.space import Space
@@ -76,9 +80,6 @@ def run_consolidation(rt: Runtime, namespace: str = "default", dry_run: bool = F
     lock keeps curation and ``forget`` of this namespace out while memories are merged. Counts
     are of memory rows (sources and derived memories), not logs.
     """
-    from ..strategies import registry
-    from ..strategies.base import Consolidates
-
     if isinstance(min_cluster_size, bool) or not isinstance(min_cluster_size, int) or min_cluster_size < 2:
         raise ToolFailure("min_cluster_size must be a whole number ≥ 2")
     ns = require(rt, namespace)
@@ -129,9 +130,6 @@ async def consolidate(rt: Runtime, namespace: str = "default", dry_run: bool = F
                       min_cluster_size: int = 10, progress=None) -> ConsolidateResult:
     """:func:`run_consolidation` in a worker thread; ``progress`` is an async callable
     ``(done, total, message)`` (the MCP context's ``report_progress``), relayed from the thread."""
-    import anyio.from_thread
-    import anyio.to_thread
-
     def relay(done, total, message):
         if progress is not None:
             anyio.from_thread.run(progress, done, total, message)
@@ -200,11 +198,8 @@ def restore(rt: Runtime, namespace: str, memory_id: str) -> dict:
     """Make a merged or superseded hybrid memory active again (``trimem restore``), under the
     namespace lock like curation and forget; what changed, or a :class:`ToolFailure` saying why
     ``memory_id`` cannot be restored."""
-    from typing import cast
-
-    from ..strategies import registry   # the strategies load on first use, not at start-up
-    from ..strategies.hybrid.store import KINDS
-    from ..strategies.hybrid.strategy import HybridStrategy
+    from ..strategies.hybrid.store import KINDS  # lazy: numpy (hybrid store), not at start-up
+    from ..strategies.hybrid.strategy import HybridStrategy  # lazy: numpy (hybrid store), not at start-up
 
     if namespace not in rt.store.namespaces():
         raise ToolFailure(f"no namespace {namespace!r} in {rt.config.home} "

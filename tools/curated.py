@@ -15,6 +15,7 @@ from ..strategies.ids import stable_id
 from . import validate as v
 from .errors import ToolFailure
 from .runtime import Runtime
+from .refs import cited
 
 if TYPE_CHECKING:
     from ..storage.space import Space
@@ -69,8 +70,6 @@ def resolve_refs(space: Space, plan: CuratedPlan, new_rows: list[dict],
                  session_id: str) -> dict[str, str]:
     """ref -> source id, preferring this call's messages, then the session's; ToolFailure on
     refs that name nothing or name messages of several other sessions."""
-    from .refs import cited
-
     wanted = {r for m in plan.episodes + plan.facts for r in m["refs"]}
     found = {r["ref"]: r["id"] for r in new_rows if r.get("ref") in wanted}
     missing = wanted - set(found)

@@ -39,6 +39,12 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from ..storage import ForgetRaced
+from ..strategies import registry
+from ..strategies.base import Curates
+from .periodic import PeriodicConsolidation
+from .recall import catch_up
+
 if TYPE_CHECKING:
     from ..storage.space import Space
     from ..strategies.base import Curates, Env
@@ -119,8 +125,6 @@ class CallGate:
 
 class CurationWorker:
     def __init__(self, runtime, delay_s: float = 0.0, consolidate_every: int = 0):
-        from .periodic import PeriodicConsolidation
-
         self.rt = runtime
         self.delay_s = delay_s
         self.threads = min(2, os.cpu_count() or 1)   # strategies curating one session at once
@@ -227,7 +231,7 @@ class CurationWorker:
             else:
                 self._consolidate_if_due(key[0])
             finally:
-                from ..storage.allocators import trim
+                from ..storage.allocators import trim  # lazy: pyarrow (storage.allocators), not at start-up
 
                 trim()   # what the session's reads materialised, back to the system
                 with self._cond:
@@ -256,8 +260,7 @@ class CurationWorker:
 
     def _curate(self, namespace: str, session_id: str) -> str | None:
         """Run every curating strategy on one session: "done", "failed", or None (forgotten)."""
-        from ..strategies import aliasstats, registry
-        from ..strategies.base import Curates
+        from ..strategies import aliasstats  # lazy: pyarrow (strategies.aliasstats), not at start-up
 
         env = self.rt.env(namespace)
         sess = env.space.get_session(session_id)
@@ -304,9 +307,7 @@ def _fenced_curate(env: Env[Space], strat: Curates, session_id: str) -> None:
     another process while it runs fails its later commits instead of letting them write text
     the forget removed; it then starts again from what is stored now (the session itself may
     be gone: then there is nothing to curate)."""
-    from ..storage import ForgetRaced
-    from ..storage.snapshot import bulk
-    from .recall import catch_up
+    from ..storage.snapshot import bulk  # lazy: lancedb (storage.snapshot), not at start-up
 
     for attempt in range(FENCE_TRIES):
         try:

@@ -14,6 +14,8 @@ the message can truthfully say that nothing was stored.
 
 from __future__ import annotations
 
+from ..storage.errors import StorageError
+
 
 class ToolFailure(Exception):
     """An anticipated failure of a tool call; ``str(exc)`` is the message for the host's model."""
@@ -32,8 +34,6 @@ def translate(exc: BaseException, home: str) -> ToolFailure | None:
     """The user-fixable storage failure ``exc`` is, as a ``ToolFailure``; None if it is not one.
     The storage layer's own errors (a lock that is busy or unusable, a store too new) carry a
     message written for the user already."""
-    from ..storage.errors import StorageError
-
     if isinstance(exc, StorageError):
         return ToolFailure(str(exc))
     text = str(exc).lower()

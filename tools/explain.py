@@ -12,6 +12,10 @@ from .errors import ToolFailure
 from .namespaces import require
 from .params import Int
 from .runtime import Runtime
+from ..storage import NotFound
+from ..strategies import registry
+from ..strategies.base import Explains
+from .recall import reading
 
 if TYPE_CHECKING:
     from ..storage.rows import Memory, Source
@@ -59,7 +63,6 @@ def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
     v.namespace(namespace, rt.limits)
     mid = v.text_field("id", id, rt.limits, required=True)
     ns = require(rt, namespace)
-    from .recall import reading
 
     # read again on fresh handles when a forget in another process purged what this one read
     return reading(rt.env(ns), lambda: _explain(rt, mid, ns))
@@ -68,8 +71,6 @@ def explain(rt: Runtime, id: str, namespace: str = "default") -> Explanation:
 def _explain(rt: Runtime, mid: str, ns: str) -> Explanation:
     space = rt.space(ns)
     if mid.startswith("rcl_"):
-        from ..storage import NotFound
-
         try:
             row = space.get_recall(mid)
         except NotFound as exc:
@@ -100,8 +101,6 @@ def _explain(rt: Runtime, mid: str, ns: str) -> Explanation:
                            summary=f"{m.kind} ({m.origin}, {m.status}"
                                    f"{', written by ' + by if by else ''}) from "
                                    f"{len(sources)} sources")
-    from ..strategies import registry
-    from ..strategies.base import Explains
 
     env = rt.env(ns)
     for strat in registry.with_hook(Explains):

@@ -16,6 +16,10 @@ from .errors import ToolFailure
 from .namespaces import require
 from .params import TIME, Bool, DateTimeStr
 from .runtime import Runtime
+from ..storage.locks import LockLost
+from ..strategies import registry
+from ..strategies.base import Forgets
+from .recall import catch_up
 
 if TYPE_CHECKING:
     from ..storage.locks import Held
@@ -63,7 +67,6 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
         raise ToolFailure("say what to forget: ids, refs, session_id, recall_ids, recalls_before "
                         "or all_recalls")
     ns = require(rt, namespace)
-    from ..storage.locks import LockLost
 
     space = rt.space(ns)
     space.flush_recalls()   # before the lock: the recall log's writer takes it too
@@ -79,8 +82,6 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
                 with space.store.write_lock(ns) as held:
                     # another process's forget may have purged the versions this process's
                     # handles and caches were made from: start from the newest
-                    from .recall import catch_up
-
                     catch_up(rt.env(ns), force=True)
                     # refs are scoped by session (tools/refs.py); an ambiguous one fails
                     # before any deletion
@@ -184,8 +185,7 @@ def _delete(rt: Runtime, ns: str, found: Targets, recall_ids: list[str],
     """Delete the strategies' derived rows, the memories, recall records and messages, and the
     sessions left empty; purge old versions; tell other processes; queue what remains of a
     touched session for curation again. Returns (rows each strategy removed, emptied sessions)."""
-    from ..strategies import aliasstats, registry   # the strategies load on first use
-    from ..strategies.base import Forgets
+    from ..strategies import aliasstats  # lazy: pyarrow (strategies.aliasstats), not at start-up
 
     space, sources = rt.space(ns), found.sources
     src_ids = set(sources)

@@ -74,7 +74,7 @@ def label(prefix: str, value: str) -> str:
 
 def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
     """What to ask the host's model about in ``namespace`` (deterministic for a given store)."""
-    from ..strategies.hybrid.store import KEPT_ORIGINS   # not at import: the server imports this
+    from ..strategies.hybrid.store import KEPT_ORIGINS  # lazy: numpy (hybrid store), not at start-up
 
     if namespace not in rt.store.namespaces():
         return None
@@ -128,8 +128,8 @@ def store_answer(rt: Runtime, namespace: str, text: str, by: str,
     """Store what a valid answer (its text, written by ``by``) wrote, if the question it
     answers (its digest ``asked``) is still the one the store asks; report what happened
     (also when nothing was used)."""
-    from ..providers.base import ProviderError   # imports numpy: not at the server's start-up
-    from ..strategies.hybrid.store import replace_session   # as plan_job
+    from ..providers.base import ProviderError  # lazy: numpy (providers.base), not at start-up
+    from ..strategies.hybrid.store import replace_session  # lazy: numpy (hybrid store), not at start-up
 
     with rt.namespace_lock(namespace):
         job = plan_job(rt, namespace)
@@ -176,7 +176,7 @@ def wiki_claims(env, session_id: str, by_label: dict, claims: list, by: str) -> 
     the wiki is not in use or none was valid (its sentence claims stay)."""
     if not claims or "wiki" not in registry.names():
         return 0
-    from ..strategies.wiki.sampled import write_claims   # only when the wiki is in use
+    from ..strategies.wiki.sampled import write_claims  # lazy: lancedb (wiki), not at start-up
 
     try:
         return write_claims(env.space, session_id, by_label, claims, by)

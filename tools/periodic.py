@@ -27,6 +27,8 @@ from __future__ import annotations
 import json
 import logging
 
+from .consolidate import run_consolidation
+
 log = logging.getLogger(__name__)
 KEY = "consolidate.sessions_since_last/"   # + namespace name
 MIN_CLUSTER_SIZE = 10                      # the paper's (appendix C), as the tool's default
@@ -76,8 +78,6 @@ class PeriodicConsolidation:
     def run_if_due(self, namespace: str):
         """Consolidate ``namespace`` if N sessions were curated since the last time; returns the
         :class:`~trimem.tools.consolidate.ConsolidateResult`, or None when not due."""
-        from .consolidate import run_consolidation
-
         if not self.enabled:
             return None
         with self.rt.namespace_lock(namespace):

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Callable
 
+import anyio.from_thread
+
 Progress = Callable[[float, float, str], None]
 
 
 def relay(report) -> Progress:
     """A thread-side callable that runs the async ``report`` on the event loop."""
-    import anyio.from_thread
-
     def progress(done, total, message):
         anyio.from_thread.run(report, done, total, message)
     return progress

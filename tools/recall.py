@@ -19,6 +19,7 @@ from .errors import ToolFailure, translate
 from .namespaces import require
 from .params import TIME, DateTimeStr, Int
 from .runtime import Runtime
+from ..storage.errors import purged
 
 if TYPE_CHECKING:
     from ..storage.space import Space
@@ -122,7 +123,7 @@ def _check_query(rt: Runtime, query: str) -> None:
 def _log(rt: Runtime, env: Env[Space], recall_id: str, query: str, strategy: str, out, trace: dict) -> str:
     """Write the recall's record to the namespace's recall log; "" or a note for the route
     reason saying why it was not logged (a read-only or full store still answers recalls)."""
-    from ..storage.logs import RecallPolicy   # storage's log module: not at the server's start-up
+    from ..storage.logs import RecallPolicy  # lazy: lancedb (storage.logs), not at start-up
 
     source_ids = sorted({s for i in out.items for s in i.source_ids} | {s.id for s in out.sources})
     c = rt.config
@@ -157,8 +158,6 @@ def _run(strat: Strategy, env: Env[Space], request: RecallRequest):
 def reading(env: Env[Space], fn: Callable[[], T], tries: int = READ_TRIES) -> T:
     """``fn()``, again on fresh handles and caches when a forget in another process purged the
     table versions it was reading (LanceDB then reports a file "not found")."""
-    from ..storage.errors import purged
-
     for attempt in range(tries):
         try:
             return fn()

@@ -15,6 +15,7 @@ from .params import TIME, DateTimeStr
 from .remember_prep import checked, prepared
 from .remember_write import committed
 from .runtime import Runtime
+from ..strategies import registry
 
 
 class Message(BaseModel):
@@ -109,7 +110,6 @@ def _remember_session(rt: Runtime, messages: list[Message], session_id: str | No
     call = checked(rt, messages, session_id, session_time, namespace, curated, whole_session,
                    keep_ids)
     prep = prepared(rt, call, progress)
-    from ..strategies import registry
 
     curates = bool(rt.config.curation and registry.curates())
     new_rows, memory_ids = committed(rt, call, prep, curates)

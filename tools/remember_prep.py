@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..strategies.ids import stable_id
 from . import validate as v
 from .errors import ToolFailure
+from .curated import check_curated, curated_texts, resolve_refs
 
 if TYPE_CHECKING:
     from ..storage.space import Space
@@ -95,8 +96,6 @@ class Prep:
 def checked(rt: Runtime, messages: list[Message], session_id: str | None,
             session_time: str | None, namespace: str, curated: Curated | None,
             whole_session: bool, keep_ids: list[str | None] | None) -> Call:
-    from .curated import check_curated, curated_texts
-
     ns = v.namespace(namespace, rt.limits)
     sid = v.text_field("session_id", session_id, rt.limits) or new_id("ses")
     if session_id is not None and not session_id.strip():
@@ -119,8 +118,7 @@ def checked(rt: Runtime, messages: list[Message], session_id: str | None,
 def prepared(rt: Runtime, call: Call, progress) -> Prep:
     """The rows not stored yet, their stable ids, vectors and passages, and the curated
     memories' vectors: everything that can be done before the lock (embedding above all)."""
-    from ..storage.sources import search_text
-    from .curated import curated_texts, resolve_refs
+    from ..storage.sources import search_text  # lazy: lancedb (storage.sources), not at start-up
 
     space, sid, rows, plan = rt.space(call.ns), call.sid, call.rows, call.plan
     # Retries are safe: a message whose ref is already stored in this session is not stored

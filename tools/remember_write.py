@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 from ..storage.rows import Session
 from .remember_prep import Call, Prep, held_ids
+from ..storage.locks import LockLost
+from .curated import store_curated
 
 if TYPE_CHECKING:
     from ..storage.locks import Held
@@ -26,8 +28,6 @@ def committed(rt: Runtime, call: Call, prep: Prep, curates: bool) -> tuple[list[
     another call's (a retry arriving twice at once, here or in another process): under the lock
     the refs are checked again, and the offset and the session row are read from what is
     stored now, so n_messages stays the number of stored messages."""
-    from ..storage.locks import LockLost
-
     space, sid, ns = rt.space(call.ns), call.sid, call.ns
     new_rows: list[dict] = prep.candidates
     memory_ids: list[str] = []
@@ -80,8 +80,6 @@ def _write(space: Space, sid: str, stime, session: Session | None, offset: int, 
     """Number the new rows after the ``offset`` messages the session holds, then write (the
     caller holds the namespace's write lock, ``held``: checked before each write, so a process
     that was stopped and lost it writes nothing more). Returns the ids of the curated memories stored."""
-    from .curated import store_curated
-
     def check() -> None:
         if held is not None:
             held.check()

@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .errors import ToolFailure
+from ..providers.registry import choose_embedder, make_embedder, make_llm
+from ..storage import StorageError, open_store
+from ..strategies.base import Env
+from ..strategies.context import NamespaceContext
 
 if TYPE_CHECKING:
     from ..storage.space import Space
@@ -97,7 +101,7 @@ class Runtime:
         self._llm = None
         self._ctx_lock = threading.Lock()   # not _lock: that one is held while the store opens
         self._contexts: dict = {}           # namespace -> strategies.context.NamespaceContext
-        from .curation import CallGate, CurationWorker
+        from .curation import CallGate, CurationWorker  # lazy: cycle with tools.curation (via tools.recall)
 
         self.recalls = CallGate()   # recall holds it; curation waits for it to clear
         self.writes = CallGate()    # remember holds it; curation waits for writes to pause
@@ -109,8 +113,6 @@ class Runtime:
     def store(self):
         with self._lock:
             if self._store is None:
-                from ..storage import StorageError, open_store
-
                 try:
                     self._store = open_store(self.config.home,
                                              vector_index_min_rows=self.config.vector_index_min_rows,
@@ -131,8 +133,6 @@ class Runtime:
         (nothing loads). When the one asked for cannot run here, says so on the log (stderr)."""
         with self._lock:
             if self._embedder_choice is None:
-                from ..providers.registry import choose_embedder
-
                 try:
                     choice = choose_embedder(self.config.embedder)
                 except ValueError as exc:
@@ -147,8 +147,6 @@ class Runtime:
     def embedder(self):
         with self._lock:
             if self._embedder is None:
-                from ..providers.registry import make_embedder
-
                 c = self.config
                 try:
                     self._embedder = make_embedder(self.embedder_choice.running, model=c.embed_model,
@@ -162,8 +160,6 @@ class Runtime:
     def llm(self):
         with self._lock:
             if self._llm is None:
-                from ..providers.registry import make_llm
-
                 c = self.config
                 try:
                     self._llm = make_llm(c.llm, model=c.llm_model, base_url=c.llm_base_url,
@@ -176,9 +172,9 @@ class Runtime:
         """Embed in bounded batches (EMBED_BATCH texts, EMBED_BATCH_CHARS characters at most), so
         that one large call never holds every text's tokens at once. ``progress(done, total,
         message)``, if given, hears after each batch of a call that needs more than one."""
-        import numpy as np
+        import numpy as np  # lazy: numpy, not at start-up
 
-        from ..providers.base import ProviderError
+        from ..providers.base import ProviderError  # lazy: numpy (providers.base), not at start-up
 
         texts = list(texts)
         if len(texts) <= 1:
@@ -203,7 +199,7 @@ class Runtime:
         return parts[0] if len(parts) == 1 else np.concatenate([np.asarray(p) for p in parts])
 
     def embed_query(self, text: str):
-        from ..providers.base import ProviderError
+        from ..providers.base import ProviderError  # lazy: numpy (providers.base), not at start-up
 
         try:
             return self.embedder.embed_query(text)
@@ -211,7 +207,7 @@ class Runtime:
             raise ToolFailure(f"embedding failed: {exc}") from exc
 
     def embed_queries(self, texts: list[str]):
-        from ..providers.base import ProviderError
+        from ..providers.base import ProviderError  # lazy: numpy (providers.base), not at start-up
 
         try:
             return self.embedder.embed_queries(texts)
@@ -221,8 +217,6 @@ class Runtime:
     def context(self, namespace: str):
         """What this process keeps for ``namespace`` (``strategies.context``): made on first
         use, closed by :meth:`close`."""
-        from ..strategies.context import NamespaceContext
-
         with self._ctx_lock:
             ctx = self._contexts.get(namespace)
             if ctx is None:
@@ -265,8 +259,6 @@ class Runtime:
         return ok
 
     def env(self, namespace: str) -> Env[Space]:
-        from ..strategies.base import Env
-
         # sampling / auto: no model in the background (the host's is asked inside consolidate)
         llm = self.llm if self.config.llm == "openai" else None
         return Env(space=self.space(namespace), ns=self.context(namespace),

@@ -30,7 +30,7 @@ def read_page(rt: Runtime, namespace: str, page: str) -> str:
 def page_list(space: Space, with_text: bool = False) -> list[dict]:
     """Every page (id, type, title, trajectory ids, and its text ``with_text``): the index
     first, then entities, topics and inventories, each by title."""
-    from ..strategies.wiki.store import PAGE, ensure   # pyarrow: not at the server's start-up
+    from ..strategies.wiki.store import PAGE, ensure  # lazy: lancedb (wiki store), not at start-up
 
     ensure(space)
     cols = ["id", "type", "title", "trajectory_ids"] + (["text"] if with_text else [])
@@ -40,7 +40,7 @@ def page_list(space: Space, with_text: bool = False) -> list[dict]:
 
 def page_with_claims(space: Space, page_id: str) -> tuple[dict | None, list[dict], dict[str, list[dict]]]:
     """(page, its trajectories, trajectory id -> claims) or (None, [], {})."""
-    from ..strategies.wiki.store import CLAIM, PAGE, TRAJ, ensure   # as page_list
+    from ..strategies.wiki.store import CLAIM, PAGE, TRAJ, ensure  # lazy: lancedb, not at start-up
 
     ensure(space)
     rows = space.rows(PAGE, eq={"id": page_id}, columns=["id", "type", "title", "text",
@@ -65,7 +65,7 @@ def recurring_threads(space: Space, min_sessions: int, limit: int) -> list[dict]
     """The wiki's trajectories (title, sessions, last time) that run through at least
     ``min_sessions`` sessions and were not merged into another, most sessions first, then the
     most recent; [] when the wiki has none."""
-    from ..strategies.wiki.store import TRAJ   # as page_list
+    from ..strategies.wiki.store import TRAJ  # lazy: lancedb (wiki store), not at start-up
 
     if space.table(TRAJ) is None:
         return []

@@ -24,11 +24,11 @@ def read_file(kind: str, path: Path, namespace: str | None, bounds: Bounds, refu
     cannot be read are added to ``refused``). ``namespace``: where the records go (a trimem
     export's own namespace when None; a trimem export of several namespaces cannot be moved)."""
     if kind == "trimem":
-        from .format import read_export
-        from .importer import retarget
+        from .format import read_export  # lazy: pydantic models, not at every command's start
+        from .importer import retarget  # lazy: the tools layer, not at every command's start
 
         records = read_export(path, bounds, deadline)[1]
         return records if namespace is None else retarget(records, namespace)
-    from .foreign import read_foreign
+    from .foreign import read_foreign  # lazy: the readers, not at every command's start
 
     return read_foreign(kind, path, namespace or "default", bounds, refused, deadline)

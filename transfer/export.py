@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Literal, cast
 
 from ..storage.rows import Session
 from .format import VERSION, CuratedRec, ForgetRec, Header, MessageRec, SessionRec
+from .. import __version__
 
 if TYPE_CHECKING:
     from ..storage.rows import Memory, Source
@@ -81,8 +82,6 @@ def forget_records(space: Space) -> list[ForgetRec]:
 
 def export_records(rt, namespaces: list[str], progress: Progress | None = None):
     """(header, records) for ``namespaces`` (each must exist)."""
-    from .. import __version__
-
     header = Header(format="trimem-export", version=VERSION, exported_at=datetime.now(timezone.utc),
                     producer=f"trimem {__version__}", namespaces=namespaces)
 

@@ -26,6 +26,9 @@ from pydantic import BaseModel, Field
 from .bounds import Deadline, Refusal, Refusals
 from .format import ForgetRec
 from .plan import ImportError_, Plan, Session, curated_model, forgotten_in, message_model
+from ..tools.curated import check_curated, memory_id
+from ..tools.remember import remember_session
+from .journal import Journal
 
 if TYPE_CHECKING:
     from ..storage.rows import Source
@@ -60,8 +63,6 @@ def import_records(rt, records: list, progress: Progress | None = None, *, stric
     record refuses the file (:class:`ImportError_`, nothing written); otherwise a bad message or
     curated memory is refused alone and listed in the report (``refused`` may already hold the
     refusals of reading the file)."""
-    from .journal import Journal
-
     refused = refused if refused is not None else Refusals()
     plan = Plan(rt, records, strict, refused, deadline or Deadline(math.inf))
     report = ImportReport(namespaces=sorted({ns for ns, _ in plan.sessions} | set(plan.forgets)))
@@ -116,8 +117,6 @@ def _new_messages(plan: Plan, s: Session, have: list[Source], report: ImportRepo
 
 def _curated_to_write(rt, plan: Plan, s: Session, curated: list, report: ImportReport,
                       exists: bool) -> tuple[list, list[str]]:
-    from ..tools.curated import check_curated, memory_id
-
     gone_refs = {m.ref for m, mid in zip(s.messages, s.ids) if m.ref and plan.is_forgotten(s, m, mid)}
     keep = [c for c in curated if not gone_refs.intersection(c.refs)]
     report.curated_skipped += len(curated) - len(keep)
@@ -141,8 +140,6 @@ def _curated_to_write(rt, plan: Plan, s: Session, curated: list, report: ImportR
 
 def _write_session(rt, plan: Plan, s: Session, curated: list, report: ImportReport, journal,
                    messages: bool = True) -> None:
-    from ..tools.remember import remember_session
-
     ns, sid = s.namespace, s.session_id
     exists = ns in plan.existing
     space = rt.space(ns)

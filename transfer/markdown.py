@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from ..tools.wiki_pages import page_list
 from .export import namespace_records
 from .files import private_dir, write_private
+from ..storage.db import namespace_key
 
 if TYPE_CHECKING:
     from ..storage.space import Space
@@ -53,8 +54,6 @@ def page_markdown(text: str) -> str:
 
 
 def folder_name(namespace: str) -> str:
-    from ..storage.db import namespace_key
-
     return namespace_key(namespace)
 
 

@@ -28,6 +28,10 @@ from ..strategies.ids import stable_id
 from ..tools.errors import ToolFailure
 from .bounds import Deadline, FileRefused, Refusals, show
 from .format import CuratedRec, ForgetRec, MessageRec, SessionRec
+from ..tools import validate as v
+from ..tools.curated import check_curated
+from ..tools.remember import Curated, CuratedEpisode, CuratedFact, Message
+from ..tools.remember_prep import check_messages
 
 SOURCE_ID = re.compile(r"src_[0-9a-f]{20}")
 
@@ -47,15 +51,11 @@ class Session:
 
 
 def message_model(m: MessageRec):
-    from ..tools.remember import Message
-
     return Message(content=m.content, speaker=m.speaker, ref=m.ref, metadata=m.metadata,
                    timestamp=None if m.timestamp is None else m.timestamp.isoformat())
 
 
 def curated_model(items: list[CuratedRec]):
-    from ..tools.remember import Curated, CuratedEpisode, CuratedFact
-
     def when(c: CuratedRec):
         return None if c.timestamp is None else c.timestamp.isoformat()
 
@@ -106,8 +106,6 @@ class Plan:
         self.refused.add(where, reason, messages, curated)
 
     def _group(self, records: list) -> None:
-        from ..tools import validate as v
-
         lim = self.rt.limits
         for k, rec in enumerate(records, 1):
             if k % 1024 == 0:
@@ -137,9 +135,6 @@ class Plan:
                 s.curated.append(rec)
 
     def _messages(self, s: Session) -> None:
-        from ..tools import validate as v
-        from ..tools.remember_prep import check_messages
-
         s.messages.sort(key=lambda m: m.seq)
         kept, refs, same = [], set(), Counter()
         for m in s.messages:
@@ -175,9 +170,6 @@ class Plan:
     def _curated(self) -> None:
         """Each curated memory checked alone, and its refs: every one must name a message of
         the file (kept, in its namespace) or of the target namespace."""
-        from ..tools import validate as v
-        from ..tools.curated import check_curated
-
         in_file: dict[str, dict[str, set[str]]] = {}     # namespace -> ref -> its sessions
         for s in self.sessions.values():
             held = in_file.setdefault(s.namespace, {})

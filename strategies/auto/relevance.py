@@ -38,6 +38,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from ...storage.sources import search_text_of
+from ..hybrid.heuristics import content_words
+
 if TYPE_CHECKING:
     from ..search import TurnSearch
     from ..space_api import StrategySpace
@@ -84,8 +87,6 @@ def _unit(v: np.ndarray) -> np.ndarray:
 def _query_pairs(space: StrategySpace, embed_queries: Callable[[list[str]], Any]) -> np.ndarray:
     """Cosines of the first ``QUERY_SAMPLE`` sampled turns, embedded as queries, to every other
     sampled turn's stored (passage) vector."""
-    from ...storage.sources import search_text_of
-
     ids = space.sample_source_ids(SAMPLE)
     vecs = space.source_vectors(ids)
     ids = [i for i in ids if i in vecs]
@@ -113,8 +114,6 @@ def evidence(turns: TurnSearch) -> tuple[float | None, list[str]]:
 def coverage(query: str, texts: list[str]) -> float:
     """Share of the query's content words found among the words of ``texts`` (1.0 when the
     query has none)."""
-    from ..hybrid.heuristics import content_words
-
     words = set(content_words(query))
     if not words:
         return 1.0

@@ -47,6 +47,7 @@ from .stretch import LIFT, WINDOW, lift_stretches
 from .relevance import TOP, coverage, evidence, judge
 from .vote import DEPTH, vote
 from ...storage.rows import Source
+from ..registry import get, names
 
 VOTERS = ("plain", "hybrid", "workspace", "wiki")
 PLAIN_FRESH = 1.0   # plain's least weight while sessions of the namespace await curation
@@ -113,8 +114,6 @@ class AutoStrategy:
     Options = AutoOptions
 
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
-        from ..registry import get
-
         route = _route(env, request)
         if route.voters == ["plain"]:
             return _plain_only(env, request, route)
@@ -151,8 +150,6 @@ def _route(env: Env, request: RecallRequest) -> _Route:
     """The kind, the fitted weights (an experiment's overrides on top), and the voters: the
     strategies with memory in this namespace and a weight above 0; plain votes too while
     sessions await curation (the module docstring)."""
-    from ..registry import names
-
     opt = request.options.of(AutoOptions)
     f = features(request.query)
     kind = opt.kind if opt.kind is not None else str(f["kind"])
@@ -171,8 +168,6 @@ def _route(env: Env, request: RecallRequest) -> _Route:
 
 def _plain_only(env: Env, request: RecallRequest, route: _Route) -> Recollection:
     """Nothing curated yet, or the fit gives this kind of question to plain alone."""
-    from ..registry import get
-
     out = get("plain").recall(env, request)
     why = ("no curated memory in this namespace yet (curation has not run or is still "
            "running), so raw-turn search answers" if route.ready == ["plain"] else
@@ -308,8 +303,6 @@ def _ready(env: Env, available: list[str]) -> list[str]:
     nothing, which fusion ignores), so a yes is remembered per namespace handle and only a no
     is asked again on the next recall: no row counts on the hot path once curation has run
     (the yeses are kept in the namespace's context, ``env.ns.ready``)."""
-    from ..registry import get
-
     known = env.ns.ready
     for s in available:
         if s == "plain" or s in known:

@@ -19,6 +19,7 @@ from ..options import RecallOptions
 from ..search import Once, TurnSearch
 from ..speakers import without_speakers
 from .relevance import TOP
+from ..registry import get
 
 DEPTH = 200   # the deepest turn search among the voters (wiki's ``n_turns``), run once for all
 log = logging.getLogger(__name__)
@@ -87,8 +88,6 @@ def _name_free_guess(env: Env, query: str) -> str | None:
 def _run_voters(env: Env, sub: RecallRequest, voters: list[str]):
     """Each voter's recall, side by side; a voter that fails is logged and left out (the others
     still answer), with its error kept for the trace."""
-    from ..registry import get
-
     # side by side: most of their time is LanceDB searches and numpy, which release the GIL
     pool = env.ns.pool()
     futures = {s: pool.submit(_timed, get(s).recall, env, sub) for s in voters}

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .rules import llm_plan, merged_text, rule_plan
-from .store import KINDS
+from .store import KINDS, llm_usable
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -61,13 +61,13 @@ def _active(space: StrategySpace, kind: str) -> tuple[list[dict], np.ndarray]:
 
 def cluster(vecs: np.ndarray, min_cluster_size: int) -> np.ndarray:
     """HDBSCAN labels (-1 = noise) of UMAP-reduced ``vecs`` (appendix C)."""
-    import hdbscan
+    import hdbscan  # lazy: hdbscan, consolidation only
 
     n = len(vecs)
     if n < max(2, min_cluster_size):
         return np.full(n, -1)
     if n >= MIN_UMAP:
-        import umap
+        import umap  # lazy: umap (seconds to import), consolidation only
 
         k = min(10, n - 1)
         reducer = umap.UMAP(n_neighbors=k, n_components=5, metric="cosine", min_dist=0.0,
@@ -91,8 +91,8 @@ def _exact_neighbours(vecs: np.ndarray, k: int) -> dict:
     order). At ``SMALL`` rows and more umap searches approximately (NN-descent), as before."""
     if len(vecs) >= SMALL:
         return {}
-    import umap.distances
-    from sklearn.metrics import pairwise_distances
+    import umap.distances  # lazy: umap, consolidation only
+    from sklearn.metrics import pairwise_distances  # lazy: sklearn, consolidation only
 
     d = pairwise_distances(vecs, metric=umap.distances.cosine)  # pyright: ignore[reportArgumentType]  (sklearn takes callables)
     idx = np.argsort(d, axis=1)[:, :k]
@@ -101,8 +101,6 @@ def _exact_neighbours(vecs: np.ndarray, k: int) -> dict:
 
 
 def consolidate(env: Env, dry_run: bool = False, min_cluster_size: int = 10, progress=None) -> dict:
-    from .store import llm_usable
-
     t0 = time.perf_counter()
     space = env.space
     report = (lambda d, t, m: progress(d, t, m)) if progress else (lambda d, t, m: None)

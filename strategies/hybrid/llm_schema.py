@@ -20,6 +20,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 from ...storage.rows import Source
+from ..model_bounds import first, most_episodes, most_facts
 
 M = TypeVar("M", bound=BaseModel)
 Short = Annotated[str, StringConstraints(max_length=300)]
@@ -91,7 +92,7 @@ class HostOut(BaseModel):
 
 def parse(text: str, schema: type[M]) -> M:
     """``text`` (a bare or fenced JSON object) validated into ``schema``; ProviderError if not."""
-    from ...providers.base import ProviderError  # numpy: not on the start path
+    from ...providers.base import ProviderError  # lazy: numpy (providers.base), not at start-up
 
     fenced = _FENCE.match(text or "")
     body = fenced.group(1) if fenced else (text or "").strip()
@@ -136,8 +137,6 @@ def link(episodes: list[EpisodeOut], tuples: list[TupleOut], by_label: dict[str,
          chunk: list[Source], session_time: datetime | None) -> tuple[list[dict], list[dict]]:
     """Validated model items as the episode / tuple dicts ``store.build_rows`` writes: the
     first of them, as many as ``chunk`` (the turns shown) allows (``model_bounds``)."""
-    from ..model_bounds import first, most_episodes, most_facts
-
     eps, tps = [], []
     for e in episodes:
         if not (e.title.strip() or e.summary.strip()):

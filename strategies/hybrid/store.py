@@ -21,6 +21,10 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from ..base import spoken
 from ..ids import stable_id
+from . import heuristics
+from ...providers.base import ProviderError
+from ...providers.llm_none import is_none
+from .llm_curate import curate_session as llm_session
 
 if TYPE_CHECKING:
     from ...providers.base import LLM
@@ -46,7 +50,6 @@ def llm_usable(llm: LLM | None) -> TypeGuard[LLM]:
     """An LLM is configured and is not the ``none`` provider."""
     if llm is None:
         return False
-    from ...providers.llm_none import is_none
 
     return not is_none(llm)
 
@@ -89,8 +92,6 @@ def _common(item: dict, session_id: str, origin: str, now) -> dict:
 
 def curate(env: Env, session_id: str) -> dict:
     """(Re)build the hybrid memories of one session; returns what was done (for logs/tests)."""
-    from . import heuristics
-
     space = env.space
     existing = session_rows(space, session_id)
     stale = [r["id"] for r in existing if r["origin"] in DERIVED_ORIGINS]
@@ -106,9 +107,6 @@ def curate(env: Env, session_id: str) -> dict:
     episodes = tuples = None
     origin, written_by = "heuristic", "heuristic"
     if llm_usable(env.llm):
-        from ...providers.base import ProviderError
-        from .llm_curate import curate_session as llm_session
-
         try:
             episodes, tuples = llm_session(env.llm, turns, when)
             origin, written_by = "llm", env.llm.name

@@ -15,6 +15,8 @@ from ..base import Env, Item, RecallRequest, Recollection
 from ..render import pack_sources
 from ..search import source_ref
 from . import retrieve as R
+from .consolidate import consolidate, explain_memory, restore
+from .store import KINDS, curate
 
 if TYPE_CHECKING:
     from ...storage.rows import Memory
@@ -88,31 +90,21 @@ class HybridStrategy:
 
     # -- offline hooks -------------------------------------------------------------------------
     def curate(self, env: Env, session_id: str) -> dict:
-        from .store import curate
-
         return curate(env, session_id)
 
     def consolidate(self, env: Env, dry_run: bool, min_cluster_size: int, progress=None) -> dict:
-        from .consolidate import consolidate
-
         return consolidate(env, dry_run=dry_run, min_cluster_size=min_cluster_size,
                            progress=progress)
 
     def restore(self, env: Env, memory_id: str) -> dict:
-        from .consolidate import restore
-
         return restore(env, memory_id)
 
     def forget(self, env: Env, source_ids: set[str]) -> int:
         """Delete hybrid memories citing any of ``source_ids`` (the tool deletes them too; doing
         it here keeps the hook self-contained); the session is then re-curated by the tool."""
-        from .store import KINDS
-
         rows = [m for m in env.space.memories_citing(source_ids) if m.kind in KINDS]
         env.space.delete_memories([m.id for m in rows])
         return len(rows)
 
     def explain(self, env: Env, id: str) -> dict | None:
-        from .consolidate import explain_memory
-
         return explain_memory(env, id)

@@ -42,6 +42,7 @@ from pydantic import BaseModel
 from . import dates
 from . import text as tx
 from ...storage.rows import Source
+from ..model_bounds import most_claims
 
 log = logging.getLogger(__name__)
 
@@ -198,8 +199,6 @@ class _LLMClaims(BaseModel):
 def llm_claims(llm, rows: list[Source], when) -> list[dict] | None:
     """Claims of one exchange from the LLM's structured output, the first of each message's as
     many as its size allows (``model_bounds``); None on any provider failure."""
-    from ..model_bounds import most_claims
-
     lines = "\n".join(f"[{i}] {r.speaker or '?'}: {r.text}" for i, r in enumerate(rows))
     try:
         got = llm.structured(

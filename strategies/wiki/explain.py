@@ -11,6 +11,8 @@ import json
 from typing import TYPE_CHECKING
 
 from .store import CLAIM, SNAP, TRAJ, ensure
+from .pages import PAGE
+from .sampled import written_by
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -51,7 +53,6 @@ def explain_id(space: StrategySpace, id: str) -> dict | None:
         hist = claim_history(space, id)
         if not hist:
             return None
-        from .sampled import written_by
 
         me = next(h for h in hist if h["id"] == id)
         cur = hist[-1]
@@ -88,8 +89,6 @@ def explain_id(space: StrategySpace, id: str) -> dict | None:
                            f"{len(t['sessions'])} sessions ({t['status']})",
                 "sources": _sources(space, t["source_ids"])}
     if id.startswith("wiki-"):
-        from .pages import PAGE
-
         rows = space.rows(PAGE, eq={"id": id}, columns=["id", "type", "title", "text",
                                                         "trajectory_ids", "hub"])
         if not rows:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING
+from datetime import datetime
 
 import pyarrow as pa
 
@@ -150,8 +151,6 @@ def _title(g: Group) -> str:
 
 
 def page_row(g: Group, n_all: int) -> dict:
-    from datetime import datetime
-
     t = title(g)
     return {"id": g.pid, "type": g.kind, "key": g.key, "title": t, "text": g.content(t),
             "trajectory_ids": sorted(g.trajs), "names": list(g.names), "facets": sorted(g.facets),
@@ -177,6 +176,6 @@ def index_row(pages: list[dict], g: Group) -> dict:
 
 
 def rebuild(space: StrategySpace) -> dict:
-    from .wikiupdate import rebuild_all
+    from .wikiupdate import rebuild_all  # lazy: cycle with strategies.wiki.wikiupdate
 
     return rebuild_all(space)

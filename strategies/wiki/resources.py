@@ -11,6 +11,9 @@ name can start a line).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from ..frame import one_line, wiki_frame
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -18,17 +21,14 @@ if TYPE_CHECKING:
 
 def page_text(space: StrategySpace, ns: str, page: str) -> str:
     """The page ``page`` (``index``, ``entity-...``; ``wiki-`` prefix optional) of ``space``."""
-    from ..frame import one_line, wiki_frame
-    from .pages import PAGE
-    from .store import ensure
+    from .pages import PAGE  # lazy: pyarrow (wiki pages), not at start-up
+    from .store import ensure  # lazy: lancedb (wiki store), not at start-up
 
     ensure(space)
     pid = page if page.startswith("wiki-") else f"wiki-{page}"
     rows = space.rows(PAGE, eq={"id": pid}, columns=["id", "type", "title", "text",
                                                      "trajectory_ids"])
     if not rows:
-        from urllib.parse import quote
-
         return (f"no wiki page {one_line(page)!r} in namespace {one_line(ns)!r}; read "
                 f"trimem://{quote(ns, safe='')}/wiki/index")
     p = rows[0]

@@ -24,6 +24,7 @@ import pyarrow as pa
 from ...storage.derived import MODEL_BOUND
 from .claims import snapshot_vector
 from .trajectories import dump_state
+from .groups import GROUP, GROUP_SCHEMA
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -58,8 +59,7 @@ CLAIM_COLS = [f.name for f in CLAIM_SCHEMA if f.name != "namespace"]
 def ensure(space: StrategySpace) -> None:
     """Declare the vector-bearing schemas, so reads in a fresh process find the model-tagged
     tables (``Space.name`` only knows a derived kind has vectors once it has seen its schema)."""
-    from .groups import GROUP, GROUP_SCHEMA
-    from .pages import PAGE_SCHEMA
+    from .pages import PAGE_SCHEMA  # lazy: cycle with strategies.wiki.pages
 
     for kind, schema in ((SNAP, SNAP_SCHEMA), (TRAJ, TRAJ_SCHEMA), (PAGE, PAGE_SCHEMA),
                          (GROUP, GROUP_SCHEMA)):

@@ -37,6 +37,8 @@ from . import revisions, route, scoring, store, turnmap
 from .curate import curate_session, forget_sources, state_of
 from .explain import explain_id
 from .pages import rebuild
+from ...providers.llm_none import is_none
+from .consolidate import consolidate
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -74,8 +76,6 @@ class WikiStrategy:
     def curate(self, env: Env, session_id: str) -> None:
         """Incremental: only this session's new messages are snapshotted and appended, and only
         the pages they touch are updated (``curate.py``)."""
-        from ...providers.llm_none import is_none
-
         llm = None if is_none(env.llm) else env.llm
         st = state_of(env.ns)   # the namespace's open trajectories and turn maps
         for attempt in range(3):
@@ -102,8 +102,6 @@ class WikiStrategy:
 
     def consolidate(self, env: Env, dry_run: bool = False, min_cluster_size: int = 10,
                     progress=None) -> dict:
-        from .consolidate import consolidate
-
         return consolidate(env.space, state_of(env.ns), dry_run, progress, self.m)
 
     # -- recall ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from ..speakers import speaker_match
 from . import roles
 from .localise import Walk, localise
 from .select import greedy, kernel, path_costs, priorities
+from .strategy import assemble, line_costs
 
 if TYPE_CHECKING:
     from ...storage.rows import Source
@@ -61,8 +62,6 @@ class _Units:
 
 def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap: Snapshot,
                      scheme: str, t0: float) -> Recollection:
-    from .strategy import line_costs
-
     timing = {}
     qv = np.asarray(env.embed_query(request.query), dtype=np.float64)
     timing["embed_ms"] = round(1000 * (time.perf_counter() - t0), 1)
@@ -120,8 +119,6 @@ def _recollection(request: RecallRequest, s: WorkspaceOptions, snap: Snapshot, w
                   limit: int, b_q: int, timing: dict) -> Recollection:
     """The workspace of the ``chosen`` units, rendered (with their threads' heads if asked
     for), its items and sources, and the trace (not for a ranking-only recall)."""
-    from .strategy import assemble
-
     picked: list[Source] = [units.rows[i] for i, *_ in chosen]
     heads = []
     if s.heads:

@@ -27,6 +27,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+try:
+    from threadpoolctl import threadpool_limits
+except ImportError:   # an optional speed-up (``_gram``): plain numpy without it
+    threadpool_limits = None
+
 GAMMA, TAU, K0, COVER_STOP = 0.6, 0.25, 0.4, 0.95
 LAMBDA_M, LAMBDA_R = 1.25, 0.5
 
@@ -95,9 +100,7 @@ def _gram(vecs: np.ndarray) -> np.ndarray:
     two-core machine OpenBLAS's thread hand-off costs ~50 ms for a 480 x 480 product, one
     thread ~5 ms. Without threadpoolctl (an optional speed-up, not a dependency) plain numpy."""
     v = np.ascontiguousarray(vecs, dtype=np.float32)
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
+    if threadpool_limits is None:
         return (v @ v.T).astype(np.float64)
     with threadpool_limits(1, user_api="blas"):
         return (v @ v.T).astype(np.float64)

@@ -61,6 +61,7 @@ from ..base import Env, RecallRequest, Recollection
 from ..render import OPEN, render, render_line, session_header
 from . import cache, graph
 from ...storage.rows import Source
+from ..registry import get
 
 log = logging.getLogger(__name__)
 
@@ -183,15 +184,13 @@ class WorkspaceStrategy:
 
     # -- recall ------------------------------------------------------------------------------
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
-        from .recall import workspace_recall
+        from .recall import workspace_recall  # lazy: cycle with strategies.workspace.recall
 
         s = request.options.of(WorkspaceOptions)
         t0 = time.perf_counter()
         snap = cache.snapshot(cache.of(env.ns), env.space)
         scheme = "fixed" if s.fixed_seg else "topic"
         if not snap.ids.get(scheme):   # nothing curated yet: raw-turn search keeps recall working
-            from ..registry import get
-
             out = get("plain").recall(env, request)
             out.route_reason = "workspace: no threads curated yet, fell back to plain search"
             return out
