@@ -24,7 +24,7 @@ def page_text(space: StrategySpace, ns: str, page: str) -> str:
 
     ensure(space)
     pid = page if page.startswith("wiki-") else f"wiki-{page}"
-    rows = space.rows(PAGE, eq={"id": pid}, columns=["id", "type", "title", "text",
+    rows = space.derived.rows(PAGE, eq={"id": pid}, columns=["id", "type", "title", "text",
                                                      "trajectory_ids"])
     if not rows:
         from urllib.parse import quote
