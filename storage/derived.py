@@ -18,8 +18,6 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pyarrow as pa
 
-from lancedb.index import Bitmap, BTree
-
 from . import snapshot
 from .core import SpaceCore, model_tag
 from .db import ensure_index, retrying, sql_in, sql_str
@@ -172,6 +170,8 @@ class Derived:
         segment keeps the values of deleted rows, and keys such as a page's can be words of a
         message), on a smaller table those it has. Failures (a full or read-only disk) are
         logged: an index only speeds reads up."""
+        from lancedb.index import Bitmap, BTree  # lazy: circular before lancedb loads
+
         done = self._scalar_done
         if kind in done and not rebuild:
             return

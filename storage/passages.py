@@ -38,7 +38,6 @@ import time
 from collections import OrderedDict
 
 import numpy as np
-from lancedb.index import BTree
 
 from .core import SpaceCore
 from .db import ensure_index, retrying, sql_in
@@ -122,6 +121,8 @@ class Passages:
         if not self._fts_ready:   # also a table re-embedded for a new model
             with self.core.store.index_lock(self.core.namespace):
                 if not tbl.list_indices():
+                    from lancedb.index import BTree  # lazy: circular before lancedb loads
+
                     for column, config in (("search_text", fts_config()), ("source_id", BTree())):
                         ensure_index(tbl, column, config)
                 self._fts_ready = True

@@ -7,7 +7,6 @@ import heapq
 import json
 
 import numpy as np
-from lancedb.index import BTree
 
 from . import snapshot
 from .core import SpaceCore
@@ -45,6 +44,8 @@ class Sources:
             # namespaces' reads do not wait for this build
             with self.core.store.index_lock(self.core.namespace):
                 if not tbl.list_indices():
+                    from lancedb.index import BTree  # lazy: circular before lancedb loads
+
                     # BM25 over search_text; B-trees so that lookups by id / ref / session
                     # (``get`` after every search, dedupe on every remember) do not scan
                     for column, config in (("search_text", fts_config()), ("id", BTree()),
