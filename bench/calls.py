@@ -1,13 +1,14 @@
-"""What one recall touches: ``Space`` method calls and trimem modules entered, per strategy.
+"""What one recall touches: storage method calls and trimem modules entered, per strategy.
 
     python -m trimem.bench.calls --home STORE --data ../shared/data/locomo --strategies auto,wiki
 
 On a store the LoCoMo benchmark built (``--home``, namespace = conversation), each of the first
 ``--n`` questions of ``--conv`` is recalled once per strategy (after one warm-up recall each),
 through the ``recall`` tool (``tool``: the tool layer, its recall log included) and through the
-strategy alone (``strategy``). Counted per recall: every call of a ``Space`` method, calls the
-methods make to each other included (the class's methods are wrapped for the run), the calls
-made from outside ``Space`` (``outer``: what the callers ask of it; ``top_calls`` lists those),
+strategy alone (``strategy``). Counted per recall: every call of a method of ``Space`` or of a
+repository it is composed of (``Sources.get``, ``Derived.rows``, ...), calls the methods make to
+each other included (the classes' methods are wrapped for the run), the calls made from outside
+them (``outer``: what the callers ask of storage; ``top_calls`` lists those),
 the distinct ``trimem`` modules whose code ran (``sys.setprofile`` in every thread; auto's
 voter pool is restarted so its threads are profiled too), and LanceDB round trips
 (``lancedb_mean``: every call lancedb's synchronous API makes into its background event loop:
@@ -28,20 +29,22 @@ from typing import Any
 
 
 class Counting:
-    """Wraps every method of a class for the run; ``calls`` counts them by name, ``outer`` only
-    the calls made from outside the class (what the strategies ask of it)."""
+    """Wraps every method of some classes for the run (a namespace's ``Space`` and the
+    repositories it is composed of); ``calls`` counts them by ``Class.method``, ``outer`` only
+    the calls made from outside them (what the strategies ask of storage)."""
 
-    def __init__(self, cls):
-        self.cls, self.calls, self.outer, self.saved = cls, Counter(), Counter(), {}
+    def __init__(self, *classes):
+        self.calls, self.outer = Counter(), Counter()
+        self.saved: list[tuple[type, str, Any]] = []
         self.lock = threading.Lock()
         self.depth = threading.local()
-        for klass in cls.__mro__[:-1]:
-            for name, fn in vars(klass).items():
-                if (name.startswith("__") or not callable(fn) or name in self.saved
+        for cls in classes:
+            for name, fn in vars(cls).items():
+                if (name.startswith("__") or not callable(fn)
                         or isinstance(fn, (staticmethod, classmethod))):
                     continue
-                self.saved[name] = getattr(cls, name) if name in vars(cls) else None
-                setattr(cls, name, self._wrap(name, fn))
+                self.saved.append((cls, name, fn))
+                setattr(cls, name, self._wrap(f"{cls.__name__}.{name}", fn))
 
     def _wrap(self, name, fn):
         @functools.wraps(fn)
@@ -59,11 +62,8 @@ class Counting:
         return counted
 
     def restore(self):
-        for name, fn in self.saved.items():
-            if fn is None:
-                delattr(self.cls, name)
-            else:
-                setattr(self.cls, name, fn)
+        for cls, name, fn in self.saved:
+            setattr(cls, name, fn)
 
 
 class Modules:
@@ -108,7 +108,15 @@ class RoundTrips:
 
 def run(args) -> dict:
     from ..server.settings import Settings
+    from ..storage.core import SpaceCore
+    from ..storage.derived import Derived
+    from ..storage.logs import Log
+    from ..storage.memories import Memories
+    from ..storage.passages import Passages
+    from ..storage.sessions import Sessions
+    from ..storage.sources import Sources
     from ..storage.space import Space
+    from ..storage.upkeep import Upkeep
     from ..strategies.base import RecallRequest
     from ..strategies.registry import get
     from ..tools.recall import recall
@@ -128,7 +136,8 @@ def run(args) -> dict:
             per_calls, per_outer, per_mods, per_lance, by_name = [], [], [], [], Counter()
             for q in qs:
                 env = rt.env(name)
-                counting = Counting(Space)
+                counting = Counting(Space, SpaceCore, Sources, Passages, Sessions, Memories,
+                                    Derived, Log, Upkeep)
                 trips = RoundTrips()
                 mods.seen, mods.on = set(), True
                 try:

@@ -160,7 +160,7 @@ def stored_refs(home: Path, namespace: str) -> list[str]:
     try:
         if namespace not in rt.store.namespaces():
             return []
-        return [str(r.ref) for r in rt.space(namespace).all_sources()]
+        return [str(r.ref) for r in rt.space(namespace).sources.all()]
     finally:
         rt.close(2.0)
 
@@ -210,8 +210,8 @@ def run(args) -> dict:
     for name, raw in convs:
         conv = raw.get("conversation", raw)
         ns = project_namespace(made[name]["cwd"])
-        rt_c.space(ns).wait_upkeep(timeout=600, flush=True)
-        rt_d.space(name).wait_upkeep(timeout=600, flush=True)
+        rt_c.space(ns).upkeep.wait(timeout=600, flush=True)
+        rt_d.space(name).upkeep.wait(timeout=600, flush=True)
         texts = {t["dia_id"]: norm_ws(turn_text(t)) for _, _, ts in sessions(conv) for t in ts}
         qas = [(qa, norm_evidence(qa.get("evidence", []), set(texts))[0]) for qa in raw["qa"]
                if qa.get("category") in cats]

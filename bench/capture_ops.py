@@ -63,7 +63,7 @@ def _fill(home: Path, ns: str, size: int, rng: random.Random) -> float:
                 msgs += [Message(content=ask, speaker="user", ref=f"fill-{i}"),
                          Message(content=reply, speaker="assistant", ref=f"fill-{i + 1}")]
             remember(rt, msgs, session_id=f"fill-{start // 200}", namespace=ns)
-        rt.space(ns).wait_upkeep(timeout=1800, flush=True)
+        rt.space(ns).upkeep.wait(timeout=1800, flush=True)
     finally:
         rt.close()
     return time.perf_counter() - t0

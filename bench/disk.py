@@ -5,12 +5,12 @@
 Sums the sizes of the files under ``--home`` (and counts them), table by table kind, and divides
 by the turns (rows of every ``sources`` table) and the recalls (rows of every ``recalls``
 table). ``--settle`` first compacts each namespace's tables and deletes every superseded version
-(``Space.optimize(purge=True)``): what upkeep leaves ``keep_versions`` after its last compaction;
+(``Space.upkeep.optimize(purge=True)``): what upkeep leaves ``keep_versions`` after its last compaction;
 without it the folder is measured as the last process left it. Copy a folder to measure with
 ``cp -a``: a copy that resets the files' times (``cp -r``) makes LanceDB's cleanup keep the old
 versions' data files (it deletes only files older than its cutoff) and they stay for 7 days.
 ``--replay NS`` first deletes namespace NS's recall log and writes its records again, in order,
-through this code's ``log_recall`` (each trace as the recall produced it: its stored form read
+through this code's ``Log.add_recall`` (each trace as the recall produced it: its stored form read
 back with the texts filled in, as ``explain`` reads it), so one run's recalls measure another
 version's log format and upkeep; then it waits ``keep_versions`` and lets upkeep finish.
 ``--columns`` adds ``live_columns``: the bytes of the rows each table holds at its current
@@ -79,7 +79,7 @@ def settle(home: Path) -> None:
 
     store = open_store(home)
     for ns in store.namespaces():
-        store.space(ns).optimize(purge=True)
+        store.space(ns).upkeep.optimize(purge=True)
     store.close()
 
 
@@ -94,15 +94,15 @@ def replay(home: Path, ns: str) -> int:
     sp = rt.env(ns).space
     tbl = sp.table("recalls")
     rows = sorted(tbl.search().limit(None).to_list(), key=lambda r: r["created_at"])
-    traces = {r["recall_id"]: sp.get_recall(r["recall_id"]).trace for r in rows}  # as produced
+    traces = {r["recall_id"]: sp.log.get_recall(r["recall_id"]).trace for r in rows}  # as produced
     sp.store.drop_table(tbl.name)
     for r in rows:
-        sp.log_recall(r["recall_id"], r["query"], r["strategy"], list(r["source_ids"] or []),
+        sp.log.add_recall(r["recall_id"], r["query"], r["strategy"], list(r["source_ids"] or []),
                       traces[r["recall_id"]], RecallPolicy())
-    sp.flush_recalls()
-    time.sleep(sp.keep_versions.total_seconds() + 5)
-    sp.wait_upkeep(600, flush=True)
-    time.sleep(sp.keep_versions.total_seconds() + 5)   # the last compaction's leftovers go
+    sp.log.flush()
+    time.sleep(sp.upkeep.keep_versions.total_seconds() + 5)
+    sp.upkeep.wait(600, flush=True)
+    time.sleep(sp.upkeep.keep_versions.total_seconds() + 5)   # the last compaction's leftovers go
     rt.close()
     return len(rows)
 

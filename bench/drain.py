@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> None:
         space = rt.space(args.namespace)
 
         def counts():
-            return collections.Counter(s.curation for s in space.list_sessions())
+            return collections.Counter(s.curation for s in space.sessions.all())
 
         c0, t0 = counts(), time.perf_counter()
         time.sleep(args.seconds)

@@ -70,7 +70,7 @@ def run(args) -> dict:
     out["ingest_settled_turns_per_s"] = round(n / (time.perf_counter() - t0), 1)
     out["turns"] = n
 
-    rt.space("c").wait_upkeep(timeout=600, flush=True)
+    rt.space("c").upkeep.wait(timeout=600, flush=True)
     lat = []
     for i in range(args.exchanges):
         q = questions[i % len(questions)]
@@ -92,7 +92,7 @@ def run(args) -> dict:
         lat.append(time.perf_counter() - t0)
     out["query_embed_ms"] = {"p50": pct(lat, 50), "p95": pct(lat, 95), "n": len(lat)}
 
-    rt.space("c").wait_upkeep(timeout=600, flush=True)
+    rt.space("c").upkeep.wait(timeout=600, flush=True)
     for q in questions[:10]:
         recall(rt, q, "auto", "c", 2000)
     lat = []

@@ -37,9 +37,10 @@ ROOT = Path(__file__).resolve().parent.parent
 NS = "exchange"
 PROFILE_OUT: list[str] = []   # --profile FILE: the profiled call's pstats file
 GAP_S = 0.0                   # --gap: seconds between two exchanges (the host's model thinking)
-STEPS = ("embed", "passage_rows", "get_session", "sources_by_refs", "write_lock", "see_latest",
-         "count_sources", "session_refs", "put_session", "add_sources", "add_passages",
-         "after_write", "audit", "enqueue", "_held")
+# a step is a function's name, or ``<module>.<name>`` where storage's repositories share a name
+STEPS = ("embed", "passages.rows_of", "sessions.get", "sources.by_refs", "write_lock", "see_latest",
+         "sources.count", "sources.session_refs", "sessions.put", "sources.add", "passages.add",
+         "upkeep.after_write", "audit", "enqueue", "_held")
 
 
 def runtime(home: str, curation: bool):
@@ -59,7 +60,7 @@ def fill(home: str, turns: int, seed: int) -> None:
         msgs = msgs[:turns - have]
         remember(rt, [Message(**m) for m in msgs], session_id=sid, session_time=when, namespace=NS)
         have += len(msgs)
-    rt.space(NS).wait_upkeep(timeout=600, flush=True)
+    rt.space(NS).upkeep.wait(timeout=600, flush=True)
     rt.close()
 
 
@@ -114,8 +115,9 @@ def profile_one(rt, sid: str, i: int) -> dict:
     out: dict[str, float | int] = {"commits": n}
     root = str(ROOT)
     for (path, _, name), row in st.stats.items():  # type: ignore[attr-defined]
-        if name in STEPS and path.startswith(root):
-            out[name] = round(out.get(name, 0) + row[3] * 1000, 1)
+        step = name if name in STEPS else f"{Path(path).stem}.{name}"
+        if step in STEPS and path.startswith(root):
+            out[step] = round(out.get(step, 0) + row[3] * 1000, 1)
     out["total"] = round(max(r[3] for r in st.stats.values()) * 1000, 1)  # type: ignore[attr-defined]
     return out
 
@@ -162,7 +164,7 @@ def live(home: str, rounds: int) -> dict:
                 time.sleep(GAP_S)
     prof = profile_one(rt, sid, rounds + 3)
     rt.curation.wait_idle()
-    space.wait_upkeep(timeout=600, flush=True)
+    space.upkeep.wait(timeout=600, flush=True)
     rt.close()
     return {"rounds": rounds, "p50_ms": pct(lat, 50), "p95_ms": pct(lat, 95),
             "max_ms": pct(lat, 100), "cpu_p50_ms": pct(cpu, 50), "gap_s": GAP_S,

@@ -82,16 +82,16 @@ def harvest(home: Path, datas: list[str], convs: str, budget: int,
             rt = runtimes[where]
             asked.add(ns)
             space = rt.space(ns)
-            if not space.count_sources():
+            if not space.sources.count():
                 ingest(rt, ns, raw)
             rt.curation.wait_idle()
-            rows |= {r.id: r for r in space.all_sources()}
+            rows |= {r.id: r for r in space.sources.all()}
             if ns in done:
                 continue
             conv = raw.get("conversation", raw)
             env = rt.env(ns)
             texts = {t["dia_id"]: norm_ws(turn_text(t)) for _, _, ts in sessions(conv) for t in ts}
-            by_ref = {r.ref: r.id for r in space.all_sources()}
+            by_ref = {r.ref: r.id for r in space.sources.all()}
             for qa in raw["qa"]:
                 if qa.get("category") not in cats:
                     continue

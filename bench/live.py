@@ -29,7 +29,7 @@ def measure_live(rt, space, ns: str, strategy: str, questions: list[str], rounds
 
     stream = Synth(seed=seed + 1000).sessions()
     stamp = time.strftime("%Y%m%d%H%M%S")
-    when = space.latest_session_time() or datetime(2030, 1, 1, tzinfo=timezone.utc)
+    when = space.sessions.latest_time() or datetime(2030, 1, 1, tzinfo=timezone.utc)
     lat, busy, rem = [], [], []
     for i in range(rounds):
         _, _, msgs = next(stream)

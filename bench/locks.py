@@ -157,7 +157,7 @@ def check(home: str, acks: str, mine: list[str], lease: float, wait: float) -> d
     acked = [ref for line in Path(acks).read_text().splitlines() if line.endswith("]")
              for ref in json.loads(line)]
     rt = Runtime(settings(home, lease, wait).to_config())
-    rows = rt.space(NS).all_sources()
+    rows = rt.space(NS).sources.all()
     rt.close(10)
     count = Counter((r.session_id, r.ref) for r in rows)
     stored = {ref for _, ref in count if ref is not None}

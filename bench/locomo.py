@@ -172,7 +172,7 @@ def consolidate_ns(rt, ns: str, min_cluster_size: int) -> dict:
     space = rt.space(ns)
 
     def active() -> int:
-        return sum(len(space.memories_of_kind(k)) for k in ("episode", "fact"))
+        return sum(len(space.memories.of_kind(k)) for k in ("episode", "fact"))
 
     before = active()
     out = anyio.run(lambda: consolidate(rt, ns, False, min_cluster_size))
@@ -325,7 +325,7 @@ def run(args) -> dict:
         for mode in modes:
             ns = name if mode == modes[0] else f"{name}-{mode or 'heuristics'}"
             t0 = time.perf_counter()
-            if args.reuse and rt.space(ns).count_sources():
+            if args.reuse and rt.space(ns).sources.count():
                 print(f"  {ns}: reusing the stored conversation", file=sys.stderr)
             else:
                 n_turns += ingest(rt, ns, raw, mode)
@@ -335,7 +335,7 @@ def run(args) -> dict:
                 consolidation[ns] = consolidate_ns(rt, ns, args.min_cluster_size)
             # the store as a host finds it after a pause: compacted and indexed (storage/upkeep.py;
             # the questions' own recall-log writes never leave the idle moment that would do it)
-            rt.space(ns).wait_upkeep(timeout=600, flush=True)
+            rt.space(ns).upkeep.wait(timeout=600, flush=True)
             for qa, gold in qas:
                 for (s, b), (r, context) in ask(rt, ns, qa, gold, texts, strategies, budgets,
                                                 options, args.pause_s).items():

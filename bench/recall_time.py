@@ -43,7 +43,7 @@ def run(args) -> dict:
 
     recall_tool._run = keep
     try:
-        stored = rt.space(NS).count_sources()
+        stored = rt.space(NS).sources.count()
         synth = Synth(seed=args.seed)
         skip(synth.sessions(), [], min(stored, args.stored), 0)
         qs = synth.pick_questions(args.queries + args.warmup, seed=args.stored)

@@ -41,7 +41,7 @@ def run_one(home: str, sessions: int, queries: int) -> dict:
         t0 = time.perf_counter()
         remember(rt, [Message(**m) for m in msgs], sid, when, "bench")
         rem.append(1000 * (time.perf_counter() - t0))
-    rt.space("bench").wait_upkeep(flush=True)
+    rt.space("bench").upkeep.wait(flush=True)
     rec = []
     for q in syn.pick_questions(queries, seed=1):
         t0 = time.perf_counter()

@@ -111,7 +111,7 @@ def block(text: str, lang: str = "") -> str:
 def rows_of(space) -> list[dict]:
     out = []
     for k in ("episode", "fact"):
-        for m in space.memories_of_kind(k):
+        for m in space.memories.of_kind(k):
             out.append({"kind": k, "origin": m.origin, "written_by": m.body.get("written_by"),
                         "text": m.text, "refs": m.refs})
     return out
@@ -167,10 +167,10 @@ async def demo(home: str) -> str:
             f"`{json.dumps(res.structured_content['host_model'])}`\n\nStored after:\n")
         after = rows_of(space)
         say(block(json.dumps(after, indent=1), "json"))
-        fid = next(m.id for m in space.memories_of_kind("fact"))
+        fid = next(m.id for m in space.memories.of_kind("fact"))
         exp = await c.call_tool("explain", {"id": fid})
         say(f"\n`explain` of a fact: {exp.structured_content['summary']}\n")
-        claims = space.rows("wiki_claims", columns=["id", "text", "subject", "slot", "ref"])
+        claims = space.derived.rows("wiki_claims", columns=["id", "text", "subject", "slot", "ref"])
         say("\nThe wiki's claims after (the host's, and the sentence claims of an exchange it "
             "gave none for):\n")
         say(block(json.dumps(sorted(claims, key=lambda c: c["ref"]), indent=1), "json"))
@@ -200,14 +200,14 @@ async def demo(home: str) -> str:
         space = srv.runtime.space("default")
         say("\n## 3. What a merge writes\n")
         for op in merges:
-            texts = [m.text for m in space.get_memories(op["ids"])]
-            (keep,) = space.get_memories([op["into"]])
+            texts = [m.text for m in space.memories.get(op["ids"])]
+            (keep,) = space.memories.get([op["into"]])
             say(block(json.dumps({"absorbed": texts, "survivor_before": keep.lineage["text_before"],
                                   "merged_text": keep.text, "merged_text_by":
                                   keep.body["merged_text_by"]}, indent=1), "json"))
         res = await c.call_tool("consolidate", {"min_cluster_size": 2})
         for op in merges:
-            (keep,) = space.get_memories([op["into"]])
+            (keep,) = space.memories.get([op["into"]])
             say("\nAt the next `consolidate` the host's model rewrites it:\n")
             say(block(json.dumps({"merged_text": keep.text, "merged_text_by":
                                   keep.body["merged_text_by"]}, indent=1), "json"))
@@ -236,7 +236,7 @@ async def demo(home: str) -> str:
             a = rows_of(space)
             say(f"| {mode} | {proto} | {status} | `{hm}` | {len(b)} → {len(a)} "
                 f"({', '.join(sorted({r['origin'] for r in a}))}) | "
-                f"{len(space.sources_by_session('s1'))} |")
+                f"{len(space.sources.by_session('s1'))} |")
     return "\n".join(out)
 
 

@@ -43,7 +43,7 @@ def ingest(rt, space, stream, carry: list, target: int, embed: Timed) -> dict:
     """Grow the namespace to ``target`` rows, one remember call per session."""
     from ..tools.remember import Message, remember
 
-    have = space.count_sources()
+    have = space.sources.count()
     n0, e0, b0, t0 = have, sum(embed.times), sum(embed.bg), time.perf_counter()
     marks, last_t, last_n, calls = [], t0, have, []
     step = max(1, (target - have) // 10)
@@ -100,15 +100,15 @@ def wait_for_index(space, builds: Timed, n_before: int) -> dict:
     t0 = time.perf_counter()
     # compaction and index builds run in the background; the idle compaction of the last
     # writes is flushed too, so recall is timed on a settled store, not beside a compaction
-    if not space.wait_upkeep(timeout=1800, flush=True):
+    if not space.upkeep.wait(timeout=1800, flush=True):
         raise SystemExit("background upkeep did not finish within 30 minutes")
     waited = time.perf_counter() - t0
     auto = [round(t, 2) for t in builds.bg[n_before:]]  # built in the background at this size
-    tbl = space._sources()
+    tbl = space.sources.table()
     explicit = None
-    if not space.has_vector_index(tbl):
+    if not space.upkeep.has_vector_index(tbl):
         n = len(builds.times)
-        space.build_vector_index("sources")
+        space.upkeep.build_vector_index("sources")
         explicit = round(builds.times[n], 2)
     stats = {}
     for ix in tbl.list_indices():
@@ -124,8 +124,8 @@ def measure_recall(rt, space, questions: list[str], warmup: int) -> dict:
 
     for q in questions[:warmup]:
         recall(rt, q, STRATEGY[0], NS, 2000)
-    fetch, logr = Timed(space.get_sources), Timed(space.log_recall)
-    space.get_sources, space.log_recall = fetch, logr
+    fetch, logr = Timed(space.sources.get), Timed(space.log.add_recall)
+    space.sources.get, space.log.add_recall = fetch, logr
     lat, empty, n_src = [], 0, []
     try:
         for q in questions[warmup:]:
@@ -135,15 +135,15 @@ def measure_recall(rt, space, questions: list[str], warmup: int) -> dict:
             empty += out.abstain
             n_src.append(len(out.sources))
     finally:
-        del space.get_sources, space.log_recall
+        del space.sources.get, space.log.add_recall
     emb, fts, vec = [], [], []
     for q in questions[warmup:]:
         t0 = time.perf_counter()
         qv = rt.embed_query(q)
         t1 = time.perf_counter()
-        space.fts_sources(q, 100)
+        space.sources.fts_search(q, 100)
         t2 = time.perf_counter()
-        space.vector_sources(qv, 100)
+        space.sources.vector_search(qv, 100)
         t3 = time.perf_counter()
         emb.append(t1 - t0)
         fts.append(t2 - t1)
@@ -169,7 +169,7 @@ def recall_during_rebuild(rt, space, questions: list[str]) -> dict:
 
     def build():
         try:
-            space.build_vector_index("sources", True)
+            space.upkeep.build_vector_index("sources", True)
         finally:
             done.set()
 
@@ -254,11 +254,11 @@ def run(args) -> dict:
     space = rt.space(NS)  # opens the store and loads the embedding model (dimension, binding)
     rt.embed(["warm-up"])
     out["model_load_s"] = round(time.perf_counter() - t0, 2)
-    stored = space.count_sources()
+    stored = space.sources.count()
     if stored and not args.reuse:
         raise SystemExit(f"namespace {NS!r} in {home} is not empty: use a new --home (or --reuse)")
-    builds = Timed(space.build_vector_index)
-    space.build_vector_index = builds
+    builds = Timed(space.upkeep.build_vector_index)
+    space.upkeep.build_vector_index = builds
     synth, carry = Synth(seed=args.seed), []
     stream = synth.sessions()
     for size in sorted(int(s) for s in args.sizes.split(",")):
@@ -273,7 +273,7 @@ def run(args) -> dict:
                 cur.wait_idle()
             res["ingest"]["curation_drain_s"] = round(time.perf_counter() - t1, 1)
             t1 = time.perf_counter()   # an earlier process's last writes may be uncompacted and
-            space.optimize()           # unindexed (its idle compaction died with it): settle them
+            space.upkeep.optimize()           # unindexed (its idle compaction died with it): settle them
             res["ingest"]["optimize_s"] = round(time.perf_counter() - t1, 1)
         else:
             before = stored_before(out)
@@ -293,7 +293,7 @@ def run(args) -> dict:
             log(f"size {size}: {args.live} x remember a session, then recall at once")
             res["live"] = measure_live(rt, space, NS, STRATEGY[0], qs[args.warmup:], args.live,
                                        args.seed)
-            space.wait_upkeep(timeout=1800, flush=True)
+            space.upkeep.wait(timeout=1800, flush=True)
         log(f"size {size}: recall while the vector index is rebuilt")
         res["during_rebuild"] = recall_during_rebuild(rt, space, qs)
         res["rss_peak_mb"], res["rss_now_mb"] = rss_mb()
@@ -301,7 +301,7 @@ def run(args) -> dict:
                          for k, n in space.stats().items()}
         disk = space.disk_bytes()   # after upkeep: compacted, old versions cleaned up
         res["disk"] = None if disk is None else {
-            "bytes": disk, "per_stored_turn": round(disk / max(1, space.count_sources()))}
+            "bytes": disk, "per_stored_turn": round(disk / max(1, space.sources.count()))}
         res["loadavg"] = os.getloadavg()
         out["sizes"][size] = res
         if args.json:  # partial results survive a later failure

@@ -58,12 +58,12 @@ def compare_sources(sa, sb) -> bool:
     import numpy as np
 
     cols = ("id", "session_id", "seq", "ref", "speaker", "timestamp", "text", "metadata")
-    ra = sorted(sa.all_sources(), key=lambda r: r.id)
-    rb = sorted(sb.all_sources(), key=lambda r: r.id)
+    ra = sorted(sa.sources.all(), key=lambda r: r.id)
+    rb = sorted(sb.sources.all(), key=lambda r: r.id)
     if [r.view(*cols) for r in ra] != [r.view(*cols) for r in rb]:
         return False
     ids = [r.id for r in ra]
-    va, vb = sa.source_vectors(ids), sb.source_vectors(ids)
+    va, vb = sa.sources.vectors(ids), sb.sources.vectors(ids)
     return all(np.array_equal(va[i], vb[i]) for i in ids)
 
 
@@ -71,9 +71,9 @@ def settle(space) -> None:
     """Background upkeep folds rows into the indexes at moments that depend on timing, and a
     BM25 index built in steps scores like no other: wait for upkeep, compact, and build the
     full-text index once from the rows (what ``forget`` does), so both homes search alike."""
-    space.wait_upkeep(flush=True)
-    space.optimize()
-    space.rebuild_text_index()
+    space.upkeep.wait(flush=True)
+    space.upkeep.optimize()
+    space.sources.rebuild_text_index()
 
 
 def locomo(args) -> dict:

@@ -53,7 +53,7 @@ def _day(t) -> str:
 
 
 def _asks(space: Space, session_id: str) -> list[str]:
-    rows = [r for r in space.sources_by_session(session_id) if r.speaker == "user"]
+    rows = [r for r in space.sources.by_session(session_id) if r.speaker == "user"]
     rows.sort(key=lambda r: r.seq or 0)
     texts = [str(r.text or "").strip() for r in rows]
     texts = [t for t in texts if t]
@@ -72,7 +72,7 @@ def _threads(space: Space) -> list[str]:
 def build(rt: Runtime, namespace: str, budget_tokens: int) -> str:
     """The context for ``namespace`` ("" when it holds nothing)."""
     space = rt.space(namespace)
-    sessions = [s for s in space.list_sessions() if s.namespace == namespace]
+    sessions = [s for s in space.sessions.all() if s.namespace == namespace]
     if not sessions:
         return ""
     sessions.sort(key=lambda s: s.last_ts or s.session_time or datetime.min,

@@ -81,8 +81,8 @@ def _known(rt: Runtime, ns: str, sid: str, entries: list[Entry]) -> set[str]:
     if ns not in rt.store.namespaces():
         return set()
     space = rt.space(ns)
-    have = {r.ref for r in space.sources_by_refs([e.ref for e in entries]) if r.ref is not None}
-    gone = {i for r in space.rows("audit", eq={"op": "forget"}, columns=["target_ids"])
+    have = {r.ref for r in space.sources.by_refs([e.ref for e in entries]) if r.ref is not None}
+    gone = {i for r in space.derived.rows("audit", eq={"op": "forget"}, columns=["target_ids"])
             for i in (r["target_ids"] or [])}
     return have | {e.ref for e in entries
                    if {stable_id("src", ns, s, e.ref) for s in {sid, e.origin or sid}} & gone}

@@ -82,10 +82,10 @@ def routes(rt: Runtime):
     def session(q):
         ns, space = space_of(q)
         sid = q.get("id") or ""
-        msgs = space.sources_by_session(sid)
+        msgs = space.sources.by_session(sid)
         if not msgs:
             raise ToolFailure(f"no session {sid!r} in namespace {ns!r}")
-        return V.session(ns, sid, space.get_session(sid), msgs)
+        return V.session(ns, sid, space.sessions.get(sid), msgs)
 
     def wiki(q):
         from ..tools.wiki_pages import page_with_claims  # lazy: the tools layer, not in a hook

@@ -13,5 +13,5 @@ if TYPE_CHECKING:
 
 def sessions(space: Space) -> list[Session]:
     far = datetime.max.replace(tzinfo=timezone.utc)
-    rows = [s for s in space.list_sessions() if s.namespace == space.namespace]
+    rows = [s for s in space.sessions.all() if s.namespace == space.namespace]
     return sorted(rows, key=lambda s: (s.session_time or far, s.session_id))

@@ -224,8 +224,8 @@ class Store:
             spaces = list(self._spaces.values())
         end = time.monotonic() + timeout
         for sp in spaces:   # queued recall records first: writing them is upkeep's to follow
-            sp.close_recalls(max(0.0, end - time.monotonic()))
-        return all([sp.close_upkeep(max(0.0, end - time.monotonic())) for sp in spaces])
+            sp.log.close(max(0.0, end - time.monotonic()))
+        return all([sp.upkeep.close(max(0.0, end - time.monotonic())) for sp in spaces])
 
     @contextmanager
     def write_lock(self, namespace: str, wait_s: float | None = None) -> Iterator[Held | None]:

@@ -19,21 +19,17 @@ import numpy as np
 import pyarrow as pa
 
 from . import snapshot
+from .core import SpaceCore, model_tag
 from .db import ensure_index, retrying, sql_in, sql_str
+from .fts import match_rows
 from .locks import LockBusy
-from .parts import SpaceParts
-from .schema import ZSTD, compressed, uncompressed_columns
+from .ranking import TIE_EXTRA, fts_config
+from .schema import compressed
 
 log = logging.getLogger(__name__)
 # a search that finds a derived table's full-text index missing builds it under the namespace's
 # write lock (``Store.index_lock``), waiting at most this long for a writer
 READ_INDEX_WAIT_S = 2.0
-
-
-def model_tag(model: str, dim: int) -> str:
-    from .space import model_tag as tag
-
-    return tag(model, dim)
 
 
 # Schema metadata of a derived table without vectors whose rows still depend on the embedding
@@ -76,67 +72,42 @@ def _where(eq: dict[str, Any] | None, extra: str | None = None,
     return " AND ".join(parts) or None
 
 
-class DerivedMixin(SpaceParts):
-    """Methods of :class:`~trimem.storage.space.Space` for strategy-owned tables."""
+class Derived:
+    """The strategies' own tables, by kind (``Space.derived``)."""
 
-    def table_copy(self, kind: str, tbl, follows_bulk_writes: bool = False) -> snapshot.State | None:
-        """The in-process copy of ``kind``'s table at its version (``snapshot.py``), or None
-        where LanceDB answers. ``follows_bulk_writes``: a table curation does not rewrite, so
-        its copy is reloaded for curation's reads too."""
-        copy = self._copies.get(kind)
-        if copy is None:
-            copy = self._copies.setdefault(kind, snapshot.TableCopy(
-                self.namespace, self.store.vector_index_min_rows, follows_bulk_writes,
-                self.store.budget.copies))
-        return copy.current(tbl)
+    def __init__(self, core: SpaceCore):
+        self.core = core
+        self._fts_seen: dict[tuple[str, str], object] = {}   # (kind, column) -> a handle that had it
+        self._shape_done: set[str] = set()    # kinds whose columns were checked (``reshape``)
+        self._scalar_done: set[str] = set()   # kinds whose scalar indexes were built
 
     def memo(self, kind: str, name: str) -> dict | None:
         """A dict kept with the in-process copy of ``kind``'s table at the version it holds
         (empty at first, gone with that version), for what readers derive from its rows and
         would derive again from the same rows on the next recall; None where LanceDB answers."""
-        tbl = self.derived_table(kind)
-        state = self.table_copy(kind, tbl) if tbl is not None else None
+        tbl = self.table(kind)
+        state = self.core.table_copy(kind, tbl) if tbl is not None else None
         return None if state is None else state.made.setdefault(name, {})
 
-    def touch_copy(self, kind: str) -> None:
-        copy = self._copies.get(kind)
-        if copy is not None:
-            copy.touch()
-
-    def derived_table(self, kind: str, schema: pa.Schema | None = None, create: bool = False) -> Any:
+    def table(self, kind: str, schema: pa.Schema | None = None, create: bool = False) -> Any:
         if schema is not None:
-            schema = sized(schema, self.dim)
+            schema = sized(schema, self.core.dim)
         if schema is not None and model_bound(schema):
-            self._vector_kinds.setdefault(kind, schema)
-        elif schema is None and kind not in self._vector_kinds and kind not in self._plain_kinds:
+            self.core.vector_kinds.setdefault(kind, schema)
+        elif (schema is None and kind not in self.core.vector_kinds
+              and kind not in self.core.plain_kinds):
             # a reader in a fresh process does not know yet whether `kind` has vectors: a
             # model-tagged table on disk says it does
-            tagged = (f"ns_{self.key}__{kind}__{model_tag(self.model, self.dim)}"
-                      if self.model and self.dim is not None else None)
-            if tagged and self.store.open_table(tagged) is not None:
-                self._vector_kinds[kind] = None
+            tagged = (f"ns_{self.core.key}__{kind}__{model_tag(self.core.model, self.core.dim)}"
+                      if self.core.model and self.core.dim is not None else None)
+            if tagged and self.core.store.open_table(tagged) is not None:
+                self.core.vector_kinds[kind] = None
             else:
-                self._plain_kinds.add(kind)
-        tbl = self.table(kind, schema, create=create)
+                self.core.plain_kinds.add(kind)
+        tbl = self.core.table(kind, schema, create=create)
         if create and tbl is not None:
-            self.encode(kind, tbl)
+            self.core.encode(kind, tbl)
         return tbl
-
-    def encode(self, kind: str, tbl) -> None:
-        """Give the compressible columns of ``kind``'s table (``schema.compressed``) their
-        on-disk compression where a table an earlier version created lacks it: its next
-        compaction rewrites the old rows with it (``optimize``), new rows are written with it.
-        The rows read back the same. Checked once per process per kind, before a write."""
-        done = self.__dict__.setdefault("_encoded", set())
-        if kind in done:
-            return
-        cols = uncompressed_columns(tbl.schema)
-        if cols:
-            with self.writing():
-                retrying(lambda: tbl.update_field_metadata(
-                    *({"path": c, "metadata": ZSTD} for c in cols)), f"encode {kind}", table=tbl)
-            log.info("%s: %d columns now compressed on disk", tbl.name, len(cols))
-        done.add(kind)
 
     def reshape(self, kind: str, schema: pa.Schema, convert: Callable[[dict], dict]) -> bool:
         """Rewrite ``kind``'s table into ``schema`` when it is stored with other columns (a
@@ -144,28 +115,28 @@ class DerivedMixin(SpaceParts):
         lock, then the table dropped and written again. Checked once per process per kind; True
         when it rewrote. A crash between the drop and the write leaves the table missing, which
         a strategy must treat as derived data to rebuild from the sources."""
-        done = self.__dict__.setdefault("_shape_done", set())
+        done = self._shape_done
         if kind in done:
             return False
-        schema = sized(schema, self.dim)
-        with self.writing():
-            self.store.refresh(self.name(kind))    # another process may have rewritten it
-            tbl = self.derived_table(kind, schema)
+        schema = sized(schema, self.core.dim)
+        with self.core.writing():
+            self.core.store.refresh(self.core.name(kind))    # another process may have rewritten it
+            tbl = self.table(kind, schema)
             if tbl is None or set(tbl.schema.names) == set(schema.names):
                 done.add(kind)
                 return False
             old = tbl.to_arrow().to_pylist()
             rows = [convert({k: v for k, v in r.items() if k != "namespace"}) for r in old
-                    if r.get("namespace") == self.namespace]
-            self.store.drop_table(tbl.name)
-            self._copies.pop(kind, None)
-            new = self.derived_table(kind, schema, create=True)
+                    if r.get("namespace") == self.core.namespace]
+            self.core.store.drop_table(tbl.name)
+            self.core.drop_copy(kind)
+            new = self.table(kind, schema, create=True)
             if rows:
                 for r in rows:
-                    r["namespace"] = self.namespace
+                    r["namespace"] = self.core.namespace
                 retrying(lambda: new.add(pa.Table.from_pylist(rows, schema=schema)),
                          f"reshape {kind}", table=new)
-        self.__dict__.get("_scalar_done", set()).discard(kind)   # the new table has none yet
+        self._scalar_done.discard(kind)   # the new table has none yet
         done.add(kind)
         log.info("rewrote %s into its current columns (%d rows)", tbl.name, len(rows))
         return True
@@ -177,16 +148,16 @@ class DerivedMixin(SpaceParts):
         # one row per key (the last wins): a merge with two source rows for one key is refused
         rows = list({r[key]: r for r in rows}.values())
         for r in rows:
-            r["namespace"] = self.namespace
+            r["namespace"] = self.core.namespace
             if "vector" in r:
                 r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
-        tbl = self.derived_table(kind, schema, create=True)
-        with self.writing():
-            self.rewrote(tbl)
+        tbl = self.table(kind, schema, create=True)
+        with self.core.writing():
+            self.core.rewrote(tbl)
             retrying(lambda: tbl.merge_insert(key).when_matched_update_all()
                      .when_not_matched_insert_all().execute(rows), f"upsert {kind}", table=tbl)
-        self.touch_copy(kind)
-        self.after_write(kind, len(rows))
+        self.core.touch_copy(kind)
+        self.core.after_write(kind, len(rows))
 
     def scalar_indexes(self, kind: str, columns: dict[str, str], rebuild: bool = False) -> None:
         """Scalar indexes on a derived table's filter columns (``{"id": "btree", "status":
@@ -199,26 +170,26 @@ class DerivedMixin(SpaceParts):
         segment keeps the values of deleted rows, and keys such as a page's can be words of a
         message), on a smaller table those it has. Failures (a full or read-only disk) are
         logged: an index only speeds reads up."""
-        from lancedb.index import BTree, Bitmap
+        from lancedb.index import Bitmap, BTree  # lazy: circular before lancedb loads
 
-        done = self.__dict__.setdefault("_scalar_done", set())
+        done = self._scalar_done
         if kind in done and not rebuild:
             return
-        tbl = self.derived_table(kind)
+        tbl = self.table(kind)
         if tbl is None:
             return
-        small = tbl.count_rows() < self.store.scalar_index_min_rows
+        small = tbl.count_rows() < self.core.store.scalar_index_min_rows
         if small:
             if not rebuild:
                 return
             have = {c for ix in tbl.list_indices() for c in ix.columns}
             columns = {c: how for c, how in columns.items() if c in have}
         try:
-            with self.store.index_lock(self.namespace):
+            with self.core.store.index_lock(self.core.namespace):
                 for col, how in columns.items():
                     cfg = Bitmap() if how == "bitmap" else BTree()
                     if rebuild:
-                        with self.writing():
+                        with self.core.writing():
                             retrying(lambda col=col, cfg=cfg: tbl.create_index(col, config=cfg, replace=True),
                                      f"rebuild index {kind}.{col}", table=tbl)
                     else:
@@ -235,10 +206,10 @@ class DerivedMixin(SpaceParts):
              contains: dict[str, str] | None = None) -> list[dict]:
         """Rows matching equality filters ``eq`` and ``contains`` (list column -> a value it
         must hold), values escaped, and a trusted ``where``."""
-        tbl = self.derived_table(kind)
+        tbl = self.table(kind)
         if tbl is None:
             return []
-        state = self.table_copy(kind, tbl) if where is None else None
+        state = self.core.table_copy(kind, tbl) if where is None else None
         if state is not None:
             try:
                 hit = np.flatnonzero(snapshot.eq_mask(state, eq, contains))[:limit]
@@ -255,19 +226,19 @@ class DerivedMixin(SpaceParts):
         if columns:
             q = q.select(sorted(set(columns) | {"namespace"}))
         out = q.limit(limit).to_list()
-        return [r for r in out if r.get("namespace") == self.namespace]
+        return [r for r in out if r.get("namespace") == self.core.namespace]
 
     def delete_rows(self, kind: str, eq: dict[str, Any]) -> None:
-        tbl = self.derived_table(kind)
+        tbl = self.table(kind)
         w = _where(eq)
         if tbl is not None and w:
-            with self.writing():
-                self.rewrote(tbl)
+            with self.core.writing():
+                self.core.rewrote(tbl)
                 retrying(lambda: tbl.delete(w), f"delete {kind}", table=tbl)
-            self.touch_copy(kind)
+            self.core.touch_copy(kind)
 
     def count_rows(self, kind: str, eq: dict[str, Any] | None = None) -> int:
-        tbl = self.derived_table(kind)
+        tbl = self.table(kind)
         return 0 if tbl is None else tbl.count_rows(_where(eq))
 
     def columns(self, kind: str, columns: list[str]) -> tuple[dict[str, list], np.ndarray | None]:
@@ -276,29 +247,29 @@ class DerivedMixin(SpaceParts):
         ``vector`` is asked for (else None). For reading a whole table that may be large (a
         graph snapshot): one Arrow scan, no dict and no list of floats per row (at 239k edges and
         24k threads, ``rows`` spent seconds building them)."""
-        tbl = self.derived_table(kind)
+        tbl = self.table(kind)
         want = [c for c in columns if c != "vector"]
         if tbl is None:
-            return {c: [] for c in want}, (np.zeros((0, self.dim or 0), np.float32)
+            return {c: [] for c in want}, (np.zeros((0, self.core.dim or 0), np.float32)
                                            if "vector" in columns else None)
         cols = sorted(set(columns) | {"namespace"})
         data = tbl.search().select(cols).limit(None).to_arrow()
-        mine = data["namespace"].to_numpy(zero_copy_only=False) == self.namespace
+        mine = data["namespace"].to_numpy(zero_copy_only=False) == self.core.namespace
         if not mine.all():
             data = data.filter(pa.array(mine))
         vecs = None
         if "vector" in columns:
-            vecs = snapshot.matrix(data) if data.num_rows else np.zeros((0, self.dim or 0),
+            vecs = snapshot.matrix(data) if data.num_rows else np.zeros((0, self.core.dim or 0),
                                                                         np.float32)
         return {c: snapshot.pylist(data.column(c)) for c in want}, vecs
 
     def nearest(self, kind: str, vector: np.ndarray, k: int, eq: dict[str, Any] | None = None,
                 columns: Iterable[str] = ("id",)) -> list[dict]:
         """Rows nearest to ``vector`` by cosine; each gets ``similarity``."""
-        tbl = self.derived_table(kind)
+        tbl = self.table(kind)
         if tbl is None:
             return []
-        state = self.table_copy(kind, tbl)
+        state = self.core.table_copy(kind, tbl)
         if state is not None:
             try:
                 mask = snapshot.eq_mask(state, eq) if eq else None
@@ -316,7 +287,7 @@ class DerivedMixin(SpaceParts):
             q = q.where(w, prefilter=True)
         out = []
         for r in q.limit(k).to_list():
-            if r.get("namespace") == self.namespace:
+            if r.get("namespace") == self.core.namespace:
                 r["similarity"] = 1.0 - float(r.pop("_distance"))
                 out.append(r)
         return out
@@ -325,11 +296,11 @@ class DerivedMixin(SpaceParts):
                      columns: Iterable[str] = ("id",)) -> list[list[dict]]:
         """``nearest`` for several vectors in one query (one scan of an unindexed table instead
         of one per vector): a list of results per vector, in the order given."""
-        tbl = self.derived_table(kind)
+        tbl = self.table(kind)
         out: list[list[dict]] = [[] for _ in vectors]
         if tbl is None or not vectors:
             return out
-        if len(vectors) == 1 or self.table_copy(kind, tbl) is not None:
+        if len(vectors) == 1 or self.core.table_copy(kind, tbl) is not None:
             return [self.nearest(kind, v, k, eq, columns) for v in vectors]
         q = (tbl.search([np.asarray(v, dtype=np.float32) for v in vectors], query_type="vector",
                         vector_column_name="vector").distance_type("cosine")
@@ -338,7 +309,7 @@ class DerivedMixin(SpaceParts):
         if w:
             q = q.where(w, prefilter=True)
         for r in q.limit(k).to_list():
-            if r.get("namespace") == self.namespace:
+            if r.get("namespace") == self.core.namespace:
                 r["similarity"] = 1.0 - float(r.pop("_distance"))
                 out[int(r.pop("query_index"))].append(r)
         return [sorted(rs, key=lambda r: -r["similarity"]) for rs in out]
@@ -346,10 +317,7 @@ class DerivedMixin(SpaceParts):
     def text_search(self, kind: str, query: str, k: int, column: str = "text",
                     eq: dict[str, Any] | None = None, columns: Iterable[str] = ("id",)) -> list[dict]:
         """BM25 over ``column`` (an FTS index is built on first use); each row gets ``bm25``."""
-        from .fts import match_rows
-        from .sources import TIE_EXTRA, _fts
-
-        tbl = self.derived_table(kind)
+        tbl = self.table(kind)
         if tbl is None or not query.strip():
             return []
         # an index, once there, stays for the handle's life (a rebuild replaces it): looked up
@@ -357,8 +325,8 @@ class DerivedMixin(SpaceParts):
         if self._fts_seen.get((kind, column)) is not tbl:
             if not any(ix.columns == [column] for ix in tbl.list_indices()):
                 try:   # a read: it waits for a writer only briefly (``READ_INDEX_WAIT_S``)
-                    with self.store.index_lock(self.namespace, READ_INDEX_WAIT_S):
-                        ensure_index(tbl, column, _fts())
+                    with self.core.store.index_lock(self.core.namespace, READ_INDEX_WAIT_S):
+                        ensure_index(tbl, column, fts_config())
                 except LockBusy as exc:   # built by a later search
                     log.info("the full-text index of %s waits for a writer; searching "
                              "without it this time (%s)", tbl.name, exc)
@@ -373,7 +341,7 @@ class DerivedMixin(SpaceParts):
         out = []
         for r in match_rows(tbl, query, column, sorted(set(columns) | {"namespace"}), _where(eq),
                             k + TIE_EXTRA):
-            if r.get("namespace") == self.namespace:
+            if r.get("namespace") == self.core.namespace:
                 r["bm25"] = float(r.pop("_score"))
                 out.append(r)
         # ties by id, as the source searches break them (``sources.ranked``): equal rows in

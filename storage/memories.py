@@ -7,12 +7,13 @@ import json
 import numpy as np
 
 from . import snapshot
+from .core import SpaceCore
 from .db import retrying, sql_in, sql_str
-from .parts import SpaceParts
+from .derived import Derived
+from .ranking import TIE_EXTRA, ranked
 from .rows import MEMORY_COLUMNS, Memory
-from .sources import TIE_EXTRA, ranked
 
-# filter columns of the memories table: get_memories looks rows up by id, and every vector and
+# filter columns of the memories table: `get` looks rows up by id, and every vector and
 # BM25 search prefilters on kind and status (ids are opaque and kind / status are enums: no
 # message text is kept in these index files, so forget needs no rebuild of them)
 MEMORY_INDEXES = {"id": "btree", "kind": "bitmap", "status": "bitmap"}
@@ -23,10 +24,18 @@ def _clean(row: dict) -> Memory:
                           lineage=json.loads(row["lineage"]) if row.get("lineage") else {}))
 
 
-class MemoriesMixin(SpaceParts):
-    """Methods of :class:`~trimem.storage.space.Space` for the ``memories`` table."""
+class Memories:
+    """The namespace's ``memories`` table (``Space.memories``)."""
 
-    def add_memories(self, rows: list[dict], replacing: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, core: SpaceCore, derived: Derived):
+        self.core = core
+        self.derived = derived   # its scalar indexes
+
+    def table(self):
+        """The table, or None while it does not exist."""
+        return self.core.table("memories")
+
+    def add(self, rows: list[dict], replacing: dict[str, list[str]] | None = None) -> None:
         """Upsert ``rows``. ``replacing`` ({"session_id": [id], "origin": [...], "kind": [...]}):
         in the same commit, delete that session's rows of those origins and kinds that ``rows``
         does not hold (a curation replacing another: a crash leaves the old or the new, never
@@ -34,14 +43,14 @@ class MemoriesMixin(SpaceParts):
         if not rows:
             return
         for r in rows:
-            r["namespace"] = self.namespace
-            r["embed_model"] = self.model
-            r["body"] = self.dumps(r.get("body") or {})
-            r["lineage"] = self.dumps(r.get("lineage") or {})
+            r["namespace"] = self.core.namespace
+            r["embed_model"] = self.core.model
+            r["body"] = self.core.dumps(r.get("body") or {})
+            r["lineage"] = self.core.dumps(r.get("lineage") or {})
             r.setdefault("status", "active")
             r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
-        tbl = self.table("memories", create=True)
-        self.encode("memories", tbl)
+        tbl = self.core.table("memories", create=True)
+        self.core.encode("memories", tbl)
 
         def merge():
             m = tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
@@ -50,71 +59,71 @@ class MemoriesMixin(SpaceParts):
                     sql_in(col, vals) for col, vals in sorted(replacing.items())))
             return m.execute(rows)
 
-        with self.writing():
-            self.rewrote(tbl)
+        with self.core.writing():
+            self.core.rewrote(tbl)
             retrying(merge, "add memories", table=tbl)
-        self.touch_copy("memories")
-        self.after_write("memories", len(rows))
-        self.scalar_indexes("memories", MEMORY_INDEXES)   # once built, once per process
+        self.core.touch_copy("memories")
+        self.core.after_write("memories", len(rows))
+        self.derived.scalar_indexes("memories", MEMORY_INDEXES)   # once built, once per process
 
-    def _mem_select(self, where: str, eq: dict | None = None) -> list[Memory]:
+    def _select(self, where: str, eq: dict | None = None) -> list[Memory]:
         """Memories matching ``eq`` (served by the in-process copy when it can, ``snapshot.py``)
         or else ``where``, the same filter as SQL."""
-        tbl = self.table("memories")
+        tbl = self.core.table("memories")
         if tbl is None:
             return []
-        state = self.table_copy("memories", tbl) if eq is not None else None
+        state = self.core.table_copy("memories", tbl) if eq is not None else None
         if state is not None:
             hit = np.flatnonzero(snapshot.eq_mask(state, eq))
             return [_clean(snapshot.pick(state, int(n), MEMORY_COLUMNS, False)) for n in hit]
         rows = tbl.search().where(where).select(MEMORY_COLUMNS).limit(None).to_list()
-        return [_clean(r) for r in rows if r["namespace"] == self.namespace]
+        return [_clean(r) for r in rows if r["namespace"] == self.core.namespace]
 
-    def get_memories(self, ids: list[str]) -> list[Memory]:
-        by_id = ({r.id: r for r in self._mem_select(sql_in("id", set(ids)), {"id": list(ids)})}
+    def get(self, ids: list[str]) -> list[Memory]:
+        by_id = ({r.id: r for r in self._select(sql_in("id", set(ids)), {"id": list(ids)})}
                  if ids else {})
         return [by_id[i] for i in ids if i in by_id]
 
-    def memories_of_kind(self, kind: str, status: str | None = "active") -> list[Memory]:
+    def of_kind(self, kind: str, status: str | None = "active") -> list[Memory]:
         where = f"kind = {sql_str(kind)}"
         eq = {"kind": kind}
         if status is not None:
             where += f" AND status = {sql_str(status)}"
             eq["status"] = status
-        return self._mem_select(where, eq)
+        return self._select(where, eq)
 
-    def count_memories(self, kind: str, status: str = "active") -> int:
-        tbl = self.table("memories")
+    def count(self, kind: str, status: str = "active") -> int:
+        tbl = self.core.table("memories")
         return 0 if tbl is None else tbl.count_rows(f"kind = {sql_str(kind)} AND status = {sql_str(status)}")
 
-    def memories_citing(self, source_ids: set[str]) -> list[Memory]:
+    def citing(self, source_ids: set[str]) -> list[Memory]:
         """Every memory (any status) derived from at least one of ``source_ids``."""
         if not source_ids:
             return []
-        tbl = self.table("memories")
+        tbl = self.core.table("memories")
         if tbl is None:
             return []
         rows = tbl.search().select(["id", "source_ids"]).limit(None).to_list()
         hit = [r["id"] for r in rows if source_ids.intersection(r["source_ids"] or [])]
-        return self.get_memories(hit)
+        return self.get(hit)
 
-    def delete_memories(self, ids: list[str]) -> None:
-        tbl = self.table("memories")
+    def delete(self, ids: list[str]) -> None:
+        tbl = self.core.table("memories")
         if tbl is not None and ids:
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
-                with self.writing():
-                    self.rewrote(tbl)
+                with self.core.writing():
+                    self.core.rewrote(tbl)
                     retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)),
                              "delete memories", table=tbl)
-            self.touch_copy("memories")
+            self.core.touch_copy("memories")
 
-    def vector_memories(self, kind: str, vector: np.ndarray, limit: int,
+    def vector_search(self, kind: str, vector: np.ndarray, limit: int,
                         status: str = "active") -> list[tuple[str, float]]:
-        tbl = self.table("memories")
+        tbl = self.core.table("memories")
         if tbl is None:
             return []
-        state = self.table_copy("memories", tbl)
+        state = self.core.table_copy("memories", tbl)
         if state is not None:
             mask = snapshot.eq_mask(state, {"kind": kind, "status": status})
             hits = snapshot.search(state, vector, limit + TIE_EXTRA, mask)
@@ -126,4 +135,4 @@ class MemoriesMixin(SpaceParts):
         # ties by id, as the source searches break them (``sources.ranked``): rows tied on a
         # score come back in physical order, which differs between homes holding the same rows
         return ranked([(r["id"], 1.0 - float(r["_distance"])) for r in rows
-                       if r["namespace"] == self.namespace], limit)
+                       if r["namespace"] == self.core.namespace], limit)

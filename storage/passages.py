@@ -21,11 +21,11 @@ which are the first of the next one, so every part of a message is read in some 
 message of up to 700 characters is its own only passage:
 that is every LoCoMo turn and all but ~20 of the REALTALK development chats' messages.
 
-A source's search score is its best passage's: :meth:`PassagesMixin.merge_hits` takes the max
+A source's search score is its best passage's: :meth:`Passages.merge_hits` takes the max
 over the message's own entry and its passages (cosines of one model are comparable across the two
 tables; BM25 scores come from two indexes with their own statistics, so the max only ever lifts a
 long message above what its whole text scored). The best passage's offsets are kept per source
-(:meth:`span_of`) and attached to the rows ``get_sources`` returns (``row["span"]``), which is
+(:meth:`span_of`) and attached to the rows ``Sources.get`` returns (``row["span"]``), which is
 what ``strategies/render.py`` quotes the excerpt around.
 """
 
@@ -37,7 +37,11 @@ import threading
 import time
 from collections import OrderedDict
 
-from .parts import SpaceParts
+import numpy as np
+
+from .core import SpaceCore
+from .db import ensure_index, retrying, sql_in
+from .ranking import fts_config, ranked, search_text
 
 log = logging.getLogger(__name__)
 
@@ -92,135 +96,123 @@ def _next_start(text: str, lo: int, mid: int, hi: int) -> int:
     return lo
 
 
-class PassagesMixin(SpaceParts):
-    """Methods of :class:`~trimem.storage.space.Space` for the ``passages`` table."""
+class Passages:
+    """The namespace's ``passages`` table (``Space.passages``) and the best passage of each
+    long source the latest searches found."""
 
-    def _init_passages(self) -> None:
-        self._embed = None
-        self._passages_fts_ready = False
-        self._passages_missing_at = float("-inf")
+    def __init__(self, core: SpaceCore):
+        self.core = core
+        self._fts_ready = False
+        self._missing_at = float("-inf")
         self._spans: OrderedDict[str, tuple[int, int, int, int]] = OrderedDict()
         self._span_lock = threading.Lock()
         self._search_seq = 0
 
     # -- the table -----------------------------------------------------------------------------
-    def _passages(self, create: bool = False, fresh: bool = False):
+    def table(self, create: bool = False, fresh: bool = False):
         """The table, or None while it does not exist (looked for at most once a second, or
         now with ``fresh``: deletes must never miss a table another process just created)."""
-        if not (create or fresh) and time.monotonic() - self._passages_missing_at < 1.0:
+        if not (create or fresh) and time.monotonic() - self._missing_at < 1.0:
             return None
-        tbl = self.table("passages", create=create)
+        tbl = self.core.table("passages", create=create)
         if tbl is None:
-            self._passages_missing_at = time.monotonic()
+            self._missing_at = time.monotonic()
             return None
-        if not self._passages_fts_ready:   # also a table re-embedded for a new model
-            with self.store.index_lock(self.namespace):
+        if not self._fts_ready:   # also a table re-embedded for a new model
+            with self.core.store.index_lock(self.core.namespace):
                 if not tbl.list_indices():
-                    from lancedb.index import BTree
+                    from lancedb.index import BTree  # lazy: circular before lancedb loads
 
-                    from .db import ensure_index
-                    from .sources import _fts
-
-                    for column, config in (("search_text", _fts()), ("source_id", BTree())):
+                    for column, config in (("search_text", fts_config()), ("source_id", BTree())):
                         ensure_index(tbl, column, config)
-                self._passages_fts_ready = True
+                self._fts_ready = True
         return tbl
 
-    def passage_rows(self, sources: list[dict]) -> list[dict]:
+    def rows_of(self, sources: list[dict]) -> list[dict]:
         """Passage rows (embedded) for those of ``sources`` longer than one passage."""
-        import numpy as np
-
-        from .sources import search_text
-
         out = []
         for r in sources:
             spans = passage_spans(r["text"])
             if len(spans) < 2:
                 continue
             for k, (start, end) in enumerate(spans):
-                out.append({"id": f"{r['id']}#p{k}", "namespace": self.namespace,
+                out.append({"id": f"{r['id']}#p{k}", "namespace": self.core.namespace,
                             "source_id": r["id"], "session_id": r["session_id"],
                             "speaker": r.get("speaker"), "timestamp": r["timestamp"],
-                            "start": start, "end": end, "embed_model": self.model,
+                            "start": start, "end": end, "embed_model": self.core.model,
                             "search_text": search_text(dict(r, text=r["text"][start:end]))})
         if out:
-            if self._embed is None:
+            embed = self.core.embed
+            if embed is None:
                 raise RuntimeError("bind_model() must be called before storing long messages")
             for i in range(0, len(out), 64):
                 batch = out[i:i + 64]
-                vecs = self._embed([p["search_text"] for p in batch])
+                vecs = embed([p["search_text"] for p in batch])
                 for p, v in zip(batch, vecs):
                     p["vector"] = np.asarray(v, dtype=np.float32).tolist()
         return out
 
-    def add_passages(self, sources: list[dict], rows: list[dict] | None = None) -> int:
+    def add(self, sources: list[dict], rows: list[dict] | None = None) -> int:
         """Store the passages of the long ones among ``sources`` (idempotent: ids are the
         source's id and the passage's number, so a retried write replaces, never doubles).
-        ``rows``: their :meth:`passage_rows`, embedded beforehand (outside a lock)."""
-        from .db import retrying
-
-        rows = self.passage_rows(sources) if rows is None else rows
+        ``rows``: their :meth:`rows_of`, embedded beforehand (outside a lock)."""
+        rows = self.rows_of(sources) if rows is None else rows
         if rows:
-            tbl = self._passages(create=True)
+            tbl = self.table(create=True)
             assert tbl is not None   # create=True opens or makes the table
-            with self.writing():
-                self.rewrote(tbl)
+            with self.core.writing():
+                self.core.rewrote(tbl)
                 retrying(lambda: tbl.merge_insert("id").when_matched_update_all()
                          .when_not_matched_insert_all().execute(rows), "add passages", table=tbl)
-            self._passages_missing_at = float("-inf")
-            self.after_write("passages", len(rows))
+            self._missing_at = float("-inf")
+            self.core.after_write("passages", len(rows))
         return len(rows)
 
-    def delete_passages(self, source_ids: list[str]) -> None:
-        from .db import retrying, sql_in
-
-        tbl = self._passages(fresh=True)
+    def delete(self, source_ids: list[str]) -> None:
+        tbl = self.table(fresh=True)
         if tbl is not None and source_ids:
             for i in range(0, len(source_ids), 500):
                 chunk = source_ids[i:i + 500]
-                with self.writing():
-                    self.rewrote(tbl)
+                with self.core.writing():
+                    self.core.rewrote(tbl)
                     retrying(lambda c=chunk: tbl.delete(sql_in("source_id", c)), "delete passages", table=tbl)
         with self._span_lock:
             for s in source_ids:
                 self._spans.pop(s, None)
 
-    def rebuild_passage_index(self) -> None:
-        tbl = self._passages(fresh=True)
+    def rebuild_index(self) -> None:
+        tbl = self.table(fresh=True)
         if tbl is not None:
-            from .db import retrying
-            from .sources import _fts
-
-            with self.writing():
-                retrying(lambda: tbl.create_index("search_text", config=_fts(), replace=True),
+            with self.core.writing():
+                retrying(lambda: tbl.create_index("search_text", config=fts_config(), replace=True),
                          "passages fts rebuild", table=tbl)
 
-    def backfill_passages(self) -> int:
+    def backfill(self) -> int:
         """Give a store written before passages existed (or with other passage sizes) its
-        passages: run once per table and process, from :meth:`bind_model`; the version done is
+        passages: run once per table and process, from ``Space.bind_model``; the version done is
         recorded in ``_meta``, so later opens cost one lookup. Returns the passages written."""
-        key = f"passages:{self.name('sources')}"
-        if self.store.get_meta(key) == VERSION:
+        key = f"passages:{self.core.name('sources')}"
+        if self.core.store.get_meta(key) == VERSION:
             return 0
-        src = self.table("sources")
+        src = self.core.table("sources")
         written = 0
         if src is not None:
-            ptbl = self._passages()
-            if ptbl is not None and self.store.get_meta(key) is not None:  # other sizes: redo
-                self.store.drop_table(ptbl.name)
+            ptbl = self.table()
+            if ptbl is not None and self.core.store.get_meta(key) is not None:  # other sizes: redo
+                self.core.store.drop_table(ptbl.name)
                 ptbl = None
             have = set() if ptbl is None else {
                 r["source_id"] for r in ptbl.search().select(["source_id"]).limit(None).to_list()}
             rows = (src.search().where(f"character_length(text) > {PASSAGE_CHARS}")
                     .select(["id", "namespace", "session_id", "speaker", "timestamp", "text"])
                     .limit(None).to_list())
-            todo = [r for r in rows if r["namespace"] == self.namespace and r["id"] not in have]
+            todo = [r for r in rows if r["namespace"] == self.core.namespace and r["id"] not in have]
             for i in range(0, len(todo), 64):
-                written += self.add_passages(todo[i:i + 64])
+                written += self.add(todo[i:i + 64])
             if written:
                 log.info("indexed %d passages of %d long messages in namespace %r", written,
-                         len(todo), self.namespace)
-        self.store.set_meta(key, VERSION)
+                         len(todo), self.core.namespace)
+        self.core.store.set_meta(key, VERSION)
         return written
 
     # -- search ------------------------------------------------------------------------------------
@@ -229,15 +221,12 @@ class PassagesMixin(SpaceParts):
         by its best entry: its own or one of its passages'. ``search(tbl, where_extra, k)`` runs the
         same search on the passages table ``tbl`` and returns rows with ``source_id, start, end,
         score``. Without passages this returns ``base`` unchanged."""
-        from .db import sql_in
-        from .sources import ranked
-
-        tbl = self._passages()
+        tbl = self.table()
         if tbl is None:
             return base
         best: dict[str, tuple[float, int, int]] = {}
         for r in search(tbl, None, 2 * limit):
-            if r["namespace"] == self.namespace and r["source_id"] not in best:
+            if r["namespace"] == self.core.namespace and r["source_id"] not in best:
                 best[r["source_id"]] = (r["score"], r["start"], r["end"])
         if not best:
             return base
@@ -246,7 +235,7 @@ class PassagesMixin(SpaceParts):
         if lacking:
             found: dict[str, tuple[float, int, int]] = {}
             for r in search(tbl, sql_in("source_id", lacking), 4 * len(lacking)):
-                if r["namespace"] == self.namespace and r["source_id"] not in found:
+                if r["namespace"] == self.core.namespace and r["source_id"] not in found:
                     found[r["source_id"]] = (r["score"], r["start"], r["end"])
             best.update(found)
         scores = dict(base)

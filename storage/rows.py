@@ -61,7 +61,7 @@ SESSION_COLUMNS = ["session_id", "namespace", "session_time", "first_ts", "last_
 @dataclass(frozen=True, slots=True)
 class Session:
     """One session's row (the ``sessions`` table): when it took place, the span of its
-    messages' times, how many it holds and where its curation stands. ``put_session`` sets
+    messages' times, how many it holds and where its curation stands. ``Sessions.put`` sets
     ``namespace`` and ``updated_at`` when it writes one."""
 
     session_id: str

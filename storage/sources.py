@@ -2,38 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import json
 
 import numpy as np
 
 from . import snapshot
+from .core import SpaceCore
 from .db import ensure_index, retrying, sql_in, sql_str, sql_time
 from .filters import SourceFilter, where_of
 from .fts import match_rows
-from .parts import SpaceParts
-from .passages import PASSAGE_CHARS
+from .passages import PASSAGE_CHARS, Passages
+from .ranking import TIE_EXTRA, fts_config, ranked, search_text
+from .ranking import search_text_of  # noqa: F401 (callers import it from here)
 from .rows import SOURCE_COLUMNS, Source
 from .scan import scan_rows
-
-
-def _fts():
-    """BM25 over English-stemmed, stop-word-free, ASCII-folded tokens: conversational turns are
-    short, so stemming ("moved"/"moving") matters more than phrase positions."""
-    from lancedb.index import FTS
-
-    return FTS(language="English", stem=True, remove_stop_words=True, ascii_folding=True,
-               with_position=False)
-
-
-def search_text(row: dict) -> str:
-    """What a source (a row to write) is found by: :func:`search_text_of` its speaker and text."""
-    return search_text_of(row.get("speaker"), row["text"])
-
-
-def search_text_of(speaker: str | None, text: str) -> str:
-    """What a message is found by: its text, prefixed with the speaker when known, so that
-    "what did Ana say about ..." matches Ana's own turns by name (lexically and semantically)."""
-    return f"{speaker}: {text}" if speaker else text
+from .snapshot import SourceSnapshot
 
 
 def _clean(row: dict) -> Source:
@@ -41,62 +26,57 @@ def _clean(row: dict) -> Source:
                           else None))
 
 
+class Sources:
+    """The namespace's ``sources`` table (``Space.sources``); a long message's passages are
+    written and deleted with it and searched with it (``passages``)."""
 
-# LanceDB returns rows of equal score in their physical order, which compaction changes at
-# timing-dependent moments: two homes holding the same rows (an export imported elsewhere, or
-# the same store before and after a compaction) could cut a tie at the limit differently. Each
-# search fetches TIE_EXTRA rows more and orders by (score to 5 decimals, id), so equal data gives
-# equal results (unless more than TIE_EXTRA rows tie at the cut).
-TIE_EXTRA = 64
+    def __init__(self, core: SpaceCore, passages: Passages):
+        self.core = core
+        self.passages = passages
+        self.fts_ready = False   # its indexes checked (again after a model switch)
+        self._snap = SourceSnapshot(core.namespace, core.store.source_copy_max_rows,
+                                    core.store.budget.copies)
 
-
-def ranked(pairs: list[tuple[str, float]], limit: int) -> list[tuple[str, float]]:
-    """``(id, score)`` best first, ties by id, cut to ``limit``."""
-    return sorted(pairs, key=lambda kv: (-round(kv[1], 5), kv[0]))[:limit]
-
-class SourcesMixin(SpaceParts):
-    """Methods of :class:`~trimem.storage.space.Space` for the ``sources`` table."""
-
-    def _sources(self, create: bool = False):
-        tbl = self.table("sources", create=create)
-        if create and not self._fts_ready:
+    def table(self, create: bool = False):
+        tbl = self.core.table("sources", create=create)
+        if create and not self.fts_ready:
             # one creator per process (another process may race us), per namespace: the other
             # namespaces' reads do not wait for this build
-            with self.store.index_lock(self.namespace):
+            with self.core.store.index_lock(self.core.namespace):
                 if not tbl.list_indices():
-                    from lancedb.index import BTree
+                    from lancedb.index import BTree  # lazy: circular before lancedb loads
 
                     # BM25 over search_text; B-trees so that lookups by id / ref / session
-                    # (get_sources after every search, dedupe on every remember) do not scan
-                    for column, config in (("search_text", _fts()), ("id", BTree()),
+                    # (``get`` after every search, dedupe on every remember) do not scan
+                    for column, config in (("search_text", fts_config()), ("id", BTree()),
                                            ("ref", BTree()), ("session_id", BTree())):
                         ensure_index(tbl, column, config)
-                self._fts_ready = True
+                self.fts_ready = True
         return tbl
 
-    def add_sources(self, rows: list[dict], passages: list[dict] | None = None) -> None:
+    def add(self, rows: list[dict], passages: list[dict] | None = None) -> None:
         """Append rows (already validated and embedded). One commit: all or nothing.
-        ``passages``: the long rows' passages, embedded beforehand (``passage_rows``)."""
+        ``passages``: the long rows' passages, embedded beforehand (``Passages.rows_of``)."""
         if not rows:
             return
         for r in rows:
-            r["namespace"] = self.namespace
+            r["namespace"] = self.core.namespace
             r.setdefault("search_text", search_text(r))
-            r["metadata"] = self.dumps(r["metadata"]) if r.get("metadata") is not None else ""
-            r["embed_model"] = self.model
+            r["metadata"] = self.core.dumps(r["metadata"]) if r.get("metadata") is not None else ""
+            r["embed_model"] = self.core.model
             r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
         # passages first: derived and idempotent, so the sources commit stays the
         # acknowledgement point and a crash between the two is repaired by the retry
-        self.add_passages(rows, passages)
-        tbl = self._sources(create=True)
-        with self.writing():
+        self.passages.add(rows, passages)
+        tbl = self.table(create=True)
+        with self.core.writing():
             retrying(lambda: tbl.add(rows), "add sources", table=tbl)
-        self._source_snap.touch()
-        self.after_write("sources", len(rows))
+        self._snap.touch()
+        self.core.after_write("sources", len(rows))
 
-    def existing_sources(self, ids: set[str]) -> set[str]:
+    def existing(self, ids: set[str]) -> set[str]:
         """Which of ``ids`` are stored now (read from the newest version, not a cache)."""
-        tbl = self._sources()
+        tbl = self.table()
         if tbl is None or not ids:
             return set()
         tbl.checkout_latest()
@@ -107,7 +87,7 @@ class SourcesMixin(SpaceParts):
         """Delete this write's copy (``created_at``) of each of ``ids`` that is stored twice: a
         writer that lost the namespace lock while stopped, and committed after the process
         that took it over stored the same refs (see ``tools/remember_write.py``)."""
-        tbl = self._sources()
+        tbl = self.table()
         if tbl is None or not ids:
             return 0
         tbl.checkout_latest()
@@ -118,29 +98,29 @@ class SourcesMixin(SpaceParts):
         twins = sorted(i for i, n in seen.items() if n > 1)
         if twins:
             where = f"{sql_in('id', twins)} AND {sql_time('created_at', '=', created_at)}"
-            with self.writing():
-                self.rewrote(tbl)
+            with self.core.writing():
+                self.core.rewrote(tbl)
                 retrying(lambda: tbl.delete(where), "drop twins", table=tbl)
-            self._source_snap.touch()
+            self._snap.touch()
         return len(twins)
 
-    def count_sources(self, flt: SourceFilter | None = None) -> int:
-        tbl = self._sources()
+    def count(self, flt: SourceFilter | None = None) -> int:
+        tbl = self.table()
         return tbl.count_rows(where_of(flt)) if tbl is not None else 0
 
     def _select(self, where: str, limit: int | None = None) -> list[Source]:
-        tbl = self._sources()
+        tbl = self.table()
         if tbl is None:
             return []
         rows = scan_rows(tbl, where, SOURCE_COLUMNS, limit)
-        return [_clean(r) for r in rows if r["namespace"] == self.namespace]
+        return [_clean(r) for r in rows if r["namespace"] == self.core.namespace]
 
     def _snapshot(self):
         """The in-process copy of the sources at the table's version, or None where LanceDB
         answers (``snapshot.py``)."""
-        return self._source_snap.current(self._sources())
+        return self._snap.current(self.table())
 
-    def get_sources(self, ids: list[str]) -> list[Source]:
+    def get(self, ids: list[str]) -> list[Source]:
         """Rows for ``ids``, in the order asked (unknown ids are skipped). A long message found
         by a recent search carries ``span``: its best passage's offsets (``passages.py``)."""
         if not ids:
@@ -158,60 +138,60 @@ class SourcesMixin(SpaceParts):
         here before it is quoted."""
         out = []
         for r in rows:
-            span = self.span_of(r.id) if len(r.text) > PASSAGE_CHARS else None
+            span = self.passages.span_of(r.id) if len(r.text) > PASSAGE_CHARS else None
             if span is not None and span[1] <= len(r.text) and r.span != span:
                 r = r.with_span(span)
             out.append(r)
         return out
 
-    def sources_by_refs(self, refs: list[str]) -> list[Source]:
+    def by_refs(self, refs: list[str]) -> list[Source]:
         return self._select(sql_in("ref", set(refs))) if refs else []
 
     def session_refs(self, session_id: str) -> list[tuple[str, str | None]]:
         """``(id, ref)`` of every message the session holds: one read of two columns (a
         remember's check for stored refs and the number of messages, under the write lock)."""
-        tbl = self._sources()
+        tbl = self.table()
         if tbl is None:
             return []
         got = scan_rows(tbl, f"session_id = {sql_str(session_id)}", ["id", "ref", "namespace"])
-        return [(r["id"], r["ref"]) for r in got if r["namespace"] == self.namespace]
+        return [(r["id"], r["ref"]) for r in got if r["namespace"] == self.core.namespace]
 
-    def sources_by_session(self, session_id: str) -> list[Source]:
+    def by_session(self, session_id: str) -> list[Source]:
         rows = self._select(f"session_id = {sql_str(session_id)}")
         return sorted(rows, key=lambda r: r.seq)
 
-    def all_sources(self) -> list[Source]:
+    def all(self) -> list[Source]:
         return self._select("true")
 
-    def fts_sources(self, query: str, limit: int,
+    def fts_search(self, query: str, limit: int,
                     flt: SourceFilter | None = None) -> list[tuple[str, float]]:
         """(id, BM25 score) best first. The query is matched as plain words, never parsed as
         query syntax, so quotes, colons or operators in it cannot break or steer the search."""
         where = where_of(flt)
-        tbl = self._sources()
+        tbl = self.table()
         if tbl is None or not query.strip():
             return []
         rows = match_rows(tbl, query, "search_text", ["id", "namespace"], where,
                           limit + TIE_EXTRA)
         base = ranked([(r["id"], float(r["_score"])) for r in rows
-                       if r["namespace"] == self.namespace], limit)
+                       if r["namespace"] == self.core.namespace], limit)
 
         def passages(ptbl, extra: str | None, k: int) -> list[dict]:
             got = match_rows(ptbl, query, "search_text", ["source_id", "namespace", "start", "end"],
                              _and(where, extra), k)
             return [dict(r, score=float(r["_score"])) for r in got]
 
-        return self.merge_hits(base, limit, passages)
+        return self.passages.merge_hits(base, limit, passages)
 
-    def vector_sources(self, vector: np.ndarray, limit: int,
+    def vector_search(self, vector: np.ndarray, limit: int,
                        flt: SourceFilter | None = None) -> list[tuple[str, float]]:
         """(id, cosine similarity) best first."""
         where = where_of(flt)
-        tbl = self._sources()
+        tbl = self.table()
         if tbl is None:
             return []
         vec = np.asarray(vector, dtype=np.float32)
-        state = self._source_snap.current(tbl)
+        state = self._snap.current(tbl)
         if state is not None:
             hits = snapshot.search(state, vec, limit + TIE_EXTRA, snapshot.source_mask(state, flt))
             base = ranked([(state.rows[n]["id"], s) for n, s in hits], limit)
@@ -222,7 +202,7 @@ class SourcesMixin(SpaceParts):
                 q = q.where(where, prefilter=True)
             rows = q.limit(limit + TIE_EXTRA).to_list()
             base = ranked([(r["id"], 1.0 - float(r["_distance"])) for r in rows
-                           if r["namespace"] == self.namespace], limit)
+                           if r["namespace"] == self.core.namespace], limit)
 
         def passages(ptbl, extra: str | None, k: int) -> list[dict]:
             q = (ptbl.search(vec, query_type="vector", vector_column_name="vector")
@@ -232,77 +212,74 @@ class SourcesMixin(SpaceParts):
                 q = q.where(cond, prefilter=True)
             return [dict(r, score=1.0 - float(r["_distance"])) for r in q.limit(k).to_list()]
 
-        return self.merge_hits(base, limit, passages)
+        return self.passages.merge_hits(base, limit, passages)
 
-    def sample_source_ids(self, k: int, seed: int = 0) -> list[str]:
+    def sample_ids(self, k: int, seed: int = 0) -> list[str]:
         """Ids of up to ``k`` sources: the ``k`` of least ``sha256(seed, id)``, in that order
         (so any prefix is itself a uniform sample). Uniform over the sources, and the same rows
         give the same sample whatever their physical order (two homes holding the same rows,
         e.g. after an export and import, calibrate alike; an offset draw did not)."""
-        import hashlib
-        import heapq
-
-        tbl = self._sources()
+        tbl = self.table()
         if tbl is None or not tbl.count_rows():
             return []
         ids = [r["id"] for r in tbl.search().select(["id", "namespace"]).limit(None).to_list()
-               if r["namespace"] == self.namespace]
+               if r["namespace"] == self.core.namespace]
         key = f"{seed}:".encode()
         return heapq.nsmallest(k, ids, key=lambda i: hashlib.sha256(key + i.encode()).digest())
 
-    def sample_source_vectors(self, k: int, seed: int = 0) -> np.ndarray:
+    def sample_vectors(self, k: int, seed: int = 0) -> np.ndarray:
         """Vectors of the sources :meth:`sample_source_ids` draws, shape (n, dim), in id order;
         empty when there are none."""
-        pick = self.sample_source_ids(k, seed)
+        pick = self.sample_ids(k, seed)
         if not pick:
-            return np.zeros((0, self.dim or 0), dtype=np.float32)
-        vecs = self.source_vectors(pick)
+            return np.zeros((0, self.core.dim or 0), dtype=np.float32)
+        vecs = self.vectors(pick)
         return np.asarray([vecs[i] for i in sorted(vecs)], dtype=np.float32).reshape(len(vecs), -1)
 
-    def source_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
-        tbl = self._sources()
+    def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        tbl = self.table()
         if tbl is None or not ids:
             return {}
-        state = self._source_snap.current(tbl)
+        state = self._snap.current(tbl)
         if state is not None:
             return snapshot.vectors(state, ids)
         rows = tbl.search().where(sql_in("id", set(ids))).select(["id", "vector"]).limit(None).to_list()
         return {r["id"]: np.asarray(r["vector"], dtype=np.float32) for r in rows}
 
-    def source_matrix(self, ids: list[str]) -> tuple[list[str], np.ndarray]:
+    def matrix(self, ids: list[str]) -> tuple[list[str], np.ndarray]:
         """The ``ids`` that exist, in the order given, and their stored vectors as one matrix
         (from the copy: one gather, not a copy and a dict entry per vector)."""
-        tbl = self._sources()
-        state = self._source_snap.current(tbl) if tbl is not None and ids else None
+        tbl = self.table()
+        state = self._snap.current(tbl) if tbl is not None and ids else None
         if state is not None and state.mat is not None:
             found = [i for i in ids if i in state.pos]
             return found, state.mat[np.fromiter((state.pos[i] for i in found), np.int64, len(found))]
-        got = self.source_vectors(ids)
+        got = self.vectors(ids)
         found = [i for i in ids if i in got]
         return found, (np.stack([got[i] for i in found]) if found
-                       else np.zeros((0, self.dim or 0), np.float32))
+                       else np.zeros((0, self.core.dim or 0), np.float32))
 
-    def delete_sources(self, ids: list[str]) -> None:
+    def delete(self, ids: list[str]) -> None:
         """Delete sources and their passages (derived: they go first, the sources last)."""
-        self.delete_passages(ids)
-        tbl = self._sources()
+        self.passages.delete(ids)
+        tbl = self.table()
         if tbl is not None and ids:
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
-                with self.writing():
-                    self.rewrote(tbl)
+                with self.core.writing():
+                    self.core.rewrote(tbl)
                     retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)), "delete sources", table=tbl)
-            self._source_snap.touch()
+            self._snap.touch()
 
     def rebuild_text_index(self) -> None:
         """Rebuild the full-text index from the rows that remain (forget uses it, so no token
         of a deleted message survives in an old index segment)."""
-        tbl = self._sources()
+        tbl = self.table()
         if tbl is not None:
-            with self.writing():
-                retrying(lambda: tbl.create_index("search_text", config=_fts(), replace=True),
+            with self.core.writing():
+                retrying(lambda: tbl.create_index("search_text", config=fts_config(), replace=True),
                          "fts rebuild", table=tbl)
-        self.rebuild_passage_index()
+        self.passages.rebuild_index()
 
 
 def _and(*conds: str | None) -> str | None:

@@ -1,7 +1,7 @@
-"""One namespace's tables, their indexes and their upkeep.
+"""One namespace's storage (:class:`Space`): the repositories of its tables, composed over one
+:class:`~trimem.storage.core.SpaceCore` (the store, the namespace's key, table names and handles,
+the write lock, the bound model).
 
-Vector-bearing tables are named after the model that made their vectors
-(``ns_<key>__sources__<model-tag>``), so vectors of two models can never mix in one table.
 When the configured embedder changes, :meth:`Space.bind_model` re-embeds the rows into the new
 model's table (idempotently: an interrupted run resumes), records the switch in ``_meta`` and only
 then drops the old table.
@@ -9,127 +9,78 @@ then drops the old table.
 
 from __future__ import annotations
 
-import json
 import logging
-import re
-import threading
-from contextlib import contextmanager
-from typing import Callable, Iterator
+import os
+from contextlib import AbstractContextManager
+from pathlib import Path
 
 import numpy as np
 
 from .budget import CopyBudget
-from .db import Store, namespace_key, retrying, utcnow
-from .derived import DerivedMixin
-from .errors import ForgetRaced
-from .logs import LogsMixin
-from .memories import MemoriesMixin
-from .names import read_forget_stamp
-from .passages import PassagesMixin
-from .schema import memories_schema, passages_schema, sources_schema
-from .snapshot import SourceSnapshot, TableCopy
-from .sources import SourcesMixin
-from .upkeep import UpkeepMixin
+from .core import VECTOR_KINDS, EmbedFn, SpaceCore, model_tag
+from .db import Store, retrying, utcnow
+from .derived import Derived
+from .logs import Log
+from .memories import Memories
+from .passages import Passages
+from .sessions import Sessions
+from .sources import Sources
+from .upkeep import Upkeep
 
 log = logging.getLogger(__name__)
-_FENCES = threading.local()   # per thread: namespace key -> the forget stamp its fence saw
-EmbedFn = Callable[[list[str]], np.ndarray]
-VECTOR_KINDS = {"sources": sources_schema, "memories": memories_schema,
-                "passages": passages_schema}
+__all__ = ["EmbedFn", "Space", "model_tag"]
 
 
-def model_tag(model: str, dim: int) -> str:
-    return f"{re.sub(r'[^a-z0-9]+', '_', model.lower()).strip('_')[:40]}_{dim}"
-
-
-class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin, UpkeepMixin):
-    """All reads and writes of one namespace. Get it from :meth:`Store.space`."""
+class Space:
+    """All reads and writes of one namespace, by table: ``sources`` (messages) with their
+    ``passages``, ``sessions``, ``memories``, ``derived`` (the strategies' own tables), ``log``
+    (recalls and audit) and ``upkeep`` (compaction, indexes). Get it from :meth:`Store.space`."""
 
     def __init__(self, store: Store, namespace: str):
         self.store = store
         self.namespace = namespace
-        self.key = namespace_key(namespace)
-        self.model: str | None = None
-        self.dim: int | None = None
-        self._init_upkeep()
-        self._init_logs()
-        self._init_passages()
-        self._registered = False
-        self._fts_ready = False
-        self._vector_kinds: dict[str, object] = {}   # derived tables with vectors (kind -> schema)
-        self._plain_kinds: set[str] = set()          # derived tables known to have no vectors
+        self.core = core = SpaceCore(store, namespace)
+        self.key = core.key
+        self.upkeep = Upkeep(core)
+        core.on_write(self.upkeep.after_write)
+        self.derived = Derived(core)
+        self.passages = Passages(core)
+        self.sources = Sources(core, self.passages)
+        self.sessions = Sessions(core)
+        self.memories = Memories(core, self.derived)
+        self.log = Log(core, self.sources, self.memories)
         self.forgotten: set[str] = set()             # source ids forgotten (by any process)
-        self._source_snap = SourceSnapshot(namespace, store.source_copy_max_rows,
-                                           store.budget.copies)
-        self._copies: dict[str, TableCopy] = {}      # derived tables' copies, by kind
-        self._fts_seen: dict[tuple[str, str], object] = {}   # (kind, column) -> a handle that had it
-        self._rewritten: set[str] = set()            # tables with rows deleted or replaced
-        self._rewritten_lock = threading.Lock()
 
-    # -- naming -----------------------------------------------------------------------------
+    # -- tables and the write lock ------------------------------------------------------------
+    @property
+    def model(self) -> str | None:
+        return self.core.model
+
+    @property
+    def dim(self) -> int | None:
+        return self.core.dim
+
     def name(self, kind: str) -> str:
-        if kind in VECTOR_KINDS or kind in self._vector_kinds:
-            if self.model is None or self.dim is None:
-                raise RuntimeError("bind_model() must be called before using vector tables")
-            return f"ns_{self.key}__{kind}__{model_tag(self.model, self.dim)}"
-        return f"ns_{self.key}__{kind}"
+        """The table name of ``kind`` in this namespace (model-tagged for vector tables)."""
+        return self.core.name(kind)
 
     def table(self, kind: str, schema=None, create: bool = False):
-        if create and schema is None and kind in VECTOR_KINDS:
-            if self.dim is None:
-                raise RuntimeError("bind_model() must be called before using vector tables")
-            schema = VECTOR_KINDS[kind](self.dim)
-        if create and not self._registered:
-            self.store.register_namespace(self.namespace)
-            self._registered = True
-        return self.store.open_table(self.name(kind), schema if create else None)
+        """The table of ``kind`` (None while it does not exist, unless ``create``)."""
+        return self.core.table(kind, schema, create)
 
-    @contextmanager
-    def writing(self) -> Iterator[object]:
-        """The namespace's write lock (``Store.write_lock``), held around every commit to its
-        tables, in every process: LanceDB then never sees two commits to one table at once, so
-        none fails on a conflict and leaves its files behind (a failed compaction's files hold
-        every row it read, forgotten ones included, for the seven days LanceDB keeps them),
-        and a forget holding the lock is not raced by a writer that read before it. Inside
-        :meth:`fenced`, a forget made since the fence began fails the write (``ForgetRaced``)."""
-        with self.store.write_lock(self.namespace) as held:
-            seen = getattr(_FENCES, "seen", {}).get(self.key)
-            if seen is not None and read_forget_stamp(self.store.uri, self.key) != seen:
-                raise ForgetRaced(f"a forget in namespace {self.namespace!r} since this "
-                                  "curation read its messages: nothing more of it was written")
-            yield held
+    def writing(self) -> AbstractContextManager[object]:
+        """The namespace's write lock around a commit (``SpaceCore.writing``)."""
+        return self.core.writing()
 
-    @contextmanager
-    def fenced(self) -> Iterator[str]:
-        """Around work that reads messages and writes what it derives from them in several
-        commits, outside the namespace lock (curation): a forget by another process in between
-        makes each later commit of this thread fail with ``ForgetRaced`` instead of writing
-        text the forget removed (a forget writes its stamp under the lock, after its deletes).
-        Yields the stamp it saw ("" when no forget was ever made): reads inside must start from
-        after that forget (``tools.recall.catch_up`` when :meth:`forget_handled` says no). A home
-        in object storage keeps no stamp: there the fence sees nothing."""
-        fences = _FENCES.__dict__.setdefault("seen", {})
-        before = fences.get(self.key)
-        stamp = fences[self.key] = read_forget_stamp(self.store.uri, self.key)
-        try:
-            yield stamp
-        finally:
-            if before is None:
-                fences.pop(self.key, None)
-            else:
-                fences[self.key] = before
+    def fenced(self) -> AbstractContextManager[str]:
+        """A fence against forgets in other processes (``SpaceCore.fenced``)."""
+        return self.core.fenced()
 
-    def rewrote(self, tbl) -> None:
-        """Note that a write deletes or replaces rows of ``tbl``: their bytes stay in its data
-        files until they are rewritten, which the next purge does (``optimize(purge=True)``)."""
-        with self._rewritten_lock:
-            self._rewritten.add(tbl.name)
+    def exists(self) -> bool:
+        """Whether anything was ever written to this namespace (reads never create it)."""
+        return self.core.exists()
 
-    def take_rewritten(self) -> set[str]:
-        """The tables :meth:`rewrote` named since the last call."""
-        with self._rewritten_lock:
-            out, self._rewritten = self._rewritten, set()
-            return out
+    now = staticmethod(utcnow)
 
     # -- the embedding model ------------------------------------------------------------------
     @property
@@ -147,12 +98,13 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
 
     def bind_model(self, model: str, dim: int, embed: EmbedFn) -> None:
         """Use ``model`` for this namespace; re-embed rows stored under another model first."""
+        core = self.core
         with self.store.lock:
-            self._embed = embed
-            if self.model == model and self.dim == dim:
+            core.embed = embed
+            if core.model == model and core.dim == dim:
                 return
-            self.model, self.dim = model, dim
-            self._fts_ready = False
+            core.model, core.dim = model, dim
+            self.sources.fts_ready = False
             tag = model_tag(model, dim)
             stale = False
             for name in self.store.table_names():
@@ -165,16 +117,17 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
                     self.store.drop_table(name)
                     stale = True
             if stale:
-                for sess in self.list_sessions():
-                    self.put_session(sess.with_curation("queued"))
+                for sess in self.sessions.all():
+                    self.sessions.put(sess.with_curation("queued"))
             if self.exists():   # a store from before passages: index its long messages now
-                self.backfill_passages()
+                self.passages.backfill()
 
     def _reembed(self, kind: str, old_name: str, embed: EmbedFn) -> None:
         old = self.store.open_table(old_name)
         # the sources' full-text and look-up indexes are built where the table is created for a
-        # write (``_sources``); a switch followed by recalls only would otherwise search without BM25
-        new = self._sources(create=True) if kind == "sources" else self.table(kind, create=True)
+        # write (``Sources.table``); a switch followed by recalls only would otherwise search
+        # without BM25
+        new = self.sources.table(create=True) if kind == "sources" else self.table(kind, create=True)
         done = {r["id"] for r in new.search().select(["id"]).limit(None).to_list()}
         rows = [r for r in old.search().limit(None).to_list() if r["id"] not in done]
         log.info("re-embedding %d %s rows of namespace %r with %s", len(rows), kind,
@@ -187,15 +140,9 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
             with self.writing():
                 retrying(lambda batch=batch: new.merge_insert("id").when_not_matched_insert_all()
                          .execute(batch), "re-embed")
-        self.audit("reembed", [], {"table": kind, "from": old_name, "to": self.name(kind),
+        self.log.audit("reembed", [], {"table": kind, "from": old_name, "to": self.name(kind),
                                    "rows": len(rows)})
         self.store.drop_table(old_name)
-
-    def exists(self) -> bool:
-        """Whether anything was ever written to this namespace (reads never create it)."""
-        if not self._registered and self.namespace in self.store.namespaces():
-            self._registered = True
-        return self._registered
 
     def see_latest(self, *kinds: str) -> None:
         """Move these tables' handles to their newest version now (not after the connection's
@@ -229,9 +176,6 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
             self.forgotten.clear()
         self.forgotten.update(ids)
 
-    def _has_vectors(self, kind: str) -> bool:
-        return kind in VECTOR_KINDS
-
     def stats(self) -> dict:
         out = {}
         prefix = f"ns_{self.key}__"
@@ -240,17 +184,8 @@ class Space(SourcesMixin, PassagesMixin, LogsMixin, MemoriesMixin, DerivedMixin,
                 out[name[len(prefix):]] = self.store.open_table(name).count_rows()
         return out
 
-    @staticmethod
-    def dumps(obj) -> str:
-        return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":"))
-
-    now = staticmethod(utcnow)
-
     def disk_bytes(self) -> int | None:
         """Bytes of this namespace's table folders on disk (None for an object-store home)."""
-        import os
-        from pathlib import Path
-
         if "://" in self.store.uri:
             return None
         total = 0

@@ -33,21 +33,24 @@ import time
 import warnings
 from datetime import datetime, timedelta, timezone
 
+from .core import SpaceCore, has_vectors, model_tag
 from .db import retrying
 from .errors import StorageError, purged
 from .locks import LockBusy
-from .parts import SpaceParts
+from .purge import scrub
 
 log = logging.getLogger(__name__)
 UPKEEP_LOCK_WAIT_S = 1.0   # how long a background compaction waits for the namespace's lock
 
 
-class UpkeepMixin(SpaceParts):
-    """Methods of :class:`~trimem.storage.space.Space` that keep its tables fast."""
+class Upkeep:
+    """What keeps one namespace's tables fast (``Space.upkeep``): compaction, version cleanup
+    and vector indexes, in the background after writes."""
 
     keep_versions = timedelta(seconds=60)   # how long a superseded version stays readable
 
-    def _init_upkeep(self) -> None:
+    def __init__(self, core: SpaceCore):
+        self.core = core
         self._commits: dict[str, tuple[int, int]] = {}   # kind -> (commits, rows) since upkeep
         self._optimizing: set[str] = set()
         self._upkeep_lock = threading.Lock()
@@ -70,8 +73,8 @@ class UpkeepMixin(SpaceParts):
         with self._upkeep_lock:
             commits, rows = self._commits.get(kind, (0, 0))
             commits, rows = commits + 1, rows + n_rows
-            due = ((commits >= self.store.optimize_every_commits
-                    or rows >= self.store.optimize_every_rows)
+            due = ((commits >= self.core.store.optimize_every_commits
+                    or rows >= self.core.store.optimize_every_rows)
                    and not self._busy(kind) and not self._closed)
             self._commits[kind] = (0, 0) if due else (commits, rows)
             if due:
@@ -83,10 +86,10 @@ class UpkeepMixin(SpaceParts):
                              daemon=True).start()
         if idle is not None:
             idle.start()
-        if self._has_vectors(kind) and n_rows:
-            tbl = self.table(kind)
+        if has_vectors(kind) and n_rows:
+            tbl = self.core.table(kind)
             n = tbl.count_rows() if tbl is not None else 0
-            if n >= self.store.vector_index_min_rows and self._index_due(tbl, kind, n):
+            if n >= self.core.store.vector_index_min_rows and self._index_due(tbl, kind, n):
                 with self._upkeep_lock:
                     job = self._index_jobs.get(kind)
                     if (job is None or not job.is_alive()) and not self._closed:
@@ -125,7 +128,7 @@ class UpkeepMixin(SpaceParts):
     def _idle_loop(self) -> None:
         """Compact what is left uncompacted once writes pause for ``optimize_idle_s``; delete
         the last compaction's leftovers ``keep_versions`` after it."""
-        delay = self.store.optimize_idle_s
+        delay = self.core.store.optimize_idle_s
         while True:
             with self._upkeep_lock:
                 turn = self._idle_turn(delay)
@@ -200,21 +203,19 @@ class UpkeepMixin(SpaceParts):
         on them pays for it: on a LoCoMo conversation left so (629 turns in 29 fragments, the
         full-text index covering none of them) a BM25 search took 15-19 ms and auto p50 was
         121 ms; compacted, 103 ms, with the same contexts."""
-        from .space import model_tag
-
         out: dict[str, str] = {}
-        prefix = f"ns_{self.key}__"
+        prefix = f"ns_{self.core.key}__"
         try:
-            names = self.store.table_names()
+            names = self.core.store.table_names()
         except Exception as exc:  # noqa: BLE001 - upkeep is an optimisation: log, go on
-            log.warning("listing the tables of %r for upkeep failed: %s", self.namespace, exc)
+            log.warning("listing the tables of %r for upkeep failed: %s", self.core.namespace, exc)
             return out
         for name in names:
             suffix = name[len(prefix):]
             kind, _, tag = suffix.partition("__")
             if not name.startswith(prefix) or (tag and (
-                    self.model is None or self.dim is None
-                    or tag != model_tag(self.model, self.dim))):
+                    self.core.model is None or self.core.dim is None
+                    or tag != model_tag(self.core.model, self.core.dim))):
                 continue   # another namespace's, or another model's (no recall reads it)
             if self._unsettled(name):
                 out[kind] = name
@@ -227,7 +228,7 @@ class UpkeepMixin(SpaceParts):
         fails is logged and left out, never the others with it."""
         for attempt in range(attempts):
             try:
-                tbl = self.store.open_table(name)
+                tbl = self.core.store.open_table(name)
                 if tbl is None:
                     return False
                 frags = tbl.stats()["fragment_stats"]
@@ -237,7 +238,7 @@ class UpkeepMixin(SpaceParts):
             except Exception as exc:  # noqa: BLE001 - upkeep is an optimisation: log, go on
                 if purged(exc) and attempt < attempts - 1:
                     continue
-                log.warning("checking %s of %r for upkeep failed: %s", name, self.namespace, exc)
+                log.warning("checking %s of %r for upkeep failed: %s", name, self.core.namespace, exc)
         return False
 
     def _optimize_now(self, kind: str, again: bool = True, name: str | None = None) -> None:
@@ -245,11 +246,11 @@ class UpkeepMixin(SpaceParts):
         run superseded (``again``); without ``again``, only that deletion."""
         try:
             name = name or self._settled_names.get(kind)
-            tbl = self.store.open_table(name) if name else self.table(kind)
+            tbl = self.core.store.open_table(name) if name else self.core.table(kind)
             if tbl is not None:
-                # under the namespace's write lock like every commit (``Space.writing``); a
+                # under the namespace's write lock like every commit (``SpaceCore.writing``); a
                 # background run does not wait for it long: busy, it runs at the next turn
-                with self.store.write_lock(self.namespace, UPKEEP_LOCK_WAIT_S), self._maint_lock:
+                with self.core.store.write_lock(self.core.namespace, UPKEEP_LOCK_WAIT_S), self._maint_lock:
                     self._optimize(tbl)
                 # come back for what this run had to keep (versions younger than
                 # ``keep_versions``; a flush runs the cleanup early): until then their files stay
@@ -262,7 +263,7 @@ class UpkeepMixin(SpaceParts):
                 commits, rows = self._commits.get(kind, (0, 0))
                 self._commits[kind] = (max(commits, 1), rows)
         except Exception as exc:  # upkeep is an optimisation: log it, never fail a write
-            log.warning("optimizing %s of %r failed: %s", kind, self.namespace, exc)
+            log.warning("optimizing %s of %r failed: %s", kind, self.core.namespace, exc)
         finally:
             with self._upkeep_lock:
                 self._optimizing.discard(kind)
@@ -277,7 +278,7 @@ class UpkeepMixin(SpaceParts):
             warnings.simplefilter("ignore", UserWarning)  # at 0 it warns: a purge means it
             retrying(lambda: tbl.optimize(cleanup_older_than=keep), "optimize", table=tbl)
 
-    def wait_upkeep(self, timeout: float = 60.0, flush: bool = False) -> bool:
+    def wait(self, timeout: float = 60.0, flush: bool = False) -> bool:
         """Wait for running compactions and index builds; False if still busy at ``timeout``.
         ``flush`` also runs the pending idle compaction and the pending version cleanup now and
         waits for them (tests, benchmarks and anything that wants the files on disk to stop
@@ -307,13 +308,13 @@ class UpkeepMixin(SpaceParts):
             if not busy:
                 return True
             if time.monotonic() >= end:
-                log.warning("upkeep of %r still running after %.0f s", self.namespace, timeout)
+                log.warning("upkeep of %r still running after %.0f s", self.core.namespace, timeout)
                 return False
             if flush:
                 self._wake.set()   # the idle thread may be asleep on a wait computed before
             time.sleep(0.05)
 
-    def close_upkeep(self, timeout: float = 60.0) -> bool:
+    def close(self, timeout: float = 60.0) -> bool:
         """Start nothing new and wait for what runs (before the process exits)."""
         with self._upkeep_lock:
             self._closed = True
@@ -322,7 +323,7 @@ class UpkeepMixin(SpaceParts):
         end = time.monotonic() + timeout
         if idle is not None:
             idle.join(timeout)
-        return self.wait_upkeep(max(0.0, end - time.monotonic()))
+        return self.wait(max(0.0, end - time.monotonic()))
 
     # -- the vector index ---------------------------------------------------------------------
     @staticmethod
@@ -332,11 +333,11 @@ class UpkeepMixin(SpaceParts):
     def build_vector_index(self, kind: str = "sources", rebuild: bool = False) -> bool:
         """(Re)build the HNSW index (scalar-quantised, cosine) of ``kind`` in a child process and
         wait for it; searches stay flat (or on the old index) until it lands."""
-        tbl = self.table(kind)
+        tbl = self.core.table(kind)
         if tbl is None or (self.has_vector_index(tbl) and not rebuild):
             return False
         n = tbl.count_rows()
-        cmd = [sys.executable, "-m", f"{__package__}.index_build", self.store.uri, tbl.name]
+        cmd = [sys.executable, "-m", f"{__package__}.index_build", self.core.store.uri, tbl.name]
         started = time.monotonic()
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
@@ -357,28 +358,26 @@ class UpkeepMixin(SpaceParts):
     # -- compaction on demand -------------------------------------------------------------------
     def optimize(self, purge: bool = False) -> list[str]:
         """Compact every table and fold unindexed rows in. ``purge`` also rewrites the data
-        files of each table that had rows deleted or replaced (:meth:`Space.rewrote`), so none
+        files of each table that had rows deleted or replaced (``SpaceCore.rewrote``), so none
         keeps a deleted row's bytes (``purge.scrub``), and deletes old versions at once: what
         makes ``forget`` a hard delete on disk. It then checks that no table still lists a
         version from before its purge: :class:`StorageError` if one does after a second try
         (the forget then does not report done)."""
-        from .purge import scrub
-
         done = []
         if purge:   # a build in progress reads old versions: let it finish (a compaction in
             for job in list(self._index_jobs.values()):   # the background waits for the lock)
                 job.join(60)
-        rewritten = self.take_rewritten() if purge else set()
-        prefix = f"ns_{self.key}__"
+        rewritten = self.core.take_rewritten() if purge else set()
+        prefix = f"ns_{self.core.key}__"
         left: list[str] = []
-        for name in self.store.table_names():
+        for name in self.core.store.table_names():
             if not name.startswith(prefix):
                 continue
-            tbl = self.store.open_table(name)
+            tbl = self.core.store.open_table(name)
             # Purge: compact (deleted rows are dropped from rewritten files), then delete every
             # file only older versions use. Files no version names yet (a concurrent writer's,
             # not committed) are left alone: delete_unverified stays False.
-            with self.writing(), self._maint_lock:
+            with self.core.writing(), self._maint_lock:
                 if name in rewritten:
                     scrub(tbl)
                 else:
@@ -411,10 +410,10 @@ class UpkeepMixin(SpaceParts):
         return sum(1 for v in retrying(tbl.list_versions, "list versions") if v["version"] < now)
 
     def optimize_table(self, suffix: str) -> None:
-        """Optimize one table, named as in :meth:`stats` (e.g. ``audit``)."""
-        tbl = self.store.open_table(f"ns_{self.key}__{suffix}")
+        """Optimize one table, named as in ``Space.stats`` (e.g. ``audit``)."""
+        tbl = self.core.store.open_table(f"ns_{self.core.key}__{suffix}")
         if tbl is not None:
-            with self.writing(), self._maint_lock:
+            with self.core.writing(), self._maint_lock:
                 self._optimize(tbl)
 
 

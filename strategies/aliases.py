@@ -188,7 +188,7 @@ class Learned:
 
 
 def _counts(space: StrategySpace) -> tuple:
-    return (space.count_sources(),)
+    return (space.sources.count(),)
 
 
 def speaker_aliases(ns, space: StrategySpace) -> dict[str, set[str]]:
@@ -221,7 +221,7 @@ def _learned(ns, space: StrategySpace) -> Learned:
     with ns.state("aliases.lock", threading.Lock):
         old = cache.current()
         sessions = dict(old.sessions) if old is not None else {}
-        listed = {r.session_id: r.n_messages for r in space.list_sessions()
+        listed = {r.session_id: r.n_messages for r in space.sessions.all()
                   if r.namespace in ("", space.namespace)}
         for sid in list(sessions):
             if sid not in listed:
@@ -235,11 +235,11 @@ def _learned(ns, space: StrategySpace) -> Learned:
             stale = [sid for sid in stale if sid not in kept]
         if len(stale) > 3:   # one scan instead of a query per session
             by: dict[str, list[Source]] = {}
-            for r in space.all_sources():
+            for r in space.sources.all():
                 by.setdefault(r.session_id, []).append(r)
             read = {sid: sorted(by.get(sid, []), key=lambda r: r.seq) for sid in stale}
         else:
-            read = {sid: space.sources_by_session(sid) for sid in stale}
+            read = {sid: space.sources.by_session(sid) for sid in stale}
         for sid, got in read.items():
             sessions[sid] = session_stats(got)
             sessions[sid].n = listed[sid]

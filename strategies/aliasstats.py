@@ -49,8 +49,8 @@ def decode(n: int, text: str) -> SessionStats:
 
 def curate(space: StrategySpace, session_id: str) -> None:
     """Count and store one session's votes (called by curation for every session it curates)."""
-    sess = space.get_session(session_id)   # its count first: messages added after it make the
-    rows = space.sources_by_session(session_id)   # row's count stale, never a stale row current
+    sess = space.sessions.get(session_id)   # its count first: messages added after it make the
+    rows = space.sources.by_session(session_id)   # row's count stale, never a stale row current
     if sess is None or not rows:
         return
     st = session_stats(rows)
@@ -62,17 +62,17 @@ def save(space: StrategySpace, stats: dict[str, SessionStats]) -> None:
     """Store these sessions' votes, each tagged with its ``n`` (the session's message count
     read *before* its messages were)."""
     if stats:
-        space.upsert(KIND, SCHEMA, [{"id": sid, "n": st.n, "stats": encode(st)}
+        space.derived.upsert(KIND, SCHEMA, [{"id": sid, "n": st.n, "stats": encode(st)}
                                     for sid, st in stats.items()])
 
 
 def stored(space: StrategySpace, counts: dict[str, int]) -> dict[str, SessionStats]:
     """The stored votes of the sessions in ``counts`` (session id -> its message count now)
     whose row was counted at that many messages."""
-    if space.derived_table(KIND) is None:
+    if space.derived.table(KIND) is None:
         return {}
     out = {}
-    for r in space.rows(KIND, columns=["id", "n", "stats"]):
+    for r in space.derived.rows(KIND, columns=["id", "n", "stats"]):
         sid = r["id"]
         if sid in counts and r["n"] == counts[sid]:
             out[sid] = decode(counts[sid], r["stats"])
@@ -82,5 +82,5 @@ def stored(space: StrategySpace, counts: dict[str, int]) -> dict[str, SessionSta
 def drop(space: StrategySpace, session_ids: Iterable[str]) -> None:
     """Forget the stored votes of these sessions (their messages changed without their count)."""
     ids = sorted(set(session_ids))
-    if ids and space.derived_table(KIND) is not None:
-        space.delete_rows(KIND, {"id": ids})
+    if ids and space.derived.table(KIND) is not None:
+        space.derived.delete_rows(KIND, {"id": ids})

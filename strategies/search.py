@@ -171,9 +171,9 @@ class TurnSearch:
     def lexical(self, n: int, query: str | None = None) -> list[tuple[str, float]]:
         text = self.query if query is None else query
         if n > self.depth:
-            return self.space.fts_sources(text, n, self.where)
+            return self.space.sources.fts_search(text, n, self.where)
         lex = self._searches.get(("fts", text),
-                                 lambda: self.space.fts_sources(text, self.depth, self.where))
+                                 lambda: self.space.sources.fts_search(text, self.depth, self.where))
         with self._lock:
             self.hits["fts"] += 1
         return lex[:n]
@@ -185,9 +185,9 @@ class TurnSearch:
         v = self.qv if vector is None else np.asarray(vector)
         where = self.where if speakers is None else replace(self.where, speakers=speakers)
         if n > self.depth:
-            return self.space.vector_sources(v, n, where)
+            return self.space.sources.vector_search(v, n, where)
         key = ("vector", v.dtype.str.encode() + v.tobytes(), speakers)
-        dense = self._searches.get(key, lambda: self.space.vector_sources(v, self.depth, where))
+        dense = self._searches.get(key, lambda: self.space.sources.vector_search(v, self.depth, where))
         with self._lock:
             self.hits["vector"] += 1
         return dense[:n]
@@ -196,7 +196,7 @@ class TurnSearch:
         """Source rows for ``ids`` in the order asked; only the ones not read yet are fetched."""
         with self._lock:
             missing = [i for i in dict.fromkeys(ids) if i not in self._rows]
-        fetched = self.space.get_sources(missing) if missing else []
+        fetched = self.space.sources.get(missing) if missing else []
         with self._lock:
             for r in fetched:
                 self._rows[r.id] = r
@@ -204,7 +204,7 @@ class TurnSearch:
             out = [self._rows[i] for i in ids if i in self._rows]
         # a long message's quoted passage is the best one of the searches run so far, which
         # may be later than this row's first read (dense, then BM25: ``search_turns``)
-        return self.space.with_spans(out)
+        return self.space.sources.with_spans(out)
 
 
 def turn_search(env: Env, request: RecallRequest, depth: int, qv=None) -> TurnSearch:

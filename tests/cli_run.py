@@ -76,11 +76,11 @@ def contents(home: Path, ns: str = "default") -> dict:
             return {"sources": [], "curated": [], "sessions": [], "forgets": 0}
         sp = rt.space(ns)
         src = sorted((r.session_id, r.seq, r.ref, r.speaker, r.text, r.id)
-                     for r in sp.all_sources())
+                     for r in sp.sources.all())
         mems = sorted((m.id, m.text) for k in ("episode", "fact")
-                      for m in sp.memories_of_kind(k, None) if m.origin == "host")
-        sess = sorted(s.session_id for s in sp.list_sessions())
-        forgets = len(sp.rows("audit", eq={"op": "forget"}, columns=["target_ids"]))
+                      for m in sp.memories.of_kind(k, None) if m.origin == "host")
+        sess = sorted(s.session_id for s in sp.sessions.all())
+        forgets = len(sp.derived.rows("audit", eq={"op": "forget"}, columns=["target_ids"]))
         return {"sources": src, "curated": mems, "sessions": sess, "forgets": forgets}
     finally:
         rt.close()

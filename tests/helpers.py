@@ -39,7 +39,7 @@ def resource_text(res: ReadResourceResult) -> str:
 
 def session(space: Space, session_id: str) -> Session:
     """A stored session's row (it must exist)."""
-    row = space.get_session(session_id)
+    row = space.sessions.get(session_id)
     assert row is not None, f"no session {session_id!r}"
     return row
 

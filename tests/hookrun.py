@@ -54,6 +54,6 @@ def stored(home: Path, namespace: str) -> list[Source]:
     try:
         if namespace not in rt.store.namespaces():
             return []
-        return rt.space(namespace).all_sources()
+        return rt.space(namespace).sources.all()
     finally:
         rt.close(2.0)

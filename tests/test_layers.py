@@ -169,7 +169,7 @@ def test_no_sql_above_storage():
 def test_sql_checker_sees_a_filter_string(tmp_path):
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "x.py").write_text(
-        "def f(space, sid):\n    return space.count_sources(f\"session_id = '{sid}'\")\n")
+        "def f(space, sid):\n    return space.sources.count(f\"session_id = '{sid}'\")\n")
     (tmp_path / "strategies").mkdir()
     (tmp_path / "strategies" / "y.py").write_text("from ..storage.db import sql_str\n")
     for layer in ("transfer", "server", "storage", "providers"):

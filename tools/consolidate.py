@@ -62,7 +62,7 @@ def plan(space: Space) -> list[dict[str, Any]]:
     ops = [{"op": "optimize", "table": t, "why": "compact fragments, fold new rows into indexes"}
            for t in space.stats()]
     tbl = space.table("sources")
-    if tbl is not None and not space.has_vector_index(tbl) and \
+    if tbl is not None and not space.upkeep.has_vector_index(tbl) and \
             tbl.count_rows() >= space.store.vector_index_min_rows:
         ops.append({"op": "build_vector_index", "table": "sources",
                     "why": f"{tbl.count_rows()} rows: an HNSW index beats a flat scan"})
@@ -107,11 +107,11 @@ def run_consolidation(rt: Runtime, namespace: str = "default", dry_run: bool = F
             for k, op in enumerate(upkeep):
                 report(k, len(upkeep), f"{op['op']} {op['table']}")
                 if op["op"] == "build_vector_index":
-                    op["done"] = space.build_vector_index("sources")
+                    op["done"] = space.upkeep.build_vector_index("sources")
                 else:
-                    space.optimize_table(op["table"])
+                    space.upkeep.optimize_table(op["table"])
                     op["done"] = True
-            space.audit("consolidate", [], {"operations": ops, "min_cluster_size": min_cluster_size,
+            space.log.audit("consolidate", [], {"operations": ops, "min_cluster_size": min_cluster_size,
                                             "trigger": trigger})
             report(len(upkeep), len(upkeep), "done")
         after = dict(before) if dry_run else memory_counts(space)
@@ -188,7 +188,7 @@ def curate_queued(rt: Runtime, namespace: str) -> list[str]:
     """Curate (every strategy, heuristics unless the host's model wrote the session) each session
     of ``namespace`` still queued; their ids."""
     ns = require(rt, namespace)
-    queued = sorted(s.session_id for s in rt.space(ns).list_sessions() if s.curation == "queued")
+    queued = sorted(s.session_id for s in rt.space(ns).sessions.all() if s.curation == "queued")
     for sid in queued:
         rt.curation.curate_now(ns, sid)
     return queued
@@ -205,9 +205,9 @@ def restore(rt: Runtime, namespace: str, memory_id: str) -> dict:
         raise ToolFailure(f"no namespace {namespace!r} in {rt.config.home} "
                           "(`trimem namespaces` lists them)")
     env = rt.env(namespace)
-    found = env.space.get_memories([memory_id])
+    found = env.space.memories.get([memory_id])
     if not found:
-        what = "a raw message, not a memory" if env.space.get_sources([memory_id]) else "unknown"
+        what = "a raw message, not a memory" if env.space.sources.get([memory_id]) else "unknown"
         raise ToolFailure(f"{memory_id!r} is {what} in namespace {namespace!r}; give the id of "
                           "an episode or fact that consolidation merged or superseded "
                           "(`explain` on the survivor lists them)")

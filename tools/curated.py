@@ -95,7 +95,7 @@ def store_curated(space: Space, plan: CuratedPlan, session_id: str, by_ref: dict
     ids = [memory_id(space.namespace, session_id, m) for m in items]
     # the caller holds the write lock and saw the latest memories: one stored by another call
     # (a retry, a second import of the same file) is not written twice
-    held = {m.id for m in space.get_memories(ids)} if ids else set()
+    held = {m.id for m in space.memories.get(ids)} if ids else set()
     now = space.now()
     rows = []
     for m, vec, mid in zip(items, vectors, ids):
@@ -111,7 +111,7 @@ def store_curated(space: Space, plan: CuratedPlan, session_id: str, by_ref: dict
             "lineage": {"history": [{"at": now.isoformat(), "op": "created", "by": "host"}]},
             "created_at": now, "vector": vec,
         })
-    space.add_memories(rows)
+    space.memories.add(rows)
     return [r["id"] for r in rows]
 
 

@@ -152,7 +152,7 @@ class CurationWorker:
         """Queue every session left ``queued`` (or ``failed``) by an earlier process."""
         n = 0
         for ns in store.namespaces():
-            for sess in store.space(ns).list_sessions():
+            for sess in store.space(ns).sessions.all():
                 if sess.curation in ("queued", "failed"):
                     self.enqueue(ns, sess.session_id)
                     n += 1
@@ -263,7 +263,7 @@ class CurationWorker:
         from ..strategies import aliasstats  # lazy: pyarrow (strategies.aliasstats), not at start-up
 
         env = self.rt.env(namespace)
-        sess = env.space.get_session(session_id)
+        sess = env.space.sessions.get(session_id)
         if sess is None:   # forgotten meanwhile
             return None
         strats = registry.with_hook(Curates)
@@ -296,9 +296,9 @@ class CurationWorker:
         except Exception as exc:  # recall counts them itself when they are missing
             log.exception("name votes of %s/%s failed", namespace, session_id)
             self.failures.add(namespace, session_id, f"name votes: {exc}")
-        sess = env.space.get_session(session_id)
+        sess = env.space.sessions.get(session_id)
         if sess is not None:
-            env.space.put_session(sess.with_curation(state))
+            env.space.sessions.put(sess.with_curation(state))
         return state
 
 
@@ -314,7 +314,7 @@ def _fenced_curate(env: Env[Space], strat: Curates, session_id: str) -> None:
             with env.space.fenced() as stamp:
                 if attempt or not env.space.forget_handled(stamp):
                     catch_up(env, force=True)   # read from after the forget
-                    if env.space.get_session(session_id) is None:
+                    if env.space.sessions.get(session_id) is None:
                         return
                 with bulk():   # its reads do not reload the tables it rewrites (storage/snapshot)
                     strat.curate(env, session_id)

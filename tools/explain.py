@@ -72,7 +72,7 @@ def _explain(rt: Runtime, mid: str, ns: str) -> Explanation:
     space = rt.space(ns)
     if mid.startswith("rcl_"):
         try:
-            row = space.get_recall(mid)
+            row = space.log.get_recall(mid)
         except NotFound as exc:
             raise ToolFailure(str(exc)) from exc
         t = row.trace
@@ -84,20 +84,20 @@ def _explain(rt: Runtime, mid: str, ns: str) -> Explanation:
                                        f" [{len(gone)} of the messages or memories it named "
                                        "are no longer stored (forgotten or re-curated since): "
                                        "their text is gone]" if gone else ""))
-    src = space.get_sources([mid])
+    src = space.sources.get([mid])
     if src:
-        derived = [_memory_view(m) for m in space.memories_citing({mid})]
+        derived = [_memory_view(m) for m in space.memories.citing({mid})]
         return Explanation(id=mid, kind="source", record=_source_view(src[0]), derived=derived,
-                           sources=[_source_view(src[0])], history=space.audit_for(mid),
+                           sources=[_source_view(src[0])], history=space.log.audit_for(mid),
                            summary=f"raw message (ref {src[0].ref!r}) of session "
                                    f"{src[0].session_id!r}; {len(derived)} memories derive from it")
-    mem = space.get_memories([mid])
+    mem = space.memories.get([mid])
     if mem:
         m = mem[0]
-        sources = [_source_view(s) for s in space.get_sources(m.source_ids or [])]
+        sources = [_source_view(s) for s in space.sources.get(m.source_ids or [])]
         by = m.body.get("written_by")
         return Explanation(id=mid, kind="memory", record=_memory_view(m), sources=sources,
-                           history=space.audit_for(mid),
+                           history=space.log.audit_for(mid),
                            summary=f"{m.kind} ({m.origin}, {m.status}"
                                    f"{', written by ' + by if by else ''}) from "
                                    f"{len(sources)} sources")
@@ -108,7 +108,7 @@ def _explain(rt: Runtime, mid: str, ns: str) -> Explanation:
         if found is not None:
             return Explanation(id=mid, kind="memory", record=found, summary=found.get(
                 "summary", f"{strat.name} memory"), sources=found.get("sources", []),
-                history=space.audit_for(mid))
+                history=space.log.audit_for(mid))
     raise ToolFailure(f"no memory or recall with id {mid!r} in namespace {ns!r} "
                     "(ids come from remember's source_ids, recall's items or recall_id)")
 

@@ -53,7 +53,7 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     It runs under the namespace's write lock, which every process on the memory folder shares
     (``Store.write_lock``): forgets in several processes run one after the other, each from
     the newest table versions, and a recall record another process writes is either seen and
-    deleted or refused afterwards (``LogsMixin._write_recalls``). It answers only once no table
+    deleted or refused afterwards (``storage.logs.Log._write_recalls``). It answers only once no table
     lists a version from before its purge.
     """
     v.namespace(namespace, rt.limits)
@@ -69,7 +69,7 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     ns = require(rt, namespace)
 
     space = rt.space(ns)
-    space.flush_recalls()   # before the lock: the recall log's writer takes it too
+    space.log.flush()   # before the lock: the recall log's writer takes it too
     found = Targets()
     busy = rt.namespace_lock(ns)   # curation and consolidation of it, in this process
     if not busy.acquire(timeout=rt.config.lock_wait_s):
@@ -113,21 +113,21 @@ class Targets:
 
 def _forget_recalls(rt: Runtime, ns: str, rids: list[str], before, every: bool) -> ForgetResult:
     space = rt.space(ns)
-    chosen = set(space.recalls_between() if every else [])
+    chosen = set(space.log.recalls_between() if every else [])
     if before is not None and not every:
-        chosen.update(space.recalls_between(before=before))
+        chosen.update(space.log.recalls_between(before=before))
     not_found = []
     for rid in rids:
         try:
-            space.get_recall(rid)
+            space.log.get_recall(rid)
             chosen.add(rid)
         except NotFound:
             not_found.append(rid)
     audit_id = ""
     if chosen:
-        space.delete_recalls(sorted(chosen))
-        space.optimize(purge=True)   # the queries are gone from disk too, not just hidden
-        audit_id = space.audit("forget", [], {"recalls": len(chosen), "all_recalls": every,
+        space.log.delete_recalls(sorted(chosen))
+        space.upkeep.optimize(purge=True)   # the queries are gone from disk too, not just hidden
+        audit_id = space.log.audit("forget", [], {"recalls": len(chosen), "all_recalls": every,
                                               "recalls_before": str(before) if before else None})
     return ForgetResult(removed_sources=0, removed_memories=0, removed_recalls=len(chosen),
                         source_ids=[], refs=[], not_found=not_found, audit_id=audit_id)
@@ -143,14 +143,14 @@ def _forget(rt: Runtime, ns: str, ids: list[str], refs: list[str], named: dict[s
     if not sources and not memories:
         raise ToolFailure(f"nothing to forget in namespace {ns!r}: no match for {not_found[:10]}")
     src_ids = set(sources)
-    for m in space.memories_citing(src_ids):
+    for m in space.memories.citing(src_ids):
         memories[m.id] = m
-    recall_ids = space.recalls_citing(src_ids | set(memories))
+    recall_ids = space.log.recalls_citing(src_ids | set(memories))
     if held is not None:
         held.check()   # nothing below runs for a process that lost the lock while stopped
     derived, emptied = _delete(rt, ns, found, recall_ids, held)
     gone_refs = sorted({r.ref for r in sources.values() if r.ref})
-    audit_id = space.audit("forget", sorted(src_ids) + sorted(memories),
+    audit_id = space.log.audit("forget", sorted(src_ids) + sorted(memories),
                            {"sources": len(src_ids), "memories": len(memories),
                             "recalls": len(recall_ids), "refs": gone_refs, "sessions": emptied,
                             "derived": derived})
@@ -164,16 +164,16 @@ def _find(space: Space, ids: list[str], refs: list[str], named: dict[str, list[S
     """Add to ``found`` the messages and memories named by ids, refs and the session; return
     what of those names matched nothing."""
     sources, memories = found.sources, found.memories
-    sources.update({r.id: r for r in space.get_sources(ids)})
-    memories.update({m.id: m for m in space.get_memories([i for i in ids if i not in sources])})
+    sources.update({r.id: r for r in space.sources.get(ids)})
+    memories.update({m.id: m for m in space.memories.get([i for i in ids if i not in sources])})
     not_found = [i for i in ids if i not in sources and i not in memories]
     found_refs = {r.ref for r in sources.values() if r.ref in refs} | set(named)
     for rows in named.values():
         sources.update({r.id: r for r in rows})
     not_found += [r for r in refs if r not in found_refs]
     if sid:
-        session_rows = space.sources_by_session(sid)
-        if not session_rows and space.get_session(sid) is None and \
+        session_rows = space.sources.by_session(sid)
+        if not session_rows and space.sessions.get(sid) is None and \
                 not any(r.session_id == sid for r in sources.values()):
             not_found.append(sid)
         sources.update({r.id: r for r in session_rows})
@@ -192,23 +192,23 @@ def _delete(rt: Runtime, ns: str, found: Targets, recall_ids: list[str],
     env = rt.env(ns)
     derived = {st.name: st.forget(env, src_ids) for st in registry.with_hook(Forgets)}
     aliasstats.drop(space, {r.session_id for r in sources.values()})   # counts may not move
-    space.delete_memories(sorted(found.memories))
-    space.delete_recalls(recall_ids)
-    space.delete_sources(sorted(src_ids))
+    space.memories.delete(sorted(found.memories))
+    space.log.delete_recalls(recall_ids)
+    space.sources.delete(sorted(src_ids))
     emptied = [s for s in {r.session_id for r in sources.values()}
-               if space.count_sources(SourceFilter(session_id=s)) == 0]
-    space.delete_sessions(emptied)
-    space.rebuild_text_index()
-    space.optimize(purge=True)   # then checks that no old version is left (else: an error)
+               if space.sources.count(SourceFilter(session_id=s)) == 0]
+    space.sessions.delete(emptied)
+    space.sources.rebuild_text_index()
+    space.upkeep.optimize(purge=True)   # then checks that no old version is left (else: an error)
     if held is not None:
         held.check()
     space.mark_forgotten(sorted(src_ids))   # other processes drop their caches (storage/forgets.py)
     env.ns.invalidate()
     if derived:  # what remains of a touched session is curated again, without the deleted text
         for sess in {r.session_id for r in sources.values()} - set(emptied):
-            row = space.get_session(sess)
+            row = space.sessions.get(sess)
             if row is not None:
-                space.put_session(row.with_curation("queued"))
+                space.sessions.put(row.with_curation("queued"))
                 rt.curation.enqueue(ns, sess)
     return derived, emptied
 

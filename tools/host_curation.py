@@ -81,9 +81,10 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
     space = rt.space(namespace)
     job, parts, n_turns = HostJob(), [], 0
     origins: dict[str, set] = {}
-    for r in space.rows("memories", eq={"kind": ["episode", "fact"]}, columns=["session_id", "origin"]):
+    for r in space.derived.rows("memories", eq={"kind": ["episode", "fact"]},
+                                columns=["session_id", "origin"]):
         origins.setdefault(r["session_id"], set()).add(r["origin"])
-    sessions = sorted(space.list_sessions(), key=lambda s: (str(s.session_time or ""), s.session_id))
+    sessions = sorted(space.sessions.all(), key=lambda s: (str(s.session_time or ""), s.session_id))
     for sess in sessions:
         sid = sess.session_id
         got = origins.get(sid, set())
@@ -92,7 +93,7 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
         fresh = not got and sess.curation == "queued"
         if got & (set(KEPT_ORIGINS) | {"llm"}) or not ("heuristic" in got or fresh):
             continue
-        turns = space.sources_by_session(sid)
+        turns = space.sources.by_session(sid)
         if not turns or len(turns) > TURNS_PER_CALL or n_turns + len(turns) > TURNS_PER_CALL:
             continue     # a session is shown whole or not at all
         lab = label("S", sid)
@@ -107,7 +108,7 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
     for row in pending_merges(space)[:MERGES_PER_CALL]:
         lab = label("M", row.id)
         texts = [row.lineage.get("text_before", row.text)] + \
-            [m.text for m in space.get_memories([a["id"] for a in row.lineage.get("absorbed", [])])]
+            [m.text for m in space.memories.get([a["id"] for a in row.lineage.get("absorbed", [])])]
         parts.append(f"MERGE {lab}\n" + "\n".join(json.dumps({"entry": t}, ensure_ascii=False)
                                                   for t in texts))
         job.merges[lab] = row
@@ -118,7 +119,7 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
 
 
 def pending_merges(space: Space) -> list[Memory]:
-    rows = [m for k in ("episode", "fact") for m in space.memories_of_kind(k)
+    rows = [m for k in ("episode", "fact") for m in space.memories.of_kind(k)
             if m.body.get("merged_text_by") == "heuristic"]
     return sorted(rows, key=lambda m: m.id)
 
@@ -148,7 +149,7 @@ def store_answer(rt: Runtime, namespace: str, text: str, by: str,
                 continue
             sid, turns = job.sessions[s.session]
             _, by_label = S.turn_lines(turns, f"{s.session}.t")
-            when = env.space.session_time(sid)
+            when = env.space.sessions.time(sid)
             eps, tps = S.link(s.episodes, s.tuples, by_label, turns, when)
             stored = eps + tps if replace_session(env, sid, eps, tps, by)["origin"] == "sampled" \
                 else []
@@ -190,7 +191,7 @@ def rewrite_merge(env, row: Memory, text: str, by: str) -> None:
     text = text[:S.MERGED_MAX_CHARS]
     history = [*row.lineage.get("history", []),
                {"at": env.space.now().isoformat(), "op": "merged_text", "by": by}]
-    env.space.add_memories([dict(row.as_dict(), text=text,
+    env.space.memories.add([dict(row.as_dict(), text=text,
                                  body=dict(row.body, merged_text_by=by, written_by=by),
                                  lineage=dict(row.lineage, history=history),
                                  vector=env.embed([text])[0])])

@@ -50,14 +50,14 @@ def require(rt: Runtime, namespace: str) -> str:
 
 
 def _sessions(space: Space) -> list[Session]:
-    return [s for s in space.list_sessions() if s.namespace == space.namespace]
+    return [s for s in space.sessions.all() if s.namespace == space.namespace]
 
 
 def listing(rt: Runtime) -> dict[str, Any]:
     out = []
     for ns in known(rt):
         space = rt.space(ns)
-        out.append({"namespace": ns, "sources": space.count_sources(),
+        out.append({"namespace": ns, "sources": space.sources.count(),
                     "sessions": len(_sessions(space))})
     return {"namespaces": out,
             "status": "read trimem://{namespace}/status for one namespace (the name "
@@ -70,11 +70,11 @@ def status(rt: Runtime, namespace: str) -> dict[str, Any]:
     sessions = _sessions(space)
     state = [s.curation for s in sessions]
     failures = [{"session_id": sid, "error": err} for sid, err in rt.curation.failures.recent(ns)]
-    runs = space.rows("audit", eq={"op": "consolidate"}, columns=["at", "detail"])
+    runs = space.derived.rows("audit", eq={"op": "consolidate"}, columns=["at", "detail"])
     last = max(runs, key=lambda r: r["at"]) if runs else None
     return {
         "namespace": ns,
-        "sources": space.count_sources(),
+        "sources": space.sources.count(),
         "sessions": len(sessions),
         "curation": {"queued": state.count("queued"), "failed": state.count("failed"),
                      "done": state.count("done"),

@@ -129,7 +129,7 @@ def _log(rt: Runtime, env: Env[Space], recall_id: str, query: str, strategy: str
     c = rt.config
     policy = RecallPolicy(c.recall_log_days, c.recall_log_max, c.recall_trace_max_bytes)
     try:
-        if not reading(env, lambda: env.space.log_recall(recall_id, query, strategy, source_ids,
+        if not reading(env, lambda: env.space.log.add_recall(recall_id, query, strategy, source_ids,
                                                         trace, policy)):
             return (" [not logged: the recall log is off]" if c.recall_log_days <= 0
                     or c.recall_log_max <= 0 else " [not logged: nothing is stored in this namespace]")
@@ -187,7 +187,7 @@ def catch_up(env: Env[Space], force: bool = False) -> set[str] | None:
         space.store.refresh(f"ns_{space.key}__")
     if gone:
         try:
-            space.delete_recalls(space.recalls_citing(gone, in_trace=False))
+            space.log.delete_recalls(space.log.recalls_citing(gone, in_trace=False))
         except (OSError, RuntimeError) as exc:   # a read-only store: nothing was logged either
             log.warning("could not scrub recall records of forgotten sources: %s", exc)
     return gone

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 def _grouped(space: Space, refs: list[str]) -> dict[str, list[Source]]:
     out: dict[str, list[Source]] = {}
-    for row in space.sources_by_refs(sorted(set(refs))):
+    for row in space.sources.by_refs(sorted(set(refs))):
         if row.ref is not None:   # found by its ref: always
             out.setdefault(row.ref, []).append(row)
     return out

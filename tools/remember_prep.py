@@ -128,7 +128,7 @@ def prepared(rt: Runtime, call: Call, progress) -> Prep:
     # embedding them again on a retry costs less than a look-up on every call of an agent
     # loop), and lets curated memories cite a resent message by the id it is stored under.
     refs = [r["ref"] for r in rows if r["ref"]]
-    known = ({r.ref: r.id for r in space.sources_by_refs(refs) if r.session_id == sid}
+    known = ({r.ref: r.id for r in space.sources.by_refs(refs) if r.session_id == sid}
              if len(refs) > PRECHECK_MIN or plan is not None else {})
     have = held_ids(space, sid, rows, call.kept)
     new_rows = [r for r in rows if (r["ref"] not in known or r["ref"] is None)
@@ -144,7 +144,7 @@ def prepared(rt: Runtime, call: Call, progress) -> Prep:
     # the passages of long messages are embedded here too, not under the lock: a lock is held
     # for writes only (other processes wait for it, storage/locks.py)
     when = call.stime or space.now()
-    passages = space.passage_rows([dict(r, session_id=sid, timestamp=r["timestamp"] or when)
+    passages = space.passages.rows_of([dict(r, session_id=sid, timestamp=r["timestamp"] or when)
                                    for r in new_rows])
     return Prep(known, have, new_rows, extra, all_vecs[len(new_rows):], by_ref, passages)
 
@@ -154,7 +154,7 @@ def held_ids(space: Space, sid: str, rows: list[dict], kept: set[str]) -> set[st
     names another message (ids are unique in a namespace): that row is given a stable id of
     its own instead (of this session and the kept id, so a second import finds it again)."""
     def sessions(ids: set[str]) -> dict[str, str]:
-        return {r.id: r.session_id for r in space.get_sources(sorted(ids))} if ids else {}
+        return {r.id: r.session_id for r in space.sources.get(sorted(ids))} if ids else {}
 
     found = sessions({r["id"] for r in rows if r["ref"] is None} & kept)
     moved = set()

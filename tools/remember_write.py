@@ -38,10 +38,10 @@ def committed(rt: Runtime, call: Call, prep: Prep, curates: bool) -> tuple[list[
                 # another process's write, committed just now (its curated memories too: stored once)
                 space.see_latest("sources", "sessions",
                                  *(["memories"] if call.plan is not None else []))
-                session = space.get_session(sid)
+                session = space.sessions.get(sid)
                 # one read of the session's stored messages: their refs (the check) and their
                 # number (the offset new messages are numbered after)
-                stored = space.session_refs(sid)
+                stored = space.sources.session_refs(sid)
                 wanted = {r["ref"] for r in prep.candidates if r["ref"]}
                 again = {ref: i for i, ref in stored if ref in wanted}
                 prep.known.update(again)
@@ -66,7 +66,7 @@ def _audit(space: Space, sid: str, new_rows: list[dict], already: int,
            memory_ids: list[str]) -> None:
     """The audit entry of a write that committed (best effort: the messages are stored)."""
     try:
-        space.audit("remember", [r["id"] for r in new_rows] + memory_ids,
+        space.log.audit("remember", [r["id"] for r in new_rows] + memory_ids,
                     {"session_id": sid, "stored": len(new_rows), "already_stored": already,
                      "refs": [r["ref"] for r in new_rows if r["ref"]], "curated": len(memory_ids)})
     except (OSError, RuntimeError) as exc:
@@ -97,21 +97,21 @@ def _write(space: Space, sid: str, stime, session: Session | None, offset: int, 
     # session_time, else the session's stored time (for a new session: its earliest message)
     memory_ids = (store_curated(space, plan, sid, by_ref, cur_vecs, stime or session_time)
                   if plan is not None else [])
-    space.put_session(_session_row(session, sid, session_time, times, offset + len(new_rows),
+    space.sessions.put(_session_row(session, sid, session_time, times, offset + len(new_rows),
                                    curates, now))
     try:
         check()
-        space.add_sources(new_rows, passages)
+        space.sources.add(new_rows, passages)
     except BaseException:   # nothing was stored: the session row must not claim otherwise
         try:
-            space.put_session(session) if session is not None else space.delete_sessions([sid])
+            space.sessions.put(session) if session is not None else space.sessions.delete([sid])
         except Exception as exc:
             log.error("remember: could not restore session %s after a failed write: %s", sid, exc)
         raise
     if held is not None and held.lost():
         # stopped in the middle of the write, and another process took the lock over meanwhile:
         # it may have stored the same refs (same ids); keep one copy of each
-        space.drop_twins([r["id"] for r in new_rows if r["ref"] is not None], now)
+        space.sources.drop_twins([r["id"] for r in new_rows if r["ref"] is not None], now)
     return memory_ids
 
 

@@ -34,7 +34,7 @@ def page_list(space: Space, with_text: bool = False) -> list[dict]:
 
     ensure(space)
     cols = ["id", "type", "title", "trajectory_ids"] + (["text"] if with_text else [])
-    rows = space.rows(PAGE, columns=cols)
+    rows = space.derived.rows(PAGE, columns=cols)
     return sorted(rows, key=lambda p: (PAGE_ORDER.get(p["type"], 9), p["title"] or p["id"]))
 
 
@@ -43,7 +43,7 @@ def page_with_claims(space: Space, page_id: str) -> tuple[dict | None, list[dict
     from ..strategies.wiki.store import CLAIM, PAGE, TRAJ, ensure  # lazy: lancedb, not at start-up
 
     ensure(space)
-    rows = space.rows(PAGE, eq={"id": page_id}, columns=["id", "type", "title", "text",
+    rows = space.derived.rows(PAGE, eq={"id": page_id}, columns=["id", "type", "title", "text",
                                                           "trajectory_ids"])
     if not rows:
         return None, [], {}
@@ -51,10 +51,10 @@ def page_with_claims(space: Space, page_id: str) -> tuple[dict | None, list[dict
     ids = list(p["trajectory_ids"] or [])[:MAX_TRAJECTORIES]
     if not ids:
         return p, [], {}
-    trajs = space.rows(TRAJ, eq={"id": ids}, columns=["id", "title", "n"])
+    trajs = space.derived.rows(TRAJ, eq={"id": ids}, columns=["id", "title", "n"])
     by_id = {t["id"]: t for t in trajs}
     claims: dict[str, list[dict]] = {}
-    for c in space.rows(CLAIM, eq={"trajectory_id": ids},
+    for c in space.derived.rows(CLAIM, eq={"trajectory_id": ids},
                         columns=["id", "trajectory_id", "position", "timestamp", "speaker",
                                  "text", "op", "status", "by", "target", "ref"]):
         claims.setdefault(c["trajectory_id"], []).append(c)
@@ -69,7 +69,7 @@ def recurring_threads(space: Space, min_sessions: int, limit: int) -> list[dict]
 
     if space.table(TRAJ) is None:
         return []
-    rows = space.rows(TRAJ, columns=["title", "sessions", "last_time", "status"])
+    rows = space.derived.rows(TRAJ, columns=["title", "sessions", "last_time", "status"])
     rows = [r for r in rows
             if len(r.get("sessions") or []) >= min_sessions and r.get("status") != "merged"]
     rows.sort(key=lambda r: (-len(r["sessions"]), -(r["last_time"].timestamp()

@@ -26,7 +26,7 @@ CURATED_KINDS = ("episode", "fact")
 
 
 def _sessions_in_order(space: Space) -> list[Session]:
-    rows = [s for s in space.list_sessions() if s.namespace == space.namespace]
+    rows = [s for s in space.sessions.all() if s.namespace == space.namespace]
     far = datetime.max.replace(tzinfo=timezone.utc)
     return sorted(rows, key=lambda s: (s.session_time or s.first_ts or far, s.session_id))
 
@@ -36,11 +36,11 @@ def namespace_records(space: Space) -> Iterator:
     (in order) and its curated memories, then the forget records."""
     ns = space.namespace
     by_session: dict[str, list[Source]] = {}
-    for r in space.all_sources():
+    for r in space.sources.all():
         by_session.setdefault(r.session_id, []).append(r)
     curated: dict[str | None, list[Memory]] = {}
     for kind in CURATED_KINDS:
-        for m in space.memories_of_kind(kind, status=None):
+        for m in space.memories.of_kind(kind, status=None):
             if m.origin == "host":
                 curated.setdefault(m.session_id, []).append(m)
     sessions = _sessions_in_order(space)
@@ -70,7 +70,7 @@ def namespace_records(space: Space) -> Iterator:
 
 
 def forget_records(space: Space) -> list[ForgetRec]:
-    rows = space.rows("audit", eq={"op": "forget"}, columns=["at", "target_ids", "detail"])
+    rows = space.derived.rows("audit", eq={"op": "forget"}, columns=["at", "target_ids", "detail"])
     out = []
     for r in sorted(rows, key=lambda r: r["at"]):
         detail = json.loads(r["detail"] or "{}")
@@ -88,7 +88,7 @@ def export_records(rt, namespaces: list[str], progress: Progress | None = None):
     def records():
         for ns in namespaces:
             space = rt.space(ns)
-            total = space.count_sources()
+            total = space.sources.count()
             done = 0
             for rec in namespace_records(space):
                 if rec.type == "message":

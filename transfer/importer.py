@@ -125,7 +125,7 @@ def _curated_to_write(rt, plan: Plan, s: Session, curated: list, report: ImportR
     checked = check_curated(rt, curated_model(keep), whole_session=True)
     ordered = [c for c in keep if c.kind == "episode"] + [c for c in keep if c.kind == "fact"]
     ids = [memory_id(s.namespace, s.session_id, m) for m in checked.episodes + checked.facts]
-    stored = {m.id for m in rt.space(s.namespace).get_memories(ids)} if exists else set()
+    stored = {m.id for m in rt.space(s.namespace).memories.get(ids)} if exists else set()
     out, out_ids = [], []
     for c, mid in zip(ordered, ids):
         if plan.curated_forgotten(s, c, mid):
@@ -143,14 +143,14 @@ def _write_session(rt, plan: Plan, s: Session, curated: list, report: ImportRepo
     ns, sid = s.namespace, s.session_id
     exists = ns in plan.existing
     space = rt.space(ns)
-    have = space.sources_by_session(sid) if exists else []
+    have = space.sources.by_session(sid) if exists else []
     send, ids = _new_messages(plan, s, have, report) if messages else ([], [])
     keep, keep_ids = _curated_to_write(rt, plan, s, curated, report, exists)
     if not send and not keep:
         return
     carried = not send
     if carried:   # the memories need a message to travel with: one the session holds
-        held = {r.id for r in (have if messages else space.sources_by_session(sid))}
+        held = {r.id for r in (have if messages else space.sources.by_session(sid))}
         carrier = next(((m, i) for m, i in zip(s.messages, s.ids) if i in held), None)
         if carrier is None:
             report.curated_skipped += len(keep)
@@ -179,13 +179,13 @@ def _import_forgets(rt, ns: str, forgets: list[ForgetRec], plan: Plan, report: I
         ids = [i for i in f.ids if i not in known]
         if not ids:
             continue
-        rt.space(ns).audit("forget", ids, {"imported": True, "refs": f.refs, "sessions": f.sessions,
+        rt.space(ns).log.audit("forget", ids, {"imported": True, "refs": f.refs, "sessions": f.sessions,
                                            "at": None if f.at is None else f.at.isoformat(),
                                            "sources": len(ids)})
         known.update(ids)
         named.update(ids)
         added += 1
-    held = [r.id for r in rt.space(ns).get_sources(sorted(named))] if named and \
+    held = [r.id for r in rt.space(ns).sources.get(sorted(named))] if named and \
         ns in rt.store.namespaces() else []
     if held:
         report.notes.append(f"namespace {ns!r}: {len(held)} messages named by the file's forget "

@@ -64,7 +64,7 @@ class Journal:
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = self.folder / f"{os.getpid()}-{uuid.uuid4().hex}.json"
         intent = {"namespace": space.namespace, "session_id": session_id,
-                  "session": _encode(space.get_session(session_id)),
+                  "session": _encode(space.sessions.get(session_id)),
                   "source_ids": source_ids, "memory_ids": memory_ids}
         with FileLock(_lock_of(path)):
             with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as fh:
@@ -118,12 +118,12 @@ def _settle(space: Space, intent: dict[str, Any]) -> str:
     with space.store.write_lock(space.namespace):
         space.see_latest("sources", "sessions", "memories")
         sources = intent["source_ids"]
-        if not sources or space.get_sources(sources[:1]):   # one commit: all of them or none
+        if not sources or space.sources.get(sources[:1]):   # one commit: all of them or none
             return "it had completed"
-        space.delete_memories(intent["memory_ids"])
+        space.memories.delete(intent["memory_ids"])
         before = intent["session"]
         if before is None:
-            space.delete_sessions([intent["session_id"]])
+            space.sessions.delete([intent["session_id"]])
         else:
-            space.put_session(_decode(before))
+            space.sessions.put(_decode(before))
         return "what it had written was undone (import the file again)"

@@ -59,7 +59,7 @@ def folder_name(namespace: str) -> str:
 
 def render_sessions(space: Space, progress: Progress | None = None) -> str:
     out = [f"# Namespace {esc(space.namespace)}", ""]
-    total, done = space.count_sources(), 0
+    total, done = space.sources.count(), 0
     for rec in namespace_records(space):
         if rec.type == "session":
             when = rec.session_time.strftime("%Y-%m-%d %H:%M") if rec.session_time else "undated"

@@ -70,7 +70,7 @@ def curated_model(items: list[CuratedRec]):
 def forgotten_in(rt, ns: str, exists: bool) -> set[str]:
     if not exists:
         return set()
-    rows = rt.space(ns).rows("audit", eq={"op": "forget"}, columns=["target_ids"])
+    rows = rt.space(ns).derived.rows("audit", eq={"op": "forget"}, columns=["target_ids"])
     return {i for r in rows for i in (r["target_ids"] or [])}
 
 
@@ -198,7 +198,7 @@ class Plan:
         cited = sorted({r for _, c in items for r in c.refs})
         holders = {r: set(in_file.get(r, ())) for r in cited}
         if cited and ns in self.existing:
-            for row in self.rt.space(ns).sources_by_refs(cited):
+            for row in self.rt.space(ns).sources.by_refs(cited):
                 holders[row.ref].add(row.session_id)
         out = []
         for s, c in items:

@@ -61,14 +61,14 @@ def calibration(ns, space: StrategySpace, embed_queries: Callable[[list[str]], A
     """``{"turns", "mu", "sd", "pairs"}`` of the namespace's pairwise turn cosines, or None (too
     few); ``ns``: the namespace's context, where the last calibration is kept. With
     ``embed_queries`` (an asymmetric embedder's) the pairs are query to passage."""
-    n = space.count_sources()
+    n = space.sources.count()
     cal = ns.get(CAL_KEY)
     if cal is not None and abs(n - cal["turns"]) <= REFIT * cal["turns"]:
         return cal if cal["sd"] > 0 else None
     if n < MIN_TURNS:
         return None
     if embed_queries is None:
-        v = _unit(space.sample_source_vectors(SAMPLE))
+        v = _unit(space.sources.sample_vectors(SAMPLE))
         pairs, kind = (v @ v.T)[np.triu_indices(len(v), 1)], "passage-passage"
     else:
         pairs, kind = _query_pairs(space, embed_queries), "query-passage"
@@ -87,10 +87,10 @@ def _unit(v: np.ndarray) -> np.ndarray:
 def _query_pairs(space: StrategySpace, embed_queries: Callable[[list[str]], Any]) -> np.ndarray:
     """Cosines of the first ``QUERY_SAMPLE`` sampled turns, embedded as queries, to every other
     sampled turn's stored (passage) vector."""
-    ids = space.sample_source_ids(SAMPLE)
-    vecs = space.source_vectors(ids)
+    ids = space.sources.sample_ids(SAMPLE)
+    vecs = space.sources.vectors(ids)
     ids = [i for i in ids if i in vecs]
-    rows = space.get_sources(ids[:QUERY_SAMPLE])
+    rows = space.sources.get(ids[:QUERY_SAMPLE])
     if len(ids) < 2 or not rows:
         return np.zeros(0)
     q = _unit(np.asarray(embed_queries([search_text_of(r.speaker, r.text) for r in rows]), dtype=np.float64))

@@ -157,7 +157,7 @@ def _route(env: Env, request: RecallRequest) -> _Route:
     weights = dict(fit["weights"].get(kind) or fit["weights"]["*"]) | opt.weights()
     k = opt.k if opt.k is not None else float(fit["k"])
     ready = _ready(env, [s for s in VOTERS if s in names()])
-    waiting = set(env.space.uncurated_sessions()) if ready != ["plain"] else set()
+    waiting = set(env.space.sessions.uncurated()) if ready != ["plain"] else set()
     if waiting and weights.get("plain", 0.0) < PLAIN_FRESH:
         # sessions still waiting for curation are in no curated store: only plain sees
         # their turns, so it votes (README: raw messages are searchable at once)
@@ -184,7 +184,7 @@ def _fused(env: Env, request: RecallRequest, route: _Route, rankings: dict[str, 
     lifted, other speakers' turns damped, stretches raised, current values first."""
     opt, voters = route.opt, route.voters
     w_dated = opt.w_dated
-    periods = periods_named(request.query, env.space.latest_session_time) if w_dated else []
+    periods = periods_named(request.query, env.space.sessions.latest_time) if w_dated else []
     dated = period_rankings(env, request, periods, turns.qv) if periods else {}
     weights = {s: route.weights[s] for s in voters}
     fused = fuse(rankings | dated, weights | {p: w_dated for p in dated}, route.k)

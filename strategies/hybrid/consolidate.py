@@ -48,9 +48,9 @@ SMALL = 4096   # umap's own cut: below it, umap computes every pairwise distance
 
 
 def _active(space: StrategySpace, kind: str) -> tuple[list[dict], np.ndarray]:
-    if space.table("memories") is None:
+    if space.memories.table() is None:
         return [], np.zeros((0, 0), np.float32)
-    rows = space.rows("memories", eq={"kind": kind, "status": "active"})
+    rows = space.derived.rows("memories", eq={"kind": kind, "status": "active"})
     for r in rows:
         r["body"] = json.loads(r["body"]) if r.get("body") else {}
         r["lineage"] = json.loads(r["lineage"]) if r.get("lineage") else {}
@@ -153,7 +153,7 @@ def apply(space: StrategySpace, ops: list[dict], embed=None) -> None:
     """Write the plan: statuses and lineage, and each survivor of a merge gets the merged text
     (re-embedded with ``embed``); the retired rows keep their texts and vectors."""
     ids = {i for op in ops for i in op["ids"] + [op["into"]]}
-    rows = {r["id"]: r for r in space.rows("memories", eq={"id": sorted(ids)})}
+    rows = {r["id"]: r for r in space.derived.rows("memories", eq={"id": sorted(ids)})}
     for r in rows.values():
         r["body"] = json.loads(r["body"]) if r.get("body") else {}
         r["lineage"] = json.loads(r["lineage"]) if r.get("lineage") else {}
@@ -190,8 +190,8 @@ def apply(space: StrategySpace, ops: list[dict], embed=None) -> None:
     if rewritten and embed is not None:
         for keep, vec in zip(rewritten, embed([k["text"] for k in rewritten])):
             keep["vector"] = vec
-    space.add_memories(list(rows.values()))
-    space.audit("consolidate", sorted(ids), {"strategy": "hybrid", "operations": ops})
+    space.memories.add(list(rows.values()))
+    space.log.audit("consolidate", sorted(ids), {"strategy": "hybrid", "operations": ops})
 
 
 def restore(env: Env, memory_id: str) -> dict:
@@ -201,7 +201,7 @@ def restore(env: Env, memory_id: str) -> dict:
     ``released_from``: the survivor, which no longer lists it); an active memory is left as it
     is (``changed`` false). Users reach it through ``trimem restore MEMORY_ID``."""
     space = env.space
-    got = space.rows("memories", eq={"id": memory_id})
+    got = space.derived.rows("memories", eq={"id": memory_id})
     if not got:
         raise KeyError(f"no memory {memory_id!r}")
     row = got[0]
@@ -211,7 +211,7 @@ def restore(env: Env, memory_id: str) -> dict:
     lin, now = row["lineage"], space.now().isoformat()
     other_id = lin.pop("merged_into", None) or lin.pop("superseded_by", None)
     changed = [row]
-    for other in space.rows("memories", eq={"id": other_id}) if other_id else []:
+    for other in space.derived.rows("memories", eq={"id": other_id}) if other_id else []:
         other["body"] = json.loads(other["body"] or "{}")
         olin = other["lineage"] = json.loads(other["lineage"] or "{}")
         for key in ("absorbed", "supersedes"):
@@ -225,8 +225,8 @@ def restore(env: Env, memory_id: str) -> dict:
     lin.setdefault("history", []).append({"at": now, "op": "restored", "was": row["status"],
                                           "from": other_id})
     was, row["status"] = row["status"], "active"
-    space.add_memories(changed)
-    space.audit("restore", [memory_id] + ([other_id] if other_id else []),
+    space.memories.add(changed)
+    space.log.audit("restore", [memory_id] + ([other_id] if other_id else []),
                 {"strategy": "hybrid", "from": other_id, "was": was})
     return {"id": memory_id, "status": "active", "changed": True, "was": was,
             "released_from": other_id}
@@ -235,7 +235,7 @@ def restore(env: Env, memory_id: str) -> dict:
 def explain_memory(env: Env, memory_id: str) -> dict | None:
     """A hybrid memory with its sources, merges and supersessions resolved (None if not ours)."""
     space = env.space
-    found = space.get_memories([memory_id])
+    found = space.memories.get([memory_id])
     if not found or found[0].kind not in KINDS:
         return None
     m = found[0]
@@ -243,8 +243,8 @@ def explain_memory(env: Env, memory_id: str) -> dict | None:
     linked = [x for x in (lin.get("merged_into"), lin.get("superseded_by")) if x]
     linked += [a["id"] for a in lin.get("absorbed", []) + lin.get("supersedes", [])]
     others: dict[str | None, dict] = {o.id: {"id": o.id, "status": o.status, "text": o.text}
-                                      for o in space.get_memories(linked)}
-    srcs = space.get_sources(list(m.source_ids or []))
+                                      for o in space.memories.get(linked)}
+    srcs = space.sources.get(list(m.source_ids or []))
     return {"summary": f"hybrid {m.kind} ({m.origin}, {m.status})", "memory": m.as_dict(),
             "merged_into": others.get(lin.get("merged_into")),
             "superseded_by": others.get(lin.get("superseded_by")),

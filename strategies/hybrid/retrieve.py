@@ -62,14 +62,14 @@ class HybridOptions:
 def search_memories(env: Env, request: RecallRequest, qv, kind: str, n: int, fts: bool):
     """Ranked active memories of ``kind`` (dense top-n, fused with BM25 top-n) with score parts."""
     space = env.space
-    if space.table("memories") is None:
+    if space.memories.table() is None:
         return [], {}
-    dense = space.vector_memories(kind, qv, n)
+    dense = space.memories.vector_search(kind, qv, n)
     lists = {"dense": [i for i, _ in dense]}
     lexical = []
     if fts and request.query.strip():
         try:
-            lexical = space.text_search("memories", request.query, n,
+            lexical = space.derived.text_search("memories", request.query, n,
                                         eq={"kind": kind, "status": "active"})
         except Exception:  # a missing/partial FTS index must not fail a recall
             lexical = []
@@ -83,14 +83,14 @@ def search_memories(env: Env, request: RecallRequest, qv, kind: str, n: int, fts
     # a survivor of a merge still quotes the turns of the rows it absorbed
     rows = [r.with_source_ids(list(dict.fromkeys(list(r.source_ids or []) + [
                 s for a in r.lineage.get("absorbed", []) for s in a["source_ids"]])))
-            for r in space.get_memories(order) if request.in_window(r.timestamp)]
+            for r in space.memories.get(order) if request.in_window(r.timestamp)]
     return rows[:n], parts
 
 
 def episode_turns(env: Env, episodes: list[Memory], qv, per_episode: int) -> list[str]:
     """Round-robin over the ranked episodes of their turns, each episode's by cosine to the query."""
     want = [s for e in episodes for s in e.source_ids or []]
-    vecs = env.space.source_vectors(want)
+    vecs = env.space.sources.vectors(want)
     ranked = []
     for e in episodes:
         ids = [s for s in e.source_ids or [] if s in vecs]

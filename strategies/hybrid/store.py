@@ -39,9 +39,9 @@ KEPT_ORIGINS = ("host", "sampled")   # written by the host (or its model): curat
 
 def session_rows(space: StrategySpace, session_id: str) -> list[dict]:
     """Every hybrid memory row (any status) of one session."""
-    if space.table("memories") is None:
+    if space.memories.table() is None:
         return []
-    rows = space.rows("memories", eq={"session_id": session_id, "kind": list(KINDS)},
+    rows = space.derived.rows("memories", eq={"session_id": session_id, "kind": list(KINDS)},
                       columns=["id", "origin", "kind", "status"])
     return rows
 
@@ -96,14 +96,14 @@ def curate(env: Env, session_id: str) -> dict:
     existing = session_rows(space, session_id)
     stale = [r["id"] for r in existing if r["origin"] in DERIVED_ORIGINS]
     if stale:
-        space.delete_memories(stale)
+        space.memories.delete(stale)
     kept = next((r["origin"] for r in existing if r["origin"] in KEPT_ORIGINS), None)
     if kept:
         return {"origin": kept, "removed": len(stale), "added": 0}
-    turns = spoken(space.sources_by_session(session_id))
+    turns = spoken(space.sources.by_session(session_id))
     if not turns:
         return {"origin": None, "removed": len(stale), "added": 0}
-    when = space.session_time(session_id) or turns[0].timestamp
+    when = space.sessions.time(session_id) or turns[0].timestamp
     episodes = tuples = None
     origin, written_by = "heuristic", "heuristic"
     if llm_usable(env.llm):
@@ -113,7 +113,7 @@ def curate(env: Env, session_id: str) -> dict:
         except ProviderError as exc:
             log.warning("LLM curation of %s failed (%s); using heuristics", session_id, exc)
     if episodes is None or tuples is None:
-        vectors = space.source_vectors([t.id for t in turns])
+        vectors = space.sources.vectors([t.id for t in turns])
         episodes, tuples = heuristics.curate_session(turns, vectors, when, space.dim)
     now = space.now()
     rows = build_rows(episodes, tuples, session_id, when, origin, now, written_by)
@@ -127,7 +127,7 @@ def write(env: Env, rows: list[dict], replacing: dict[str, list[str]] | None = N
         vecs = env.embed([r["text"] for r in rows])
         for r, v in zip(rows, vecs):
             r["vector"] = v
-        env.space.add_memories(rows, replacing)
+        env.space.memories.add(rows, replacing)
 
 
 def replace_session(env: Env, session_id: str, episodes: list[dict], tuples: list[dict],
@@ -139,7 +139,7 @@ def replace_session(env: Env, session_id: str, episodes: list[dict], tuples: lis
     if any(r["origin"] in KEPT_ORIGINS for r in existing) or not (episodes or tuples):
         return {"origin": None, "added": 0}
     now = space.now()
-    rows = build_rows(episodes, tuples, session_id, space.session_time(session_id), "sampled", now,
+    rows = build_rows(episodes, tuples, session_id, space.sessions.time(session_id), "sampled", now,
                       written_by)
     # one commit writes the new rows and deletes the heuristic / LLM ones: a crash leaves the
     # old curation or the new, never both. A row the session already holds under the same
@@ -152,5 +152,5 @@ def replace_session(env: Env, session_id: str, episodes: list[dict], tuples: lis
         write(env, fresh, replacing={"session_id": [session_id], "origin": list(DERIVED_ORIGINS),
                                      "kind": list(KINDS)})
     elif stale:   # the new rows were written already: deleting the old is one commit too
-        space.delete_memories(stale)
+        space.memories.delete(stale)
     return {"origin": "sampled", "added": len(rows), "removed": len(stale)}

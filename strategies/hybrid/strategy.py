@@ -28,7 +28,7 @@ class HybridStrategy:
 
     def has_memory(self, env: Env) -> bool:
         """Whether the namespace holds any active episode or fact (``auto`` asks)."""
-        return any(env.space.count_memories(kind) for kind in ("episode", "fact"))
+        return any(env.space.memories.count(kind) for kind in ("episode", "fact"))
 
     # -- recall ------------------------------------------------------------------------------
     def recall(self, env: Env, request: RecallRequest) -> Recollection:
@@ -102,8 +102,8 @@ class HybridStrategy:
     def forget(self, env: Env, source_ids: set[str]) -> int:
         """Delete hybrid memories citing any of ``source_ids`` (the tool deletes them too; doing
         it here keeps the hook self-contained); the session is then re-curated by the tool."""
-        rows = [m for m in env.space.memories_citing(source_ids) if m.kind in KINDS]
-        env.space.delete_memories([m.id for m in rows])
+        rows = [m for m in env.space.memories.citing(source_ids) if m.kind in KINDS]
+        env.space.memories.delete([m.id for m in rows])
         return len(rows)
 
     def explain(self, env: Env, id: str) -> dict | None:

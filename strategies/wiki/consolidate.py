@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 def consolidate(space: StrategySpace, st, dry_run: bool, progress, m: int) -> dict:
     """``st``: the namespace's ``curate.WikiState``."""
     ensure(space)
-    before = {"trajectories": space.count_rows(TRAJ), "claims": space.count_rows(CLAIM),
-              "pages": space.count_rows(PAGE)}
+    before = {"trajectories": space.derived.count_rows(TRAJ), "claims": space.derived.count_rows(CLAIM),
+              "pages": space.derived.count_rows(PAGE)}
     if dry_run:
         return {"before": before, "after": before, "clusters": 0, "operations": []}
     if progress:
@@ -32,7 +32,7 @@ def consolidate(space: StrategySpace, st, dry_run: bool, progress, m: int) -> di
     pages = rebuild(space)
     if progress:
         progress(2, 2, "done")
-    after = {"trajectories": space.count_rows(TRAJ), "claims": space.count_rows(CLAIM),
-             "pages": space.count_rows(PAGE)}
+    after = {"trajectories": space.derived.count_rows(TRAJ), "claims": space.derived.count_rows(CLAIM),
+             "pages": space.derived.count_rows(PAGE)}
     return {"before": before, "after": after, "clusters": info.get("trajectories", 0),
             "operations": [{"op": "replay", **info}, {"op": "rebuild_pages", **pages}]}

@@ -109,19 +109,19 @@ def slotted_claims(ns, space: StrategySpace) -> turnmap.SlottedClaims:
 def new_snapshots(space: StrategySpace, session_id: str, llm=None) -> list[dict]:
     """Snapshots for the session's messages no snapshot covers yet (stored here), plus any of
     its snapshots that no trajectory holds (a crash between the two writes)."""
-    rows = spoken(space.sources_by_session(session_id))
-    have = space.rows(SNAP, eq={"session_id": session_id}, columns=["id", "idx", "source_ids"])
+    rows = spoken(space.sources.by_session(session_id))
+    have = space.derived.rows(SNAP, eq={"session_id": session_id}, columns=["id", "idx", "source_ids"])
     covered = {i for s in have for i in s["source_ids"]}
     new = [r for r in rows if r.id not in covered]
     out = []
     if new:
-        when = space.session_time(session_id) or rows[0].timestamp
-        out = build_snapshots(session_id, new, when, space.source_vectors([r.id for r in new]),
+        when = space.sessions.time(session_id) or rows[0].timestamp
+        out = build_snapshots(session_id, new, when, space.sources.vectors([r.id for r in new]),
                               llm, opener=opener_of(rows),
                               idx0=max((s["idx"] for s in have), default=-1) + 1, dim=space.dim)
         put_snapshots(space, out)
     if have:
-        placed = {i for t in space.rows(TRAJ, contains={"sessions": session_id},
+        placed = {i for t in space.derived.rows(TRAJ, contains={"sessions": session_id},
                                         columns=["id", "snapshot_ids"]) for i in t["snapshot_ids"]}
         lost = [s["id"] for s in have if s["id"] not in placed]
         out += load_snapshots(space, lost) if lost else []
@@ -132,8 +132,8 @@ def load_index(space: StrategySpace) -> tuple[TrajIndex, dict, int]:
     """Every open trajectory from its stored state, and the number of snapshots placed."""
     b = Builder(vectors=lambda ids: snapshot_vectors(space, ids))
     b.load_states({r["id"]: r["state"]
-                   for r in space.rows(TRAJ, eq={"status": "open"}, columns=["id", "state"])})
-    placed = sum(r["n"] for r in space.rows(TRAJ, columns=["id", "n"]))
+                   for r in space.derived.rows(TRAJ, eq={"status": "open"}, columns=["id", "state"])})
+    placed = sum(r["n"] for r in space.derived.rows(TRAJ, columns=["id", "n"]))
     return b.index, b.trajs, placed
 
 
@@ -153,7 +153,7 @@ def curate_session(space: StrategySpace, st: WikiState, session_id: str, llm=Non
         return {"mode": "append", "snapshots": 0, "pages": "kept" if in_step else "rebuilt"}
 
     def stored(ids):
-        return {r["id"]: r["state"] for r in space.rows(TRAJ, eq={"id": ids},
+        return {r["id"]: r["state"] for r in space.derived.rows(TRAJ, eq={"id": ids},
                                                         columns=["id", "state"])}
 
     b = Builder(m, index=index, load=stored, vectors=lambda ids: snapshot_vectors(space, ids))
@@ -185,26 +185,26 @@ def write(space: StrategySpace, st: WikiState, b: Builder, full: bool) -> dict:
     touched = [b.trajs[t] for t in sorted(b.touched)]
     snap_ids = sorted({x["id"] for T in touched for x in T.snapshots})
     cols = [c for c in SNAP_SCHEMA.names if c != "vector"]
-    by_id = {s["id"]: s for s in space.rows(SNAP, eq={"id": snap_ids}, columns=cols)}
+    by_id = {s["id"]: s for s in space.derived.rows(SNAP, eq={"id": snap_ids}, columns=cols)}
     rows = [traj_row(T, [by_id[x["id"]] for x in T.snapshots if x["id"] in by_id])
             for T in touched]
     claims = [claim_row(c) for c in b.claims.values()]
     changed = []
     if b.status:
-        old = {r["id"]: r for r in space.rows(CLAIM, eq={"id": sorted(b.status)})}
+        old = {r["id"]: r for r in space.derived.rows(CLAIM, eq={"id": sorted(b.status)})}
         for cid, ch in b.status.items():
             if cid in old:
                 changed.append({k: v for k, v in dict(old[cid], **ch).items() if k != "namespace"})
     if full:
         st.maps.invalidate()
         keep = {T.id for T in b.trajs.values()}
-        stale = [r["id"] for r in space.rows(TRAJ, columns=["id"]) if r["id"] not in keep]
+        stale = [r["id"] for r in space.derived.rows(TRAJ, columns=["id"]) if r["id"] not in keep]
         if stale:
-            space.delete_rows(TRAJ, {"id": stale})
-        stale = [r["id"] for r in space.rows(CLAIM, columns=["id"]) if r["id"] not in b.claims]
+            space.derived.delete_rows(TRAJ, {"id": stale})
+        stale = [r["id"] for r in space.derived.rows(CLAIM, columns=["id"]) if r["id"] not in b.claims]
         if stale:
-            space.delete_rows(CLAIM, {"id": stale})
-    space.upsert(CLAIM, CLAIM_SCHEMA, claims + changed)
+            space.derived.delete_rows(CLAIM, {"id": stale})
+    space.derived.upsert(CLAIM, CLAIM_SCHEMA, claims + changed)
     put_trajectories(space, rows)
     if full:
         st.maps.invalidate()   # again: a recall in between may have read half a replay
@@ -214,15 +214,15 @@ def write(space: StrategySpace, st: WikiState, b: Builder, full: bool) -> dict:
 def forget_sources(space: StrategySpace, st: WikiState, source_ids: set[str], m: int = 15) -> int:
     """Delete the snapshots and claims citing ``source_ids``; replay the rest; pages follow."""
     ensure(space)
-    snaps = [s for s in space.rows(SNAP, columns=["id", "source_ids"])
+    snaps = [s for s in space.derived.rows(SNAP, columns=["id", "source_ids"])
              if source_ids & set(s["source_ids"])]
     gone = {s["id"] for s in snaps}
-    claims = [c["id"] for c in space.rows(CLAIM, columns=["id", "source_id", "snapshot_id"])
+    claims = [c["id"] for c in space.derived.rows(CLAIM, columns=["id", "source_id", "snapshot_id"])
               if c["source_id"] in source_ids or c["snapshot_id"] in gone]
     if not snaps and not claims:
         return 0
-    space.delete_rows(SNAP, {"id": sorted(gone)})
-    space.delete_rows(CLAIM, {"id": claims})
+    space.derived.delete_rows(SNAP, {"id": sorted(gone)})
+    space.derived.delete_rows(CLAIM, {"id": claims})
     st.maps.invalidate()
     replay(space, st, m)
     return len(snaps) + len(claims)

@@ -45,7 +45,7 @@ def provenance(space: StrategySpace, packed_rows: list[Source], owner: dict[str,
     """The (trajectory, snapshot, claims, ref, timestamp) record of each packed turn (``s_of``:
     source id -> snapshot id, from ``turnmap.TurnMaps``)."""
     want = sorted({s_of[r.id] for r in packed_rows if r.id in s_of})
-    snaps = space.rows(SNAP, eq={"id": want}, columns=["id", "source_ids", "claims"]) if want else []
+    snaps = space.derived.rows(SNAP, eq={"id": want}, columns=["id", "source_ids", "claims"]) if want else []
     by_snap = {s["id"]: s for s in snaps}
     by_src = {r.id: by_snap[s_of[r.id]] for r in packed_rows
               if s_of.get(r.id) in by_snap}

@@ -20,23 +20,23 @@ if TYPE_CHECKING:
 
 def _sources(space: StrategySpace, ids: list[str]) -> list[dict]:
     return [r.view("id", "ref", "session_id", "speaker", "timestamp", "text")
-            for r in space.get_sources(ids)]
+            for r in space.sources.get(ids)]
 
 
 def claim_history(space: StrategySpace, cid: str) -> list[dict]:
-    rows = {r["id"]: r for r in space.rows(CLAIM, eq={"id": cid})}
+    rows = {r["id"]: r for r in space.derived.rows(CLAIM, eq={"id": cid})}
     if not rows:
         return []
     chain, cur = [rows[cid]], rows[cid]
     while cur["target"]:
-        prev = space.rows(CLAIM, eq={"id": cur["target"]})
+        prev = space.derived.rows(CLAIM, eq={"id": cur["target"]})
         if not prev or prev[0]["id"] in {c["id"] for c in chain}:
             break
         cur = prev[0]
         chain.insert(0, cur)
     cur = rows[cid]
     while cur["by"]:
-        nxt = space.rows(CLAIM, eq={"id": cur["by"]})
+        nxt = space.derived.rows(CLAIM, eq={"id": cur["by"]})
         if not nxt or nxt[0]["id"] in {c["id"] for c in chain}:
             break
         cur = nxt[0]
@@ -62,7 +62,7 @@ def explain_id(space: StrategySpace, id: str) -> dict | None:
                            f"{len(hist)} versions; current: {cur['text']!r} [{cur['ref']}]",
                 "sources": _sources(space, [h["source_id"] for h in hist])}
     if id.startswith("snp_"):
-        rows = space.rows(SNAP, eq={"id": id}, columns=["id", "session_id", "idx", "timestamp",
+        rows = space.derived.rows(SNAP, eq={"id": id}, columns=["id", "session_id", "idx", "timestamp",
                                                         "speakers", "source_ids", "refs", "claims"])
         if not rows:
             return None
@@ -74,13 +74,13 @@ def explain_id(space: StrategySpace, id: str) -> dict | None:
                 "summary": f"snapshot of session {s['session_id']} (exchange {s['idx']}), "
                            f"{len(claims)} claims", "sources": _sources(space, s["source_ids"])}
     if id.startswith("trj_"):
-        rows = space.rows(TRAJ, eq={"id": id}, columns=["id", "title", "snapshot_ids",
+        rows = space.derived.rows(TRAJ, eq={"id": id}, columns=["id", "title", "snapshot_ids",
                                                         "source_ids", "sessions", "status",
                                                         "continues", "n"])
         if not rows:
             return None
         t = rows[0]
-        claims = sorted(space.rows(CLAIM, eq={"trajectory_id": id}),
+        claims = sorted(space.derived.rows(CLAIM, eq={"trajectory_id": id}),
                         key=lambda c: (c["position"], c["id"]))
         return {"type": "trajectory", "trajectory": t,
                 "edits": [{k: c[k] for k in ("id", "position", "op", "status", "target", "by",
@@ -89,7 +89,7 @@ def explain_id(space: StrategySpace, id: str) -> dict | None:
                            f"{len(t['sessions'])} sessions ({t['status']})",
                 "sources": _sources(space, t["source_ids"])}
     if id.startswith("wiki-"):
-        rows = space.rows(PAGE, eq={"id": id}, columns=["id", "type", "title", "text",
+        rows = space.derived.rows(PAGE, eq={"id": id}, columns=["id", "type", "title", "text",
                                                         "trajectory_ids", "hub"])
         if not rows:
             return None

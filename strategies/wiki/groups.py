@@ -207,7 +207,7 @@ def load(space: StrategySpace, keys) -> dict[tuple[str, str], Group]:
     upgrade(space)
     got = {(r["kind"], r["key"]): Group(r["kind"], r["key"], r["state"], r["sum"],
                                         dim=space.vector_dim)
-           for r in space.rows(GROUP, eq={"id": sorted(gid(*k) for k in keys)},
+           for r in space.derived.rows(GROUP, eq={"id": sorted(gid(*k) for k in keys)},
                                columns=["id", "kind", "key", "state", "sum"])} if keys else {}
     return {k: got.get(k) or Group(*k, dim=space.vector_dim) for k in keys}
 
@@ -215,7 +215,7 @@ def load(space: StrategySpace, keys) -> dict[tuple[str, str], Group]:
 def upgrade(space: StrategySpace) -> None:
     """Rewrite a ``wiki_groups`` table of the earlier shape (the sum base64 in the JSON state,
     a ``vector`` column no query read) into this one; the pages' sums carry over bit for bit."""
-    space.reshape(GROUP, GROUP_SCHEMA, _new_shape)
+    space.derived.reshape(GROUP, GROUP_SCHEMA, _new_shape)
 
 
 def _new_shape(row: dict) -> dict:

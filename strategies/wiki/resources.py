@@ -26,7 +26,7 @@ def page_text(space: StrategySpace, ns: str, page: str) -> str:
 
     ensure(space)
     pid = page if page.startswith("wiki-") else f"wiki-{page}"
-    rows = space.rows(PAGE, eq={"id": pid}, columns=["id", "type", "title", "text",
+    rows = space.derived.rows(PAGE, eq={"id": pid}, columns=["id", "type", "title", "text",
                                                      "trajectory_ids"])
     if not rows:
         return (f"no wiki page {one_line(page)!r} in namespace {one_line(ns)!r}; read "

@@ -125,10 +125,10 @@ class _Table:
         self.space = space
 
     def by_source(self, ids: list[str]) -> list[dict]:
-        return [c for c in self.space.rows(CLAIM, eq={"source_id": ids}, columns=COLS) if c["slot"]]
+        return [c for c in self.space.derived.rows(CLAIM, eq={"source_id": ids}, columns=COLS) if c["slot"]]
 
     def by_slot(self, slots: list[str]) -> list[dict]:
-        return self.space.rows(CLAIM, eq={"slot": slots}, columns=COLS)
+        return self.space.derived.rows(CLAIM, eq={"slot": slots}, columns=COLS)
 
 
 def _valued(rows: list[dict]) -> list[dict]:

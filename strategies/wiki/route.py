@@ -79,14 +79,14 @@ def _overlap(span: dict, a, b) -> bool:
 def route_pages(space: StrategySpace, qv: np.ndarray, query: str, f: dict, t: int) -> list[dict]:
     """The top-t non-index pages by S_p, each with its score parts."""
     found: dict[str, dict] = {}
-    for r in space.nearest(PAGE, qv, 60, columns=PAGE_COLS + ["vector"]):
+    for r in space.derived.nearest(PAGE, qv, 60, columns=PAGE_COLS + ["vector"]):
         found[r["id"]] = r
-    lex = {r["id"]: r["bm25"] for r in space.text_search(PAGE, query, 60, columns=["id"])}
+    lex = {r["id"]: r["bm25"] for r in space.derived.text_search(PAGE, query, 60, columns=["id"])}
     keys = sorted(f["names"] + f["heads"] + f["facets"])
     extra = set(lex) - set(found)
-    rows = space.rows(PAGE, eq={"key": keys}, columns=PAGE_COLS + ["vector"]) if keys else []
+    rows = space.derived.rows(PAGE, eq={"key": keys}, columns=PAGE_COLS + ["vector"]) if keys else []
     if extra:
-        rows += space.rows(PAGE, eq={"id": sorted(extra)}, columns=PAGE_COLS + ["vector"])
+        rows += space.derived.rows(PAGE, eq={"id": sorted(extra)}, columns=PAGE_COLS + ["vector"])
     for r in rows:
         found.setdefault(r["id"], r)
     top_lex = max(lex.values(), default=0.0) or 1.0
@@ -127,14 +127,14 @@ def candidates(space: StrategySpace, routed: list[dict], direct: bool,
         ids = sorted(support, key=lambda t: (-support[t], t))[:MAX_CANDIDATES]
         rows = ((read or _read(space))(sorted(ids), TRAJ_COLS)) if ids else []
     else:
-        rows = space.rows(TRAJ, columns=TRAJ_COLS)
+        rows = space.derived.rows(TRAJ, columns=TRAJ_COLS)
     for r in rows:
         r["vector"] = np.asarray(r["vector"], dtype=np.float32)
     return rows, support
 
 
 def _read(space: StrategySpace):
-    return lambda ids, columns: space.rows(TRAJ, eq={"id": ids}, columns=columns)
+    return lambda ids, columns: space.derived.rows(TRAJ, eq={"id": ids}, columns=columns)
 
 
 def traj_keys(r: dict) -> frozenset:

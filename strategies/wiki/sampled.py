@@ -62,11 +62,11 @@ def write_claims(space: StrategySpace, session_id: str, by_label: dict[str, Sour
     (0: nothing was written, the session keeps what it had)."""
     ensure(space)
     given = valid_claims(claims, by_label)
-    rows = spoken(space.sources_by_session(session_id))
+    rows = spoken(space.sources.by_session(session_id))
     if not given or not rows:
         return 0
-    when = space.session_time(session_id) or rows[0].timestamp
-    vectors = space.source_vectors([r.id for r in rows])
+    when = space.sessions.time(session_id) or rows[0].timestamp
+    vectors = space.sources.vectors([r.id for r in rows])
     opener = opener_of(rows)
     snaps, used = [], 0
     for k, ex in enumerate(exchanges(rows, opener)):
@@ -84,17 +84,17 @@ def write_claims(space: StrategySpace, session_id: str, by_label: dict[str, Sour
     if not used:
         return 0
     keep = {s["id"] for s in snaps}
-    stale = [s["id"] for s in space.rows(SNAP, eq={"session_id": session_id}, columns=["id"])
+    stale = [s["id"] for s in space.derived.rows(SNAP, eq={"session_id": session_id}, columns=["id"])
              if s["id"] not in keep]
     if stale:     # the session was cut into exchanges differently before (appended messages)
-        space.delete_rows(SNAP, {"id": stale})
+        space.derived.delete_rows(SNAP, {"id": stale})
     put_snapshots(space, snaps)
     return used
 
 
 def written_by(space: StrategySpace, snapshot_id: str, claim_id: str) -> str | None:
     """Who wrote a claim, when another model did (``None``: the sentence heuristics)."""
-    rows = space.rows(SNAP, eq={"id": snapshot_id}, columns=["id", "claims"])
+    rows = space.derived.rows(SNAP, eq={"id": snapshot_id}, columns=["id", "claims"])
     for c in json.loads(rows[0]["claims"]) if rows else []:
         if c.get("id") == claim_id:
             return c.get("written_by")

@@ -55,7 +55,7 @@ def score_turns(space: StrategySpace, qv, f: dict, parts: dict, support: dict[st
     (< 0.2 of a top hit), below
     the 2x-budget cut of every caller; leaving them out keeps recall independent of the
     namespace's size (``turnmap.py``; ``m``: its ``TurnMaps``). ``vectors(ids)``: the ids that
-    exist, in order, and their vectors as a matrix (default ``Space.source_matrix``)."""
+    exist, in order, and their vectors as a matrix (default ``Space.sources.matrix``)."""
     t_of, s_of = m.t_of, m.s_of
     names, fq = set(f["names"]), set(f["facets"])
     inv = {sid: 1.0 for n in names for sid, fac in m.inv.get(n, ()) if fac & fq}
@@ -68,7 +68,7 @@ def score_turns(space: StrategySpace, qv, f: dict, parts: dict, support: dict[st
     if sel_w and selected:
         trajs |= selected
     pool = set(parts) | set(inv) | {i for t in trajs for i in m.members.get(t, ())}
-    ids, mat = (vectors or space.source_matrix)(sorted(pool))
+    ids, mat = (vectors or space.sources.matrix)(sorted(pool))
     fused = fused_scores(parts)
     # side by side over the pool (up to ~4,000 turns at scale; one dict per turn and one dot
     # per turn cost ~40 ms a recall at 30k turns): the same sums, in the same order, as floats

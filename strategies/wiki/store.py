@@ -1,6 +1,6 @@
 """The wiki strategy's tables and how curation writes them.
 
-Five tables per namespace (through ``space.upsert/rows/nearest/text_search`` only):
+Five tables per namespace (through ``space.derived.upsert/rows/nearest/text_search`` only):
 ``wiki_snapshots`` (immutable, one per exchange; its vector is its sources' mean, computed by
 ``load_snapshots``, not stored), ``wiki_claims`` (every claim ever extracted,
 with its edit op and status), ``wiki_trajectories`` (ordered snapshot ids + the serialised
@@ -63,10 +63,10 @@ def ensure(space: StrategySpace) -> None:
 
     for kind, schema in ((SNAP, SNAP_SCHEMA), (TRAJ, TRAJ_SCHEMA), (PAGE, PAGE_SCHEMA),
                          (GROUP, GROUP_SCHEMA)):
-        space.derived_table(kind, schema)
+        space.derived.table(kind, schema)
 
 
-# Filter columns of each table (what ``space.rows(eq=...)`` looks up), indexed by
+# Filter columns of each table (what ``space.derived.rows(eq=...)`` looks up), indexed by
 # ``index_tables`` so that curation's and recall's lookups do not scan a growing table.
 INDEXES = {SNAP: {"id": "btree", "session_id": "btree"},
            CLAIM: {"id": "btree", "trajectory_id": "btree", "source_id": "btree", "slot": "btree"},
@@ -79,23 +79,23 @@ def index_tables(space: StrategySpace, rebuild: bool = False) -> None:
     """Scalar indexes on the wiki tables' filter columns (once per process per table);
     ``rebuild`` after a forget, so no deleted key survives in an index segment."""
     for kind, cols in INDEXES.items():
-        space.scalar_indexes(kind, cols, rebuild)
+        space.derived.scalar_indexes(kind, cols, rebuild)
 
 
 def load_snapshots(space: StrategySpace, ids: list[str] | None = None) -> list[dict]:
     """Snapshot rows, each with its vector computed from its sources' (as when it was made)."""
-    rows = space.rows(SNAP, eq={"id": ids} if ids is not None else None)
+    rows = space.derived.rows(SNAP, eq={"id": ids} if ids is not None else None)
     return _with_vectors(space, rows)
 
 
 def snapshot_vectors(space: StrategySpace, ids: list[str]) -> dict[str, np.ndarray]:
     """The vectors of snapshots ``ids`` (those that exist), by id."""
-    rows = space.rows(SNAP, eq={"id": sorted(set(ids))}, columns=["id", "source_ids"]) if ids else []
+    rows = space.derived.rows(SNAP, eq={"id": sorted(set(ids))}, columns=["id", "source_ids"]) if ids else []
     return {r["id"]: r["vector"] for r in _with_vectors(space, rows)}
 
 
 def _with_vectors(space: StrategySpace, rows: list[dict]) -> list[dict]:
-    vectors = space.source_vectors(sorted({i for r in rows for i in r["source_ids"]}))
+    vectors = space.sources.vectors(sorted({i for r in rows for i in r["source_ids"]}))
     for r in rows:
         r["vector"] = snapshot_vector(r["source_ids"], vectors, space.dim)
     return rows
@@ -104,16 +104,16 @@ def _with_vectors(space: StrategySpace, rows: list[dict]) -> list[dict]:
 def put_snapshots(space: StrategySpace, snaps: list[dict]) -> None:
     """Store snapshots (their vectors stay out); a table of the earlier shape, which stored
     them, is rewritten without them first."""
-    space.reshape(SNAP, SNAP_SCHEMA, lambda r: {k: v for k, v in r.items() if k != "vector"})
-    space.upsert(SNAP, SNAP_SCHEMA, [{k: v for k, v in s.items() if k != "vector"}
+    space.derived.reshape(SNAP, SNAP_SCHEMA, lambda r: {k: v for k, v in r.items() if k != "vector"})
+    space.derived.upsert(SNAP, SNAP_SCHEMA, [{k: v for k, v in s.items() if k != "vector"}
                                      for s in snaps])
 
 
 def put_trajectories(space: StrategySpace, rows: list[dict]) -> None:
     """Store trajectory rows; a table of the earlier shape (with the snapshots' text copied
     into each row) is rewritten without that column first."""
-    space.reshape(TRAJ, TRAJ_SCHEMA, lambda r: {k: v for k, v in r.items() if k != "text"})
-    space.upsert(TRAJ, TRAJ_SCHEMA, rows)
+    space.derived.reshape(TRAJ, TRAJ_SCHEMA, lambda r: {k: v for k, v in r.items() if k != "text"})
+    space.derived.upsert(TRAJ, TRAJ_SCHEMA, rows)
 
 
 def order_key(s: dict):

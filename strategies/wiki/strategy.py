@@ -70,7 +70,7 @@ class WikiStrategy:
 
     def has_memory(self, env: Env) -> bool:
         """Whether curation has built any trajectory in this namespace yet (``auto`` asks)."""
-        return env.space.count_rows(store.TRAJ) > 0
+        return env.space.derived.count_rows(store.TRAJ) > 0
 
     # -- curation -------------------------------------------------------------------------
     def curate(self, env: Env, session_id: str) -> None:
@@ -176,7 +176,7 @@ class WikiStrategy:
     @staticmethod
     def _ref_time(space: StrategySpace):
         """'Now' for relative dates in a query: the time of the latest session."""
-        return space.latest_session_time()
+        return space.sessions.latest_time()
 
     def _finish(self, env: Env, request: RecallRequest, a, first, retry, t, k, direct,
                 parts) -> Recollection:
@@ -240,7 +240,7 @@ class WikiStrategy:
 class _Reads:
     """One recall's reads, passed to both attempts: the retry (``_attempt`` again with twice the
     pages) scores mostly the same trajectories, so their rows are read once per recall (turn
-    vectors come from the sources' copy, ``Space.source_matrix``); ``turns`` is the recall's
+    vectors come from the sources' copy, ``Space.sources.matrix``); ``turns`` is the recall's
     turn search and source rows (``search.TurnSearch``, shared with ``auto``'s other voters
     when auto asks). Trajectory rows are also kept with the table's copy (``trajectories``)."""
 
@@ -258,7 +258,7 @@ class _Reads:
         their keys ~9 ms). Callers must not change the rows."""
         got = self._trajs.setdefault(tuple(columns), {})
         miss = [i for i in ids if i not in got]
-        shared = self.space.memo(store.TRAJ, "rows:" + ",".join(columns)) if miss else None
+        shared = self.space.derived.memo(store.TRAJ, "rows:" + ",".join(columns)) if miss else None
         if shared is not None:
             for i in miss:
                 if i in shared:
@@ -267,7 +267,7 @@ class _Reads:
                         self._keys[i] = keys
             miss = [i for i in miss if i not in got]
         if miss:
-            for r in self.space.rows(store.TRAJ, eq={"id": miss}, columns=columns):
+            for r in self.space.derived.rows(store.TRAJ, eq={"id": miss}, columns=columns):
                 if "vector" in r:
                     r["vector"] = np.asarray(r["vector"], dtype=np.float32)
                     r["vector"].flags.writeable = False

@@ -64,7 +64,7 @@ class TurnMaps:
 
 
 def _counts(space: StrategySpace) -> tuple:
-    return (space.count_rows(TRAJ), space.count_rows(SNAP))
+    return (space.derived.count_rows(TRAJ), space.derived.count_rows(SNAP))
 
 
 def new_cache() -> NamespaceCache:
@@ -78,9 +78,9 @@ def turn_maps(cache: NamespaceCache, space: StrategySpace) -> TurnMaps:
     if m is not None:
         return m
     m = TurnMaps(counts=counts, gen=gen, checked=time.monotonic())
-    for t in space.rows(TRAJ, columns=["id", "source_ids"]):
+    for t in space.derived.rows(TRAJ, columns=["id", "source_ids"]):
         _set_members(m, t["id"], list(t["source_ids"]))
-    for s in space.rows(SNAP, columns=["id", "source_ids", "claims"]):
+    for s in space.derived.rows(SNAP, columns=["id", "source_ids", "claims"]):
         _add_snapshot(m, s)
     cache.put(m)
     return m

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 
 def sync_state(space: StrategySpace) -> dict | None:
-    rows = space.rows(GROUP, eq={"id": gid(*INDEX)}, columns=["id", "state"])
+    rows = space.derived.rows(GROUP, eq={"id": gid(*INDEX)}, columns=["id", "state"])
     return Group(*INDEX, rows[0]["state"], dim=space.vector_dim).sync if rows else None
 
 
@@ -53,7 +53,7 @@ def _replacements(space: StrategySpace, claims: list[dict]) -> dict[str, dict]:
     by = {c["id"]: c for c in claims}
     missing = sorted({c["by"] for c in claims if c["by"]} - set(by))
     if missing:
-        by.update({c["id"]: c for c in _claims(space.rows(CLAIM, eq={"id": missing}))})
+        by.update({c["id"]: c for c in _claims(space.derived.rows(CLAIM, eq={"id": missing}))})
     return by
 
 
@@ -102,23 +102,23 @@ def _older(space: StrategySpace, joined: dict[str, set], fresh_ids: set[str]) ->
     LLM's subject; the heuristic subject is a speaker or a name, so the trajectory had the key)."""
     if not joined:
         return []
-    hit = [c["id"] for c in space.rows(CLAIM, eq={"trajectory_id": sorted(joined)},
+    hit = [c["id"] for c in space.derived.rows(CLAIM, eq={"trajectory_id": sorted(joined)},
                                        columns=["id", "subject", "trajectory_id"])
            if c["id"] not in fresh_ids and ("entity", c["subject"].lower()) in
            joined[c["trajectory_id"]]]
-    return _claims(space.rows(CLAIM, eq={"id": hit})) if hit else []
+    return _claims(space.derived.rows(CLAIM, eq={"id": hit})) if hit else []
 
 
 def rebuild_all(space: StrategySpace) -> dict:
     """Recompute every group and page from all snapshots, trajectories and claims."""
     ensure(space)
-    trajs = space.rows(TRAJ, columns=["id", "snapshot_ids", "n"])
-    claims = _claims(space.rows(CLAIM))
+    trajs = space.derived.rows(TRAJ, columns=["id", "snapshot_ids", "n"])
+    claims = _claims(space.derived.rows(CLAIM))
     if not trajs:
         for kind in (PAGE, GROUP):
-            old = [r["id"] for r in space.rows(kind, columns=["id"])]
+            old = [r["id"] for r in space.derived.rows(kind, columns=["id"])]
             if old:
-                space.delete_rows(kind, {"id": old})
+                space.derived.delete_rows(kind, {"id": old})
         return {"pages": 0, "token": None}
     owner = {i: t["id"] for t in trajs for i in t["snapshot_ids"]}
     by = {c["id"]: c for c in claims}
@@ -147,7 +147,7 @@ def _assign_pids(space: StrategySpace, gs: list[Group], full: bool) -> None:
     taken: dict[str, str] = {}
     base = {page_id(g.kind, g.key) for g in gs}
     while base and not full:
-        got = {r["id"]: r["key"] for r in space.rows(PAGE, eq={"id": sorted(base)},
+        got = {r["id"]: r["key"] for r in space.derived.rows(PAGE, eq={"id": sorted(base)},
                                                      columns=["id", "key"])}
         taken.update(got)
         base = {i + "-x" for i in got}
@@ -171,8 +171,8 @@ def _write(space: StrategySpace, groups: dict, full: bool) -> int:
                        for i, x in idx.pages.items()], idx)
     if full:
         _drop_stale(space, groups, {r["id"] for r in rows} | {index["id"]})
-    space.upsert(PAGE, PAGE_SCHEMA, rows + [index])
-    space.upsert(GROUP, GROUP_SCHEMA, [g.row(k == INDEX or is_live(g)) for k, g in groups.items()
+    space.derived.upsert(PAGE, PAGE_SCHEMA, rows + [index])
+    space.derived.upsert(GROUP, GROUP_SCHEMA, [g.row(k == INDEX or is_live(g)) for k, g in groups.items()
                                        if g.trajs or g.n_act or g.n_hist or g.name_claims])
     return len(rows) + 1
 
@@ -196,7 +196,7 @@ def _directory(space: StrategySpace, idx: Group, rows: list[dict], n_all: int,
     pages.update((r["id"], [r["type"], r["key"], r["title"], r["n_links"], r["hub"]]) for r in rows)
     flip = [i for i, x in pages.items() if x[4] != is_hub(x[3], n_all)]
     if flip:
-        for r in space.rows(PAGE, eq={"id": flip}):
+        for r in space.derived.rows(PAGE, eq={"id": flip}):
             rows.append(dict(r, hub=is_hub(r["n_links"], n_all)))
             pages[r["id"]][4] = rows[-1]["hub"]
     return pages
@@ -205,20 +205,20 @@ def _directory(space: StrategySpace, idx: Group, rows: list[dict], n_all: int,
 def _drop_stale(space: StrategySpace, groups: dict, pages: set[str]) -> None:
     """Delete the stored pages not in ``pages`` and the stored groups not in ``groups`` (a
     rebuild from scratch)."""
-    stale = [r["id"] for r in space.rows(PAGE, columns=["id"]) if r["id"] not in pages]
+    stale = [r["id"] for r in space.derived.rows(PAGE, columns=["id"]) if r["id"] not in pages]
     if stale:
-        space.delete_rows(PAGE, {"id": stale})
+        space.derived.delete_rows(PAGE, {"id": stale})
     keep = {gid(*k) for k in groups}
-    stale = [r["id"] for r in space.rows(GROUP, columns=["id"]) if r["id"] not in keep]
+    stale = [r["id"] for r in space.derived.rows(GROUP, columns=["id"]) if r["id"] not in keep]
     if stale:
-        space.delete_rows(GROUP, {"id": stale})
+        space.derived.delete_rows(GROUP, {"id": stale})
 
 
 def resum(space: StrategySpace, g: Group) -> None:
     """The vector sum of a group stored without it (it was no page), from the snapshots of its
     trajectories that are about it, added in time order as curation added them."""
     key = (g.kind, g.key)
-    ids = [i for t in space.rows(TRAJ, eq={"id": sorted(g.trajs)}, columns=["id", "snapshot_ids"])
+    ids = [i for t in space.derived.rows(TRAJ, eq={"id": sorted(g.trajs)}, columns=["id", "snapshot_ids"])
            for i in t["snapshot_ids"]]
     g.v = np.zeros_like(g.v)
     for s in sorted(load_snapshots(space, ids), key=order_key):
@@ -233,5 +233,5 @@ def _refill(space: StrategySpace, g: Group) -> None:
     if len(g.trajs) <= 500:
         eq["trajectory_id"] = sorted(g.trajs)
     key = (g.kind, g.key)
-    g.refill([c for c in _claims(space.rows(CLAIM, eq=eq))
+    g.refill([c for c in _claims(space.derived.rows(CLAIM, eq=eq))
               if key in claim_keys(c) and accepts(g, c)])

@@ -80,8 +80,8 @@ class Snapshot:
         a forget changes the thread table, which replaces the whole snapshot)."""
         miss = [i for i in ids if i not in self.units]
         if miss:
-            rows = {r.id: r for r in space.get_sources(miss)}
-            vecs = space.source_vectors(miss)
+            rows = {r.id: r for r in space.sources.get(miss)}
+            vecs = space.sources.vectors(miss)
             with self.units_lock:
                 for i in miss:
                     if i in rows and i in vecs:
@@ -93,7 +93,7 @@ class Snapshot:
 
 
 def _counts(space: StrategySpace) -> tuple:
-    return (space.count_rows(THREADS), space.count_rows(EDGES))
+    return (space.derived.count_rows(THREADS), space.derived.count_rows(EDGES))
 
 
 def of(ns) -> NamespaceCache:
@@ -167,7 +167,7 @@ def snapshot(cache: NamespaceCache, space: StrategySpace) -> Snapshot:
     # dicts (the heads as lists of floats) took seconds, at every start and after every other
     # process's curation
     names = [c for c in THREAD_SCHEMA.names if c != "vector"]
-    cols, vecs = space.columns(THREADS, names + ["vector"]) if counts[0] else ({}, None)
+    cols, vecs = space.derived.columns(THREADS, names + ["vector"]) if counts[0] else ({}, None)
     rows = [dict(zip(names, vals)) for vals in zip(*(cols[c] for c in names))] if cols else []
     for scheme in {r["scheme"] for r in rows}:
         mine = sorted((n for n, r in enumerate(rows) if r["scheme"] == scheme),
@@ -180,7 +180,7 @@ def snapshot(cache: NamespaceCache, space: StrategySpace) -> Snapshot:
     for r in rows:
         snap.threads[r["id"]] = r
     if counts[1]:
-        e = space.columns(EDGES, ["scheme", "src", "dst", "weight", "etype"])[0]
+        e = space.derived.columns(EDGES, ["scheme", "src", "dst", "weight", "etype"])[0]
         for scheme, src, dst, w, etype in zip(e["scheme"], e["src"], e["dst"], e["weight"],
                                               e["etype"]):
             if src in snap.threads and dst in snap.threads:

@@ -60,7 +60,7 @@ THREAD_COLUMNS = ["id", "session_id", "scheme", "idx", "seq_start", "seq_end", "
 def declare(space: StrategySpace) -> None:
     """Tell the space that ``ws_threads`` carries vectors (so its model-tagged name is used even
     in a process that has not written it yet)."""
-    space.derived_table(THREADS, THREAD_SCHEMA)
+    space.derived.table(THREADS, THREAD_SCHEMA)
 
 
 def thread_id(namespace: str, session_id: str, scheme: str, idx: int) -> str:
@@ -74,10 +74,10 @@ def _iso(ts) -> str:
 
 def build_threads(env: Env, session_id: str) -> list[dict]:
     """Thread rows (both schemes) for one session, from its sources and their vectors."""
-    sources = spoken(env.space.sources_by_session(session_id))
+    sources = spoken(env.space.sources.by_session(session_id))
     if not sources:
         return []
-    vecs = env.space.source_vectors([s.id for s in sources])
+    vecs = env.space.sources.vectors([s.id for s in sources])
     sources = [s for s in sources if s.id in vecs]
     mat = np.stack([vecs[s.id] for s in sources]) if sources else np.zeros((0, env.space.vector_dim))
     speakers = [s.speaker for s in sources]
@@ -133,7 +133,7 @@ def _cos(a: dict, b: dict) -> float:
 
 
 def session_order(space: StrategySpace) -> list[str]:
-    times = space.session_times()
+    times = space.sessions.times()
     return sorted(times, key=lambda sid: (str(times[sid] or ""), sid))
 
 
@@ -152,7 +152,7 @@ def edges_for_session(env: Env, session_id: str, new: list[dict], order: list[st
         for other, first_mine in ((pos - 1, True), (pos + 1, False)):
             if pos < 0 or not 0 <= other < len(order):
                 continue
-            theirs = space.rows(THREADS, eq={"session_id": order[other], "scheme": scheme},
+            theirs = space.derived.rows(THREADS, eq={"session_id": order[other], "scheme": scheme},
                                columns=THREAD_COLUMNS)
             if theirs:
                 t = max(theirs, key=lambda r: r["idx"]) if first_mine else min(theirs, key=lambda r: r["idx"])
@@ -161,7 +161,7 @@ def edges_for_session(env: Env, session_id: str, new: list[dict], order: list[st
         if not cross:
             continue
         own = {r["id"] for r in mine}
-        found = space.nearest_many(THREADS, [np.asarray(a["vector"]) for a in mine],
+        found = space.derived.nearest_many(THREADS, [np.asarray(a["vector"]) for a in mine],
                                    K_SEM + len(mine), eq={"scheme": scheme},
                                    columns=["id", "session_id", "vector"])
         for a, near in zip(mine, found):
@@ -197,13 +197,13 @@ def curate_session(env: Env, session_id: str) -> dict:
     """Re-segment one session and update the graph around it (idempotent)."""
     space = env.space
     declare(space)
-    space.delete_rows(EDGES, {"src_session": session_id})
-    space.delete_rows(EDGES, {"dst_session": session_id})
-    space.delete_rows(THREADS, {"session_id": session_id})
+    space.derived.delete_rows(EDGES, {"src_session": session_id})
+    space.derived.delete_rows(EDGES, {"dst_session": session_id})
+    space.derived.delete_rows(THREADS, {"session_id": session_id})
     rows = build_threads(env, session_id)
     if not rows:
         return {"threads": 0, "edges": 0, "rows": [], "edge_rows": []}
-    space.upsert(THREADS, THREAD_SCHEMA, rows)
+    space.derived.upsert(THREADS, THREAD_SCHEMA, rows)
     edges = edges_for_session(env, session_id, rows, session_order(space))
-    space.upsert(EDGES, EDGE_SCHEMA, edges)
+    space.derived.upsert(EDGES, EDGE_SCHEMA, edges)
     return {"threads": len(rows), "edges": len(edges), "rows": rows, "edge_rows": edges}

@@ -103,7 +103,7 @@ def workspace_recall(env: Env, request: RecallRequest, s: WorkspaceOptions, snap
     # greedy (eq. 8-9) under B_q units, then (fill) the token budget
     # the unit cache keeps a long message's first-read passage: quote the best one so far
     width = quote_width(request.quote_tokens)
-    cand_rows = focused(env.space.with_spans([rows[u] for u in unit_ids]), request.query, width)
+    cand_rows = focused(env.space.sources.with_spans([rows[u] for u in unit_ids]), request.query, width)
     costs, first = line_costs(cand_rows, width)
     limit = request.budget_tokens * 4 - len(OPEN) - len(CLOSE)
     chosen, left = greedy(K, pi, rho, delta, alpha, tidx, mass, costs, first,

@@ -122,7 +122,7 @@ class WorkspaceStrategy:
 
     def has_memory(self, env: Env) -> bool:
         """Whether curation has built any thread in this namespace yet (``auto`` asks)."""
-        return env.space.count_rows(graph.THREADS) > 0
+        return env.space.derived.count_rows(graph.THREADS) > 0
 
     # -- curation hooks ---------------------------------------------------------------------
     def curate(self, env: Env, session_id: str) -> None:
@@ -137,15 +137,15 @@ class WorkspaceStrategy:
         """Rebuild the thread graph from the stored threads (adjacency + symmetric k-NN)."""
         space = env.space
         graph.declare(space)
-        before = space.count_rows(graph.EDGES)
-        threads = space.rows(graph.THREADS)
+        before = space.derived.count_rows(graph.EDGES)
+        threads = space.derived.rows(graph.THREADS)
         if progress:
             progress(0, 2, "rebuilding the workspace thread graph")
         edges = graph.rebuild_edges(threads)
         if not dry_run:
             for scheme in graph.SCHEMES:
-                space.delete_rows(graph.EDGES, {"scheme": scheme})
-            space.upsert(graph.EDGES, graph.EDGE_SCHEMA, edges)
+                space.derived.delete_rows(graph.EDGES, {"scheme": scheme})
+            space.derived.upsert(graph.EDGES, graph.EDGE_SCHEMA, edges)
             cache.of(env.ns).invalidate()
         if progress:
             progress(2, 2, "workspace thread graph rebuilt")
@@ -159,23 +159,23 @@ class WorkspaceStrategy:
         tool then re-queues the session, whose remaining turns are segmented again)."""
         space = env.space
         graph.declare(space)
-        gone = [r["id"] for r in space.rows(graph.THREADS, columns=["id", "source_ids"])
+        gone = [r["id"] for r in space.derived.rows(graph.THREADS, columns=["id", "source_ids"])
                 if set(r["source_ids"] or []) & source_ids]
         if gone:
-            space.delete_rows(graph.EDGES, {"src": gone})
-            space.delete_rows(graph.EDGES, {"dst": gone})
-            space.delete_rows(graph.THREADS, {"id": gone})
+            space.derived.delete_rows(graph.EDGES, {"src": gone})
+            space.derived.delete_rows(graph.EDGES, {"dst": gone})
+            space.derived.delete_rows(graph.THREADS, {"id": gone})
             cache.of(env.ns).invalidate()
         return len(gone)
 
     def explain(self, env: Env, id: str) -> dict | None:
         graph.declare(env.space)
-        rows = env.space.rows(graph.THREADS, eq={"id": id}) if id.startswith("thr_") else []
+        rows = env.space.derived.rows(graph.THREADS, eq={"id": id}) if id.startswith("thr_") else []
         if not rows:
             return None
         t = rows[0]
-        srcs = env.space.get_sources(list(t["source_ids"]))
-        edges = env.space.rows(graph.EDGES, eq={"src": id}, columns=["dst", "weight", "etype"])
+        srcs = env.space.sources.get(list(t["source_ids"]))
+        edges = env.space.derived.rows(graph.EDGES, eq={"src": id}, columns=["dst", "weight", "etype"])
         return {"summary": f"workspace thread ({t['scheme']}) of session {t['session_id']!r}: "
                            f"{len(srcs)} units; head: {t['head']}",
                 "sources": [{"id": s.id, "ref": s.ref, "text": s.text} for s in srcs],

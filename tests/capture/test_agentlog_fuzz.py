@@ -228,7 +228,7 @@ def home(tmp_path_factory):
 
 
 def messages(rt) -> int:
-    return sum(rt.space(ns).count_sources() for ns in rt.store.namespaces())
+    return sum(rt.space(ns).sources.count() for ns in rt.store.namespaces())
 
 
 def place(folder: Path, host: str, n: int, suffix: str, raw: bytes, root: str | None) -> Path:

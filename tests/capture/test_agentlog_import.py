@@ -40,7 +40,7 @@ def run(rt, host: str, path: Path, namespace: str | None = None) -> tuple[dict, 
 def rows(rt, ns: str = NS) -> dict:
     if ns not in rt.store.namespaces():
         return {}
-    return {r.ref: r for r in rt.space(ns).all_sources()}
+    return {r.ref: r for r in rt.space(ns).sources.all()}
 
 
 def _line(kind: str, payload: dict, ts: str = "2025-10-02T10:00:00.000Z") -> str:

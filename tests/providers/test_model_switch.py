@@ -112,7 +112,7 @@ def test_switching_to_e5_and_back_never_mixes(tmp_path):
     back = runtime("local")
     assert recall(back, "what does the bike need?", "plain", "proj", 2000).sources[0].ref == "t3"
     _only(back, "all-MiniLM-L6-v2-int8")
-    assert back.space("proj").count_sources() == 3
+    assert back.space("proj").sources.count() == 3
     back.close()
 
 
@@ -136,5 +136,5 @@ def test_the_fallback_leaves_the_minilm_tables_alone(tmp_path, monkeypatch):
     assert rt.embedder_choice.running == "local" and rt.embedder.name == "all-MiniLM-L6-v2-int8"
     assert recall(rt, "where is the notebook?", "plain", "proj", 2000).sources[0].ref == "t1"
     _only(rt, "all-MiniLM-L6-v2-int8")
-    assert not rt.space("proj").rows("audit", eq={"op": "reembed"}, columns=["at"])
+    assert not rt.space("proj").derived.rows("audit", eq={"op": "reembed"}, columns=["at"])
     rt.close()

@@ -38,7 +38,7 @@ async def worker(c, client_no: int, calls: int, acked: list, ns: str = "shared")
 
 
 def check_exactly_once(home: Path, acked: list, ns: str = "shared") -> None:
-    rows = build_server(Settings(home=str(home))).runtime.space(ns).all_sources()
+    rows = build_server(Settings(home=str(home))).runtime.space(ns).sources.all()
     ids = [r.id for r in rows]
     assert len(ids) == len(set(ids)), "a source was stored twice"
     assert {i for i, _ in acked} == set(ids), "an acknowledged source is missing (or extra)"

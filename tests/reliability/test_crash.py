@@ -100,13 +100,13 @@ def _check(home: Path, acks: list[dict]) -> list[str]:
     rt = build_server(Settings(home=str(home), curation=False)).runtime
     try:
         space = rt.space("crash")
-        rows = space.all_sources()
+        rows = space.sources.all()
         ids = [r.id for r in rows]
         refs = [r.ref for r in rows]
         assert len(ids) == len(set(ids)) and len(refs) == len(set(refs)), "duplicates after a crash"
         want = {i for a in acks for i in a["ids"]}
         assert want <= set(ids), f"{len(want - set(ids))} acknowledged messages lost"
-        assert space.fts_sources("lantern copper", 3)          # indexes still answer
+        assert space.sources.fts_search("lantern copper", 3)          # indexes still answer
     finally:
         closed = rt.close(timeout=120)
     assert closed, "the checking runtime did not close"

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
 CHILD = textwrap.dedent("""
     import os, signal, sys
     from trimem.server.settings import Settings
-    from trimem.storage.space import Space
+    from trimem.storage.memories import Memories
     from trimem.strategies.hybrid.store import replace_session, session_rows
     from trimem.tools.remember import Message, remember
     from trimem.tools.runtime import Runtime
@@ -33,13 +33,13 @@ CHILD = textwrap.dedent("""
     rt.curation.wait_idle()   # the heuristic curation first, as a host's answer comes later
     env = rt.env("default")
     assert {r["origin"] for r in session_rows(env.space, "s1")} == {"heuristic"}
-    real = Space.add_memories
+    real = Memories.add
 
     def add_then_die(self, rows, *a, **kw):   # the first commit lands, then the process dies
         real(self, rows, *a, **kw)
         os.kill(os.getpid(), signal.SIGKILL)
 
-    Space.add_memories = add_then_die
+    Memories.add = add_then_die
     eps = [{"title": "t", "summary": "a trip to the coast", "details": "they plan a May trip",
             "timestamp": None, "source_ids": out.source_ids, "refs": ["r1", "r2"]}]
     tps = [{"subject": "Ana", "relation": "drives to", "object": "the coast", "context": "c",

@@ -59,7 +59,7 @@ async def test_full_disk_is_a_clear_error_and_the_server_stays_up(tiny_home, tmp
         assert acked
         out = payload(await c.call_tool("recall", {"query": "lorem", "budget_tokens": 500}))
         assert out["sources"]                      # still answering
-    rows = server.runtime.space("default").all_sources()
+    rows = server.runtime.space("default").sources.all()
     assert {r.id for r in rows} == set(acked)  # nothing half-written, nothing lost
 
 

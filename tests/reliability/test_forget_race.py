@@ -60,7 +60,7 @@ def test_a_recall_logged_elsewhere_just_before_or_after_a_forget_is_not_left(tmp
         before = recall(b, f"vault phrase {ASKED}", strategy="plain", namespace="ns")
         assert SECRET in before.context            # b's record is on disk (its first: at once)
         space = b.space("ns")
-        writer = space._recall_writer
+        writer = space.log._recall_writer
         gate, real = threading.Event(), writer._write
 
         def held(rows):   # b's next record waits until a's forget answered
@@ -72,7 +72,7 @@ def test_a_recall_logged_elsewhere_just_before_or_after_a_forget_is_not_left(tmp
         assert SECRET in after.context
         forget(a, refs=["secret"], namespace="ns")
         gate.set()
-        space.flush_recalls()
+        space.log.flush()
         for rt in (a, b):
             for rid in (before.recall_id, after.recall_id):
                 with pytest.raises(Exception, match="no recall"):
@@ -141,12 +141,12 @@ class _ForgetsMidway:
     def curate(self, env, session_id: str) -> None:
         import pyarrow as pa
 
-        texts = [r.text for r in env.space.sources_by_session(session_id)]
+        texts = [r.text for r in env.space.sources.by_session(session_id)]
         self.runs += 1
         if self.runs == 1:
             forget(self.other, refs=["secret"], namespace="ns")
         schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("text", pa.string())])
-        env.space.upsert("midway", schema, [{"id": "summary", "text": " | ".join(texts)}])
+        env.space.derived.upsert("midway", schema, [{"id": "summary", "text": " | ".join(texts)}])
         self.written.append(texts)
 
 
@@ -162,7 +162,7 @@ def test_a_curation_that_read_before_another_process_forgot_writes_nothing_of_it
         strat = _ForgetsMidway(other=a)
         _fenced_curate(b.env("ns"), strat, "s")
         assert strat.runs == 2   # the first run's write was refused, the second read again
-        rows = b.space("ns").rows("midway")
+        rows = b.space("ns").derived.rows("midway")
         assert rows and all(SECRET not in r["text"] for r in rows), rows
         assert KEPT in rows[0]["text"]
     finally:
@@ -185,14 +185,14 @@ def test_a_compaction_behind_another_process_commit_leaves_no_file_behind(tmp_pa
         schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("text", pa.string())])
         for k, text in enumerate(["the boat trip is on Friday", "the tide is low at noon",
                                   f"the vault phrase is {SECRET}"]):
-            sa.upsert("notes", schema, [{"id": f"n{k}", "text": text}])   # three small files
-        assert len(sb.rows("notes")) == 3                     # b's handle: this version
-        sa.upsert("notes", schema, [{"id": "n0", "text": "the boat trip moved to Sunday"}])
-        sb.optimize()                                         # b's upkeep: compaction
-        sa.delete_rows("notes", {"id": ["n2"]})
-        sa.optimize(purge=True)                               # what a forget does
+            sa.derived.upsert("notes", schema, [{"id": f"n{k}", "text": text}])   # three small files
+        assert len(sb.derived.rows("notes")) == 3                     # b's handle: this version
+        sa.derived.upsert("notes", schema, [{"id": "n0", "text": "the boat trip moved to Sunday"}])
+        sb.upkeep.optimize()                                         # b's upkeep: compaction
+        sa.derived.delete_rows("notes", {"id": ["n2"]})
+        sa.upkeep.optimize(purge=True)                               # what a forget does
         assert SECRET not in grep(home, [SECRET]), "a deleted row's text is still on disk"
-        rows = {r["id"]: r["text"] for r in sa.rows("notes")}
+        rows = {r["id"]: r["text"] for r in sa.derived.rows("notes")}
         assert rows == {"n0": "the boat trip moved to Sunday", "n1": "the tide is low at noon"}
     finally:
         a.close(30)

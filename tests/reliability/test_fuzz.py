@@ -60,7 +60,7 @@ def call(server, tool: str, args: dict):
 
 def sources_total(server) -> int:
     store = server.runtime.store
-    return sum(server.runtime.space(ns).count_sources() for ns in store.namespaces())
+    return sum(server.runtime.space(ns).sources.count() for ns in store.namespaces())
 
 
 def assert_clean(res) -> None:

@@ -26,9 +26,9 @@ def call(session: str) -> dict:
 
 def stored(home: Path, sessions: list[str]) -> tuple[dict, dict]:
     sp = build_server(Settings(home=str(home), curation=False)).runtime.space("race")
-    rows = sp.all_sources()
+    rows = sp.sources.all()
     per = {s: sorted(r.ref or "" for r in rows if r.session_id == s) for s in sessions}
-    n_messages = {s: sess.n_messages if (sess := sp.get_session(s)) else None for s in sessions}
+    n_messages = {s: sess.n_messages if (sess := sp.sessions.get(s)) else None for s in sessions}
     return per, n_messages
 
 

@@ -87,7 +87,7 @@ async def test_two_serve_processes_share_one_bucket(s3_env, tmp_path_factory):
 
     rt = Runtime(Settings(home=s3_env["TRIMEM_HOME"], curation=False).to_config())
     try:
-        rows = rt.space("team").all_sources()
+        rows = rt.space("team").sources.all()
         refs = [r.ref for r in rows]
         assert len(refs) == 2 * n_calls * per_call            # nothing lost
         assert len(set(refs)) == len(refs)                    # nothing twice

@@ -24,8 +24,8 @@ async def test_unknown_namespace_is_an_error_and_writes_nothing(client, server, 
         payload(await client.call_tool("remember", {"messages": turns("hello there"),
                                                     "namespace": ns}))
     assert server.runtime.curation.wait_idle(60)
-    server.runtime.store.space("work").wait_upkeep(30, flush=True)
-    server.runtime.store.space("personal").wait_upkeep(30, flush=True)
+    server.runtime.store.space("work").upkeep.wait(30, flush=True)
+    server.runtime.store.space("personal").upkeep.wait(30, flush=True)
     before = snapshot(home)
     calls = [("recall", {"query": "hello"}), ("explain", {"id": "src_x"}),
              ("consolidate", {}), ("consolidate", {"dry_run": True}), ("forget", {"ids": ["src_x"]})]

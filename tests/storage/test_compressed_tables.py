@@ -45,12 +45,12 @@ def _settled_bytes(home: Path, kind: str, old_table: bool) -> tuple[int, list[di
         tbl = sp.table(kind, SCHEMA, create=True)
         tbl.add([dict(r, namespace="n") for r in rows[:100]])
         assert uncompressed_columns(tbl.schema) == ["id", "namespace", "state", "keys", "sum"]
-    sp.upsert(kind, SCHEMA, [dict(r) for r in rows])
+    sp.derived.upsert(kind, SCHEMA, [dict(r) for r in rows])
     meta = {f.name: {k.decode(): v.decode() for k, v in (f.metadata or {}).items()}
-            for f in sp.derived_table(kind).schema}
+            for f in sp.derived.table(kind).schema}
     assert all(meta[c] == ZSTD for c in ("id", "state", "keys", "sum"))
-    sp.optimize(purge=True)
-    got = sorted(sp.rows(kind), key=lambda r: int(r["id"][1:]))
+    sp.upkeep.optimize(purge=True)
+    got = sorted(sp.derived.rows(kind), key=lambda r: int(r["id"][1:]))
     assert store.close(30)
     return _bytes(_table_dir(home, kind)), got
 
@@ -59,7 +59,7 @@ def test_derived_tables_are_compressed_and_an_old_one_is_upgraded_on_its_next_wr
     plain_store = open_store(tmp_path / "plain")
     sp = plain_store.space("n")
     sp.table("things", SCHEMA, create=True).add([dict(r, namespace="n") for r in _rows(300)])
-    sp.optimize(purge=True)
+    sp.upkeep.optimize(purge=True)
     assert plain_store.close(30)
     plain = _bytes(_table_dir(tmp_path / "plain", "things"))
     new, rows_new = _settled_bytes(tmp_path / "new", "things", old_table=False)

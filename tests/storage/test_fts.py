@@ -34,7 +34,7 @@ def test_one_call_answers_as_the_synchronous_builder(server):
                     timestamp=f"2024-05-0{n + 1}T10:00:00")
             for n, t in enumerate(TURNS)]
     remember(rt, msgs, session_id="s", namespace="fts")
-    tbl = rt.space("fts")._sources()
+    tbl = rt.space("fts").sources.table()
     assert tbl is not None
     since = datetime(2024, 5, 3, tzinfo=timezone.utc)
     filters = [None, sql_in("speaker", ["assistant"]), sql_time("timestamp", ">=", since)]
@@ -56,7 +56,7 @@ def test_a_table_handle_without_an_async_table_uses_the_synchronous_builder(serv
 
     rt = server.runtime
     remember(rt, [Message(content=t, speaker="user") for t in TURNS], namespace="fts2")
-    tbl = rt.space("fts2")._sources()
+    tbl = rt.space("fts2").sources.table()
 
     class Wrapped:   # a handle as another lancedb might give: only the synchronous API
         def search(self, *a, **kw):

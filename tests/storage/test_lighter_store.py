@@ -54,7 +54,7 @@ async def test_a_trace_stores_ids_not_text_and_explain_reads_it_back_after_compa
     async with Client(server) as c:
         rec = await remember_and_recall(c, "where does Ilse keep her kayak?")
         sp = server.runtime.space("main")
-        sp.optimize()   # compacted (and old versions pruned): the record must survive it
+        sp.upkeep.optimize()   # compacted (and old versions pruned): the record must survive it
         assert sp.table("recalls").stats()["fragment_stats"]["num_fragments"] == 1
         exp = payload(await c.call_tool("explain", {"id": rec["recall_id"], "namespace": "main"}))
     [trace] = stored_traces(sp)
@@ -75,9 +75,9 @@ async def test_a_source_forgotten_since_the_recall_shows_as_gone_never_its_text(
         rec = await remember_and_recall(c, "what is the locker code at the club?")
         secret_id = next(s["id"] for s in rec["sources"] if SECRET in s["text"])
         sp = server.runtime.space("main")
-        sp.delete_sources([secret_id])     # what forget does to the sources table ...
-        sp.rebuild_text_index()
-        sp.optimize(purge=True)            # ... and to the files
+        sp.sources.delete([secret_id])     # what forget does to the sources table ...
+        sp.sources.rebuild_text_index()
+        sp.upkeep.optimize(purge=True)            # ... and to the files
         res = await c.call_tool("explain", {"id": rec["recall_id"], "namespace": "main"})
         exp = payload(res)
     text = "".join(getattr(b, "text", "") for b in res.content)
@@ -98,11 +98,11 @@ async def test_forget_leaves_the_text_nowhere_in_explain_or_on_disk_after_upkeep
         for _ in range(3):   # more writes, compactions and versions after the recall
             await c.call_tool("recall", {"query": "kayak", "namespace": "main"})
         sp = server.runtime.space("main")
-        assert sp.wait_upkeep(60, flush=True)
+        assert sp.upkeep.wait(60, flush=True)
         payload(await c.call_tool("forget", {"refs": ["k1"], "namespace": "main"}))
         res = await c.call_tool("explain", {"id": rec["recall_id"], "namespace": "main"})
         assert SECRET not in "".join(getattr(b, "text", "") for b in res.content)
-        assert sp.wait_upkeep(60, flush=True)
+        assert sp.upkeep.wait(60, flush=True)
     assert on_disk(home, SECRET) == []
 
 
@@ -135,7 +135,7 @@ async def test_a_logged_recall_keeps_the_nearest_misses_and_takes_under_4_kb_on_
         sp = server.runtime.space("main")
         exp = payload(await c.call_tool("explain", {"id": recs[0]["recall_id"],
                                                     "namespace": "main"}))
-        sp.optimize(purge=True)   # settled: one compacted data file, no older version
+        sp.upkeep.optimize(purge=True)   # settled: one compacted data file, no older version
     rec, record = recs[0], exp["record"]
     keys = ("id", "kind", "text", "score", "role", "timestamp", "source_ids")
     assert [{k: i[k] for k in keys} for i in record["items"]] == \
@@ -164,10 +164,10 @@ def test_superseded_versions_are_deleted_soon_after_compaction(tmp_path):
     store = open_store(tmp_path, optimize_every_commits=5, optimize_idle_s=0.3)
     sp = store.space("n")
     sp.bind_model("m", DIM, lambda texts: np.stack([vec(len(t)) for t in texts]))
-    sp.keep_versions = timedelta(seconds=1)
+    sp.upkeep.keep_versions = timedelta(seconds=1)
     now = datetime(2024, 1, 1, tzinfo=timezone.utc)
     for k in range(40):   # 40 commits: 40 versions and fragments before upkeep
-        sp.add_sources([{"id": f"src_{k}", "session_id": "s", "seq": k, "ref": f"r{k}",
+        sp.sources.add([{"id": f"src_{k}", "session_id": "s", "seq": k, "ref": f"r{k}",
                          "speaker": "A", "timestamp": now, "text": f"note {k}", "metadata": None,
                          "created_at": now, "vector": vec(k)}])
     folder = next(p for p in tmp_path.iterdir() if p.name.startswith("ns_") and "sources" in p.name)
@@ -179,8 +179,8 @@ def test_superseded_versions_are_deleted_soon_after_compaction(tmp_path):
     versions, files = manifests(), sum(len(names) for _, _, names in os.walk(folder))
     print(f"40 commits -> {versions} versions, {files} files left")
     # the newest version and the few an optimize run itself commits (index deltas) remain
-    assert versions <= 4 and files < 60 and sp.count_sources() == 40
-    assert [h for h, _ in sp.fts_sources("note", 100)]   # still searchable
+    assert versions <= 4 and files < 60 and sp.sources.count() == 40
+    assert [h for h, _ in sp.sources.fts_search("note", 100)]   # still searchable
     assert store.close(30)
 
 
@@ -193,20 +193,20 @@ def test_after_upkeep_a_mostly_rewritten_table_takes_about_its_live_size(tmp_pat
 
     store = open_store(tmp_path / "home", optimize_idle_s=0.3)
     sp = store.space("n")
-    sp.keep_versions = timedelta(seconds=1)
+    sp.upkeep.keep_versions = timedelta(seconds=1)
     schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("body", pa.string())])
     rng = np.random.default_rng(7)
     body = lambda: rng.bytes(600).hex()  # noqa: E731 - 1.2 KB that does not compress away
-    sp.upsert("things", schema, [{"id": f"t{k}", "body": body()} for k in range(300)])
+    sp.derived.upsert("things", schema, [{"id": f"t{k}", "body": body()} for k in range(300)])
     for _ in range(4):   # most rows replaced, four times over
-        sp.upsert("things", schema, [{"id": f"t{k}", "body": body()} for k in range(0, 300, 2)])
-        sp.upsert("things", schema, [{"id": f"t{k}", "body": body()} for k in range(1, 250, 2)])
-    assert sp.wait_upkeep(60, flush=True)
+        sp.derived.upsert("things", schema, [{"id": f"t{k}", "body": body()} for k in range(0, 300, 2)])
+        sp.derived.upsert("things", schema, [{"id": f"t{k}", "body": body()} for k in range(1, 250, 2)])
+    assert sp.upkeep.wait(60, flush=True)
     time.sleep(1.5)   # the versions the compaction superseded are now older than keep_versions
-    assert sp.wait_upkeep(60, flush=True)
+    assert sp.upkeep.wait(60, flush=True)
     folder = next(p for p in (tmp_path / "home").iterdir() if p.name.endswith("__things.lance"))
     data = [p.stat().st_size for p in (folder / "data").iterdir()]
-    live = sp.derived_table("things").to_arrow()
+    live = sp.derived.table("things").to_arrow()
     fresh = lancedb.connect(str(tmp_path / "fresh")).create_table("t", live)
     fresh_bytes = sum(os.path.getsize(p) for p in (tmp_path / "fresh" / "t.lance" / "data").iterdir())
     print(f"{live.num_rows} live rows: {sum(data)} bytes in {len(data)} data file(s) after "
@@ -229,17 +229,17 @@ def test_a_recall_log_an_older_version_made_gets_its_trace_compression(tmp_path)
     sp = store.space("n")
     sp.bind_model("m", DIM, lambda texts: np.stack([vec(len(t)) for t in texts]))
     now = datetime(2024, 1, 1, tzinfo=timezone.utc)
-    sp.add_sources([{"id": "src_0", "session_id": "s", "seq": 0, "ref": "r0", "speaker": "A",
+    sp.sources.add([{"id": "src_0", "session_id": "s", "seq": 0, "ref": "r0", "speaker": "A",
                      "timestamp": now, "text": "note", "metadata": None, "created_at": now,
                      "vector": vec(0)}])
     old = pa.schema([f.remove_metadata() for f in RECALLS])
     sp.table("recalls", old, create=True)
     assert not sp.table("recalls").schema.field("trace").metadata
-    assert sp.log_recall("rcl_1", "note?", "plain", ["src_0"], {"items": [], "left_out": []})
-    sp.flush_recalls()
+    assert sp.log.add_recall("rcl_1", "note?", "plain", ["src_0"], {"items": [], "left_out": []})
+    sp.log.flush()
     meta = sp.table("recalls").schema.field("trace").metadata
     assert {k.decode(): v.decode() for k, v in meta.items()} == TRACE_ENCODING
-    assert sp.get_recall("rcl_1").query == "note?"
+    assert sp.log.get_recall("rcl_1").query == "note?"
     assert store.close(30)
 
 
@@ -252,17 +252,17 @@ def test_the_next_process_deletes_the_versions_a_process_compacted_and_left(tmp_
     store = open_store(tmp_path / "home")
     sp = store.space("n")
     for k in range(6):
-        sp.upsert("things", schema, [{"id": f"t{i}", "body": f"{k} {i}" * 50} for i in range(40)])
-    assert sp.wait_upkeep(60, flush=True)   # compacted; its cleanup keeps the younger versions
+        sp.derived.upsert("things", schema, [{"id": f"t{i}", "body": f"{k} {i}" * 50} for i in range(40)])
+    assert sp.upkeep.wait(60, flush=True)   # compacted; its cleanup keeps the younger versions
     assert store.close(30)
     folder = next(p for p in (tmp_path / "home").iterdir() if p.name.endswith("__things.lance"))
     before = sum(1 for _ in (folder / "data").iterdir())
     time.sleep(1.2)
     store = open_store(tmp_path / "home")
     sp = store.space("n")
-    sp.keep_versions = timedelta(seconds=1)
-    assert sp.wait_upkeep(60, flush=True)
+    sp.upkeep.keep_versions = timedelta(seconds=1)
+    assert sp.upkeep.wait(60, flush=True)
     after = sum(1 for _ in (folder / "data").iterdir())
     print(f"data files: {before} left by the writing process, {after} after the next one's upkeep")
-    assert before > 1 and after == 1 and len(sp.derived_table("things").list_versions()) == 1
+    assert before > 1 and after == 1 and len(sp.derived.table("things").list_versions()) == 1
     assert store.close(30)

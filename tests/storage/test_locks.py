@@ -210,19 +210,19 @@ def test_an_index_build_waits_for_another_process_writing_the_namespace(home):
     try:
         space = rt.space("lk")
         schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("text", pa.string())])
-        space.upsert("notes", schema, [{"id": "n1", "text": "the gate code changes on Mondays"}])
-        tbl = space.derived_table("notes")
+        space.derived.upsert("notes", schema, [{"id": "n1", "text": "the gate code changes on Mondays"}])
+        tbl = space.derived.table("notes")
         assert not tbl.list_indices()
         proc = hold(lock_of(home))
         try:
             t0 = time.monotonic()
-            assert space.text_search("notes", "gate code", 3) == []
+            assert space.derived.text_search("notes", "gate code", 3) == []
             took = time.monotonic() - t0
             tbl.checkout_latest()
             assert not tbl.list_indices(), "an index was committed while another process wrote"
             assert READ_INDEX_WAIT_S * 0.9 <= took < READ_INDEX_WAIT_S + 2, took
         finally:
             end(proc)
-        assert [r["id"] for r in space.text_search("notes", "gate code", 3)] == ["n1"]
+        assert [r["id"] for r in space.derived.text_search("notes", "gate code", 3)] == ["n1"]
     finally:
         rt.close(30)

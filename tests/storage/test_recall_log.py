@@ -106,7 +106,7 @@ async def test_the_recall_log_is_bounded_in_count_age_and_trace_size(tmp_path):
     sp = server.runtime.space("main")
     kept = [i for i in ids if _has(sp, i)]
     assert len(kept) <= 5 and kept == ids[-len(kept):], kept
-    sizes = [sp.get_recall(i).trace_bytes for i in kept]   # as stored
+    sizes = [sp.log.get_recall(i).trace_bytes for i in kept]   # as stored
     print(f"recall log: 12 recalls at 100k tokens, {len(kept)} kept, traces {max(sizes)} bytes max")
     assert max(sizes) <= 4096 * 1.1
     time.sleep(2.5)   # older than the retention: the next log prunes them
@@ -119,7 +119,7 @@ def _has(space, rid: str) -> bool:
     from trimem.storage import NotFound
 
     try:
-        space.get_recall(rid)
+        space.log.get_recall(rid)
         return True
     except NotFound:
         return False

@@ -22,7 +22,7 @@ class Gate:
     """Wraps a space's recall-log write: each batch waits for ``open()`` and is recorded."""
 
     def __init__(self, space):
-        self.writer = space._recall_writer
+        self.writer = space.log._recall_writer
         self.real = self.writer._write
         self.event = threading.Event()
         self.batches: list[int] = []
@@ -60,7 +60,7 @@ async def held_recalls(c, server, n: int):
     space = await setup(c, server)
     gate = Gate(space)
     ids = [(await recall(c, f"door code {k}"))["recall_id"] for k in range(n)]
-    assert gate.held(1) == [1] and space._recall_writer.queued == n - 1
+    assert gate.held(1) == [1] and space.log._recall_writer.queued == n - 1
     return space, gate, ids
 
 
@@ -96,14 +96,14 @@ async def test_a_forget_right_after_a_recall_scrubs_its_queued_record(server, ho
 async def test_a_failed_background_write_makes_the_next_recall_say_not_logged(server):
     async with Client(server) as c:
         space = await setup(c, server)
-        writer = space._recall_writer
+        writer = space.log._recall_writer
 
         def disk_full(rows):   # what LanceDB raises on a full disk (tests/reliability/test_disk.py)
             raise OSError(28, "No space left on device")
 
         real, writer._write = writer._write, disk_full
         lost = (await recall(c, "door code"))["recall_id"]   # answered; its record is lost
-        space.flush_recalls()
+        space.log.flush()
         out = await recall(c, "door code again")             # written synchronously: it says so
         assert "not logged" in out["route_reason"]
         writer._write = real
@@ -126,6 +126,6 @@ async def test_a_clean_stop_writes_the_queued_records_first(server, home):
     reader = Runtime(Settings(home=str(home), curation=False).to_config())
     try:
         for rid in ids:                      # a new process finds both, at once
-            assert reader.space("main").get_recall(rid).query.startswith("door code")
+            assert reader.space("main").log.get_recall(rid).query.startswith("door code")
     finally:
         reader.close(10)

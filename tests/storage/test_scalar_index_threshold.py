@@ -15,7 +15,7 @@ COLS = {"id": "btree", "key": "bitmap"}
 
 
 def _indexed(sp) -> set[str]:
-    return {c for ix in sp.derived_table("things").list_indices() for c in ix.columns}
+    return {c for ix in sp.derived.table("things").list_indices() for c in ix.columns}
 
 
 def _index_bytes(home: Path) -> int:
@@ -26,13 +26,13 @@ def _index_bytes(home: Path) -> int:
 def test_a_table_gets_its_scalar_indexes_once_it_reaches_the_threshold(tmp_path):
     store = open_store(tmp_path, scalar_index_min_rows=50)
     sp = store.space("n")
-    sp.upsert("things", SCHEMA, [{"id": f"t{i}", "key": f"k{i % 3}"} for i in range(49)])
-    sp.scalar_indexes("things", COLS)
+    sp.derived.upsert("things", SCHEMA, [{"id": f"t{i}", "key": f"k{i % 3}"} for i in range(49)])
+    sp.derived.scalar_indexes("things", COLS)
     assert _indexed(sp) == set() and _index_bytes(tmp_path) == 0
-    sp.upsert("things", SCHEMA, [{"id": "t49", "key": "k0"}])
-    sp.scalar_indexes("things", COLS)      # the same process: counted again, now built
+    sp.derived.upsert("things", SCHEMA, [{"id": "t49", "key": "k0"}])
+    sp.derived.scalar_indexes("things", COLS)      # the same process: counted again, now built
     assert _indexed(sp) == {"id", "key"} and _index_bytes(tmp_path) > 0
-    assert [r["id"] for r in sp.rows("things", where="key = 'k1'", columns=["id"])][:2] == \
+    assert [r["id"] for r in sp.derived.rows("things", where="key = 'k1'", columns=["id"])][:2] == \
         ["t1", "t4"]
     assert store.close(30)
 
@@ -42,13 +42,13 @@ def test_a_forget_rebuilds_the_indexes_a_small_table_already_has(tmp_path):
     rebuilds its indexes (a segment keeps deleted values) and adds none."""
     store = open_store(tmp_path, scalar_index_min_rows=0)
     sp = store.space("n")
-    sp.upsert("things", SCHEMA, [{"id": f"t{i}", "key": f"secret{i}"} for i in range(20)])
-    sp.scalar_indexes("things", {"key": "btree"})
+    sp.derived.upsert("things", SCHEMA, [{"id": f"t{i}", "key": f"secret{i}"} for i in range(20)])
+    sp.derived.scalar_indexes("things", {"key": "btree"})
     assert _indexed(sp) == {"key"}
     store.scalar_index_min_rows = 1000
-    sp.delete_rows("things", {"id": "t7"})
-    sp.scalar_indexes("things", COLS, rebuild=True)
+    sp.derived.delete_rows("things", {"id": "t7"})
+    sp.derived.scalar_indexes("things", COLS, rebuild=True)
     assert _indexed(sp) == {"key"}
-    sp.optimize(purge=True)
+    sp.upkeep.optimize(purge=True)
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and b"secret7" in p.read_bytes()]
     assert store.close(30)

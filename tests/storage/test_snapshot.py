@@ -25,18 +25,18 @@ def space(home, max_rows: int):
 def test_the_copy_answers_dense_searches_and_look_ups_as_lancedb_does(tmp_path):
     copy = space(tmp_path, max_rows=10_000)       # served from the copy
     lance = space(tmp_path, max_rows=0)           # past the limit: LanceDB answers
-    copy.add_sources(turn_rows(240))
-    assert copy._snapshot() is not None and lance._snapshot() is None
+    copy.sources.add(turn_rows(240))
+    assert copy.sources._snapshot() is not None and lance.sources._snapshot() is None
     rng = np.random.default_rng(7)
     for q in [np.ones(DIM, np.float32)] + [rng.standard_normal(DIM) for _ in range(8)]:
         for flt in FILTERS:
             for limit in (1, 10, 80, 500):
-                a, b = copy.vector_sources(q, limit, flt), lance.vector_sources(q, limit, flt)
+                a, b = copy.sources.vector_search(q, limit, flt), lance.sources.vector_search(q, limit, flt)
                 assert [i for i, _ in a] == [i for i, _ in b], (flt, limit)
                 assert np.allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
     ids = ["src_0003", "src_0000", "missing", "src_0235", "src_0010"]
-    assert copy.get_sources(ids) == lance.get_sources(ids)
-    va, vb = copy.source_vectors(ids), lance.source_vectors(ids)
+    assert copy.sources.get(ids) == lance.sources.get(ids)
+    va, vb = copy.sources.vectors(ids), lance.sources.vectors(ids)
     assert va.keys() == vb.keys() and all(np.array_equal(va[i], vb[i]) for i in va)
 
 
@@ -53,42 +53,42 @@ def test_after_appends_and_deletes_the_copy_still_answers_as_lancedb_does(tmp_pa
         if r["seq"] % 3 == 0:
             r["speaker"] = None
     for n, rows in enumerate(batches):
-        copy.add_sources(rows)
-        assert copy._snapshot() is not None
+        copy.sources.add(rows)
+        assert copy.sources._snapshot() is not None
         if n == 1:
-            copy.delete_sources(["src_0004", "src_0051", "src_0077"])
+            copy.sources.delete(["src_0004", "src_0051", "src_0077"])
         time.sleep(1.1)   # the other store's handle sees these writes within its 1 s interval
         for flt in flts:
-            a, b = copy.vector_sources(q, 500, flt), lance.vector_sources(q, 500, flt)
+            a, b = copy.sources.vector_search(q, 500, flt), lance.sources.vector_search(q, 500, flt)
             assert [i for i, _ in a] == [i for i, _ in b], (n, flt)
-    assert not copy.vector_sources(q, 500, SourceFilter(speakers=frozenset({"None"})))
+    assert not copy.sources.vector_search(q, 500, SourceFilter(speakers=frozenset({"None"})))
     ids = ["src_0004", "src_0051", "src_0052", "src_0119"]
-    assert copy.get_sources(ids) == lance.get_sources(ids)
-    assert [r.id for r in copy.get_sources(ids)] == ["src_0052", "src_0119"]
+    assert copy.sources.get(ids) == lance.sources.get(ids)
+    assert [r.id for r in copy.sources.get(ids)] == ["src_0052", "src_0119"]
 
 
 def test_own_writes_and_deletes_show_at_once(tmp_path):
     sp = space(tmp_path, max_rows=10_000)
-    sp.add_sources(turn_rows(30))
+    sp.sources.add(turn_rows(30))
     q = turn_rows(40)[36]["vector"]
-    assert sp.vector_sources(q, 1)[0][0] != "src_0036"
-    sp.add_sources(turn_rows(10, start=30))
-    assert sp.vector_sources(q, 1)[0][0] == "src_0036"
-    assert [r.id for r in sp.get_sources(["src_0036"])] == ["src_0036"]
-    sp.delete_sources(["src_0036"])
-    assert "src_0036" not in [i for i, _ in sp.vector_sources(q, 50)]
-    assert sp.get_sources(["src_0036"]) == [] and sp.source_vectors(["src_0036"]) == {}
+    assert sp.sources.vector_search(q, 1)[0][0] != "src_0036"
+    sp.sources.add(turn_rows(10, start=30))
+    assert sp.sources.vector_search(q, 1)[0][0] == "src_0036"
+    assert [r.id for r in sp.sources.get(["src_0036"])] == ["src_0036"]
+    sp.sources.delete(["src_0036"])
+    assert "src_0036" not in [i for i, _ in sp.sources.vector_search(q, 50)]
+    assert sp.sources.get(["src_0036"]) == [] and sp.sources.vectors(["src_0036"]) == {}
 
 
 def test_a_caller_changing_its_rows_does_not_change_the_copy(tmp_path):
     sp = space(tmp_path, max_rows=10_000)
-    sp.add_sources(turn_rows(6))
-    first = sp.get_sources(["src_0005"])[0]
+    sp.sources.add(turn_rows(6))
+    first = sp.sources.get(["src_0005"])[0]
     with pytest.raises(FrozenInstanceError):
         first.text = "changed"  # pyright: ignore[reportAttributeAccessIssue]
     assert first.metadata is not None
     first.metadata["n"] = -1
-    again = sp.get_sources(["src_0005"])[0]
+    again = sp.sources.get(["src_0005"])[0]
     assert again.text == "turn 5" and again.metadata == {"n": 5}
 
 
@@ -97,15 +97,15 @@ def test_another_process_writes_reach_the_copy(tmp_path, what):
     """Two stores on one home, as two hosts' servers: the reader's copy follows the writer's
     commits within the connection's consistency interval (1 s) plus ``CHECK_S``."""
     writer, reader = space(tmp_path, 10_000), space(tmp_path, 10_000)
-    writer.add_sources(turn_rows(20))
+    writer.sources.add(turn_rows(20))
     q = turn_rows(30)[25]["vector"]
-    assert reader.vector_sources(q, 1)[0][0] != "src_0025"   # the copy is filled now
+    assert reader.sources.vector_search(q, 1)[0][0] != "src_0025"   # the copy is filled now
     if what == "remember":
-        writer.add_sources(turn_rows(10, start=20))
-        want = lambda: reader.vector_sources(q, 1)[0][0] == "src_0025"   # noqa: E731
+        writer.sources.add(turn_rows(10, start=20))
+        want = lambda: reader.sources.vector_search(q, 1)[0][0] == "src_0025"   # noqa: E731
     else:
-        writer.delete_sources(["src_0003"])
-        want = lambda: reader.get_sources(["src_0003"]) == []   # noqa: E731
+        writer.sources.delete(["src_0003"])
+        want = lambda: reader.sources.get(["src_0003"]) == []   # noqa: E731
     end = time.monotonic() + 1.0 + CHECK_S + 2.0   # + slack for a loaded machine
     while not want():
         assert time.monotonic() < end, "the reader never saw the other store's commit"
@@ -114,12 +114,12 @@ def test_another_process_writes_reach_the_copy(tmp_path, what):
 
 def test_past_the_limit_lancedb_answers(tmp_path):
     sp = space(tmp_path, max_rows=25)
-    sp.add_sources(turn_rows(20))
-    assert sp._snapshot() is not None
-    sp.add_sources(turn_rows(10, start=20))
-    assert sp._snapshot() is None
-    assert [r.id for r in sp.get_sources(["src_0021"])] == ["src_0021"]
-    assert len(sp.vector_sources(np.ones(DIM), 100)) == 30
+    sp.sources.add(turn_rows(20))
+    assert sp.sources._snapshot() is not None
+    sp.sources.add(turn_rows(10, start=20))
+    assert sp.sources._snapshot() is None
+    assert [r.id for r in sp.sources.get(["src_0021"])] == ["src_0021"]
+    assert len(sp.sources.vector_search(np.ones(DIM), 100)) == 30
 
 
 def test_derived_tables_copies_filter_and_search_as_lancedb_does(tmp_path):
@@ -134,24 +134,24 @@ def test_derived_tables_copies_filter_and_search_as_lancedb_does(tmp_path):
              "at": None if i % 8 == 0 else T0 + timedelta(days=400 * i - 9000, microseconds=i),
              "vector": turn_rows(1, start=i)[0]["vector"]} for i in range(60)]
     copy, lance = space(tmp_path, 10_000), space(tmp_path, 0)
-    copy.upsert("pages", schema, rows)
-    assert copy.table_copy("pages", copy.derived_table("pages")) is not None
-    assert lance.table_copy("pages", lance.derived_table("pages")) is None
+    copy.derived.upsert("pages", schema, rows)
+    assert copy.core.table_copy("pages", copy.derived.table("pages")) is not None
+    assert lance.core.table_copy("pages", lance.derived.table("pages")) is None
     asks = [dict(eq={"key": "k1"}), dict(eq={"key": ["k1", "k2", "nope"]}), dict(eq={"n": 2}),
             dict(eq={"flag": True, "key": "k0"}), dict(contains={"tags": "t3"}),
             dict(eq={"id": ["p3", "p50", "p1"]}, columns=["id", "key"]), dict(eq={"key": "k'1"}),
             dict(eq={"n": 1}, limit=4), dict(columns=["id", "vector"]), dict(columns=["id", "at"])]
     for ask in asks:
-        a, b = copy.rows("pages", **ask), lance.rows("pages", **ask)
+        a, b = copy.derived.rows("pages", **ask), lance.derived.rows("pages", **ask)
         assert a == b and repr(a) == repr(b), ask   # repr: the same tzinfo too
     q = np.random.default_rng(3).standard_normal(DIM)
     for eq in (None, {"key": "k2"}, {"n": 0}):
-        a = copy.nearest("pages", q, 7, eq, columns=["id", "key"])
-        b = lance.nearest("pages", q, 7, eq, columns=["id", "key"])
+        a = copy.derived.nearest("pages", q, 7, eq, columns=["id", "key"])
+        b = lance.derived.nearest("pages", q, 7, eq, columns=["id", "key"])
         assert [r["id"] for r in a] == [r["id"] for r in b], eq
         assert np.allclose([r["similarity"] for r in a], [r["similarity"] for r in b], atol=1e-5)
-    copy.delete_rows("pages", {"key": "k1"})
-    assert copy.rows("pages", eq={"key": "k1"}) == []
+    copy.derived.delete_rows("pages", {"key": "k1"})
+    assert copy.derived.rows("pages", eq={"key": "k1"}) == []
 
 
 def test_a_whole_table_read_column_wise_is_what_rows_returns(tmp_path):
@@ -166,20 +166,20 @@ def test_a_whole_table_read_column_wise_is_what_rows_returns(tmp_path):
     names = ["id", "namespace", "key", "tags", "w"]
     for bound in (10_000, 0):
         sp = space(tmp_path / str(bound), bound)
-        assert sp.columns("edges", names + ["vector"])[0] == {c: [] for c in names}
+        assert sp.derived.columns("edges", names + ["vector"])[0] == {c: [] for c in names}
         for k in range(3):   # three commits, the later ones replacing some rows of the first
-            sp.upsert("edges", schema, [
+            sp.derived.upsert("edges", schema, [
                 {"id": f"e{i}", "key": None if i % 9 == 0 else f"k{(i + k) % 4}", "w": i / 7 + k,
                  "tags": [f"t{i % 5}"] if i % 6 else [], "vector": turn_rows(1, start=i + k)[0]["vector"]}
                 for i in range(20 * k, 20 * k + 30)])
-        sp.delete_rows("edges", {"key": "k1"})
-        rows = sp.rows("edges")
-        cols, vecs = sp.columns("edges", names + ["vector"])
+        sp.derived.delete_rows("edges", {"key": "k1"})
+        rows = sp.derived.rows("edges")
+        cols, vecs = sp.derived.columns("edges", names + ["vector"])
         assert len(rows) > 40 and vecs is not None and vecs.dtype == np.float32
         assert [dict(zip(names, v)) for v in zip(*(cols[c] for c in names))] == \
             [{c: r[c] for c in names} for r in rows]
         assert np.array_equal(vecs, np.array([r["vector"] for r in rows], np.float32))
-        assert sp.columns("edges", ["id"]) == ({"id": [r["id"] for r in rows]}, None)
+        assert sp.derived.columns("edges", ["id"]) == ({"id": [r["id"] for r in rows]}, None)
 
 
 def test_a_bulk_writer_reads_lancedb_and_the_next_reader_refreshes(tmp_path, monkeypatch):
@@ -198,28 +198,28 @@ def test_a_bulk_writer_reads_lancedb_and_the_next_reader_refreshes(tmp_path, mon
                 for i in range(lo, hi)]
 
     monkeypatch.setattr(snapshot, "BULK_RELOAD_MAX_ROWS", 5)   # a copy bigger than that
-    sp.upsert("pages", schema, rows(0, 20))
-    assert len(sp.rows("pages", eq={"n": 1})) == 7          # a copy at this version
+    sp.derived.upsert("pages", schema, rows(0, 20))
+    assert len(sp.derived.rows("pages", eq={"n": 1})) == 7          # a copy at this version
     loads = []
     real = snapshot.TableCopy._load
     monkeypatch.setattr(snapshot.TableCopy, "_load",
                         lambda self, *a: loads.append(1) or real(self, *a))
     with snapshot.bulk():
         for lo in (20, 30, 40):                             # write, read, write, read ...
-            sp.upsert("pages", schema, rows(lo, lo + 10))
-            got = sp.rows("pages", eq={"n": 1})
+            sp.derived.upsert("pages", schema, rows(lo, lo + 10))
+            got = sp.derived.rows("pages", eq={"n": 1})
             assert sorted(r["id"] for r in got) == sorted(f"p{i}" for i in range(lo + 10)
                                                           if i % 3 == 1)
     assert loads == []                                      # LanceDB answered each
     monkeypatch.setattr(snapshot, "BULK_RELOAD_MAX_ROWS", 10_000)
     with snapshot.bulk():                                   # a small copy is reloaded
-        sp.upsert("pages", schema, rows(50, 51))
-        assert len(sp.rows("pages", eq={"n": 1})) == 17 and loads == [1]
-    sp.upsert("pages", schema, rows(51, 52))
-    got = sp.rows("pages", eq={"n": 1})                     # at once after: no stale copy
+        sp.derived.upsert("pages", schema, rows(50, 51))
+        assert len(sp.derived.rows("pages", eq={"n": 1})) == 17 and loads == [1]
+    sp.derived.upsert("pages", schema, rows(51, 52))
+    got = sp.derived.rows("pages", eq={"n": 1})                     # at once after: no stale copy
     assert len(got) == 17 and loads == [1, 1]
     q = rows(45, 46)[0]["vector"]
-    assert sp.nearest("pages", q, 1, None, columns=["id"])[0]["id"] == "p45"
+    assert sp.derived.nearest("pages", q, 1, None, columns=["id"])[0]["id"] == "p45"
 
 
 def test_a_look_begun_before_a_delete_does_not_hide_it(tmp_path, monkeypatch):
@@ -229,10 +229,10 @@ def test_a_look_begun_before_a_delete_does_not_hide_it(tmp_path, monkeypatch):
     import threading
 
     sp = space(tmp_path, 10_000)
-    sp.add_sources(turn_rows(30))
+    sp.sources.add(turn_rows(30))
     q = turn_rows(30)[5]["vector"]
-    assert sp.vector_sources(q, 1)[0][0] == "src_0005"      # the copy, at this version
-    cls = type(sp._sources())
+    assert sp.sources.vector_search(q, 1)[0][0] == "src_0005"      # the copy, at this version
+    cls = type(sp.sources.table())
     real = cls.version
     read, go = threading.Event(), threading.Event()
 
@@ -245,14 +245,14 @@ def test_a_look_begun_before_a_delete_does_not_hide_it(tmp_path, monkeypatch):
 
     monkeypatch.setattr(cls, "version", property(version))
     time.sleep(CHECK_S)                                     # the next use looks at the version
-    reader = threading.Thread(target=sp.vector_sources, args=(q, 1), name="reader")
+    reader = threading.Thread(target=sp.sources.vector_search, args=(q, 1), name="reader")
     reader.start()
     assert read.wait(10)
-    sp.delete_sources(["src_0005"])
+    sp.sources.delete(["src_0005"])
     go.set()
     reader.join(10)
-    assert "src_0005" not in [i for i, _ in sp.vector_sources(q, 50)]
-    assert sp.get_sources(["src_0005"]) == []
+    assert "src_0005" not in [i for i, _ in sp.sources.vector_search(q, 50)]
+    assert sp.sources.get(["src_0005"]) == []
 
 
 def test_a_read_during_another_threads_reload_waits_for_the_new_rows(tmp_path, monkeypatch):
@@ -264,10 +264,10 @@ def test_a_read_during_another_threads_reload_waits_for_the_new_rows(tmp_path, m
     from trimem.storage.snapshot import SourceSnapshot
 
     sp = space(tmp_path, 10_000)
-    sp.add_sources(turn_rows(10))
+    sp.sources.add(turn_rows(10))
     q = turn_rows(40)[25]["vector"]
-    assert "src_0025" not in [i for i, _ in sp.vector_sources(q, 50)]   # the copy: 10 rows
-    sp.add_sources(turn_rows(30, start=10))
+    assert "src_0025" not in [i for i, _ in sp.sources.vector_search(q, 50)]   # the copy: 10 rows
+    sp.sources.add(turn_rows(30, start=10))
     real = SourceSnapshot._load
     loading, go = threading.Event(), threading.Event()
 
@@ -278,12 +278,12 @@ def test_a_read_during_another_threads_reload_waits_for_the_new_rows(tmp_path, m
         return real(self, tbl, version, old)
 
     monkeypatch.setattr(SourceSnapshot, "_load", slow_load)
-    reader = threading.Thread(target=sp.vector_sources, args=(q, 1), name="reader")
+    reader = threading.Thread(target=sp.sources.vector_search, args=(q, 1), name="reader")
     reader.start()
     try:
         assert loading.wait(10)
         got = []
-        mine = threading.Thread(target=lambda: got.append(sp.vector_sources(q, 1)))
+        mine = threading.Thread(target=lambda: got.append(sp.sources.vector_search(q, 1)))
         mine.start()
         mine.join(0.5)       # it may wait for the reader's load, but must not answer without it
         go.set()
@@ -326,18 +326,18 @@ def test_a_copy_grown_by_appends_is_the_copy_a_whole_read_makes(tmp_path):
         rows = turn_rows(size, start=start, seed=n)
         if n == 2:
             rows[0]["speaker"] = "a third speaker"
-        sp.add_sources(rows)
+        sp.sources.add(rows)
         start += size
         if n == 3:
-            sp.delete_sources(["src_0005", "src_0041"])
-        state = sp._snapshot()
+            sp.sources.delete(["src_0005", "src_0041"])
+        state = sp.sources._snapshot()
         assert state is not None
         source_mask(state, SourceFilter(speakers=frozenset({"user"})))   # speaker codes made
         column(state, "ref")
         assert state.mat is not None and state.inv_norm is not None
         assert state.session is not None and state.ts is not None
         grown += state.made.get("buf") is not None and state.mat.base is state.made["buf"]
-        whole = SourceSnapshot("n", 10_000).current(sp._sources())
+        whole = SourceSnapshot("n", 10_000).current(sp.sources.table())
         assert whole is not None and whole.version == state.version
         assert [r["id"] for r in state.rows] == [r["id"] for r in whole.rows]
         assert state.rows == whole.rows and state.pos == whole.pos

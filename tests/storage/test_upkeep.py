@@ -35,7 +35,7 @@ def space(path, **kw):
 
 
 def unindexed(sp, column: str) -> int:
-    tbl = sp._sources()
+    tbl = sp.sources.table()
     ix = next(i for i in tbl.list_indices() if i.columns == [column])
     return tbl.index_stats(ix.name).num_unindexed_rows
 
@@ -43,51 +43,51 @@ def unindexed(sp, column: str) -> int:
 def test_vector_index_is_built_in_a_child_process_and_rebuilt_when_the_table_doubles(tmp_path):
     sp = space(tmp_path, vector_index_min_rows=300, optimize_every_commits=10_000,
                optimize_every_rows=10_000_000)
-    sp.add_sources(rows(0, 299))
-    assert sp.wait_upkeep(60)
-    assert not sp.has_vector_index(sp._sources())        # below the threshold: flat search
-    sp.add_sources(rows(299, 1))
-    assert sp.wait_upkeep(120)
-    tbl = sp._sources()
-    assert sp.has_vector_index(tbl) and sp._index_rows["sources"] == 300
-    sp.add_sources(rows(300, 200))                      # 500 < 2 x 300: no rebuild
-    assert sp.wait_upkeep(120) and sp._index_rows["sources"] == 300
-    sp.add_sources(rows(500, 100))                      # 600: doubled
-    assert sp.wait_upkeep(120) and sp._index_rows["sources"] == 600
+    sp.sources.add(rows(0, 299))
+    assert sp.upkeep.wait(60)
+    assert not sp.upkeep.has_vector_index(sp.sources.table())        # below the threshold: flat search
+    sp.sources.add(rows(299, 1))
+    assert sp.upkeep.wait(120)
+    tbl = sp.sources.table()
+    assert sp.upkeep.has_vector_index(tbl) and sp.upkeep._index_rows["sources"] == 300
+    sp.sources.add(rows(300, 200))                      # 500 < 2 x 300: no rebuild
+    assert sp.upkeep.wait(120) and sp.upkeep._index_rows["sources"] == 300
+    sp.sources.add(rows(500, 100))                      # 600: doubled
+    assert sp.upkeep.wait(120) and sp.upkeep._index_rows["sources"] == 600
     # the parent's handle uses the child's index, and it finds the right rows
-    hits = sp.vector_sources(vec(123), 5)
+    hits = sp.sources.vector_search(vec(123), 5)
     assert hits[0][0] == "src_123" and hits[0][1] == pytest.approx(1.0, abs=0.05)
     # a fresh process-level handle sees the same index
-    assert space(tmp_path).has_vector_index(space(tmp_path)._sources())
+    assert space(tmp_path).upkeep.has_vector_index(space(tmp_path).sources.table())
 
 
 def test_a_failed_index_build_is_logged_and_does_not_fail_the_write(tmp_path, monkeypatch, caplog):
     sp = space(tmp_path, vector_index_min_rows=50)
     monkeypatch.setattr("trimem.storage.upkeep.sys.executable", str(tmp_path / "no-python"))
-    sp.add_sources(rows(0, 60))                         # the write succeeds
-    assert sp.wait_upkeep(60)
-    assert sp.count_sources() == 60 and "vector index" in caplog.text
-    assert not sp.has_vector_index(sp._sources())
-    sp.add_sources(rows(60, 10))                        # no retry before the table doubles
-    assert not sp._index_jobs["sources"].is_alive() and sp._index_tried["sources"] == 60
+    sp.sources.add(rows(0, 60))                         # the write succeeds
+    assert sp.upkeep.wait(60)
+    assert sp.sources.count() == 60 and "vector index" in caplog.text
+    assert not sp.upkeep.has_vector_index(sp.sources.table())
+    sp.sources.add(rows(60, 10))                        # no retry before the table doubles
+    assert not sp.upkeep._index_jobs["sources"].is_alive() and sp.upkeep._index_tried["sources"] == 60
 
 
 def test_trailing_writes_are_compacted_once_writes_pause(tmp_path):
     sp = space(tmp_path, optimize_every_commits=10_000, optimize_every_rows=10_000_000,
                optimize_idle_s=0.5)
-    sp.add_sources(rows(0, 10))                          # creates the indexes (all rows indexed)
+    sp.sources.add(rows(0, 10))                          # creates the indexes (all rows indexed)
     for k in range(5):
-        sp.add_sources(rows(10 + 10 * k, 10))
+        sp.sources.add(rows(10 + 10 * k, 10))
     assert unindexed(sp, "search_text") > 0
     deadline = time.monotonic() + 30
     while unindexed(sp, "search_text") and time.monotonic() < deadline:
         time.sleep(0.1)
     assert unindexed(sp, "search_text") == 0
-    assert [h for h, _ in sp.fts_sources("topic3", 100)]   # still searchable after compaction
+    assert [h for h, _ in sp.sources.fts_search("topic3", 100)]   # still searchable after compaction
 
 
 def fragments(sp) -> int:
-    return sp._sources().stats()["fragment_stats"]["num_fragments"]
+    return sp.sources.table().stats()["fragment_stats"]["num_fragments"]
 
 
 @pytest.mark.parametrize("how", ["a write to another table, then a pause", "a flush"])
@@ -98,20 +98,20 @@ def test_tables_an_earlier_process_left_uncompacted_are_compacted_by_the_next(tm
     first = space(tmp_path, optimize_every_commits=10_000, optimize_every_rows=10_000_000,
                   optimize_idle_s=3600)
     for k in range(6):
-        first.add_sources(rows(10 * k, 10))
+        first.sources.add(rows(10 * k, 10))
     first.store.close()
     assert fragments(first) == 6 and unindexed(first, "search_text") > 0
     sp = space(tmp_path, optimize_idle_s=0.2)
     if how == "a flush":
-        assert sp.wait_upkeep(60, flush=True)
+        assert sp.upkeep.wait(60, flush=True)
     else:
-        sp.audit("test", ["x"], {})
+        sp.log.audit("test", ["x"], {})
         deadline = time.monotonic() + 30
-        while (unindexed(sp, "search_text") or sp._optimizing) and time.monotonic() < deadline:
+        while (unindexed(sp, "search_text") or sp.upkeep._optimizing) and time.monotonic() < deadline:
             time.sleep(0.1)
     assert unindexed(sp, "search_text") == 0 and fragments(sp) == 1
-    assert len(sp.fts_sources("topic3", 100)) == 9   # ids 3, 10, 17, ..., 59
-    assert sp.wait_upkeep(60, flush=True) and not sp._settle_existing
+    assert len(sp.sources.fts_search("topic3", 100)) == 9   # ids 3, 10, 17, ..., 59
+    assert sp.upkeep.wait(60, flush=True) and not sp.upkeep._settle_existing
 
 
 def test_two_handles_racing_to_index_one_table_both_succeed(tmp_path):
@@ -134,8 +134,8 @@ def test_upsert_keeps_the_last_of_duplicate_keys(tmp_path):
 
     sp = space(tmp_path)
     schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("v", pa.int64())])
-    sp.upsert("edges", schema, [{"id": "e", "v": 1}, {"id": "f", "v": 2}, {"id": "e", "v": 3}])
-    assert sorted((r["id"], r["v"]) for r in sp.rows("edges")) == [("e", 3), ("f", 2)]
+    sp.derived.upsert("edges", schema, [{"id": "e", "v": 1}, {"id": "f", "v": 2}, {"id": "e", "v": 3}])
+    assert sorted((r["id"], r["v"]) for r in sp.derived.rows("edges")) == [("e", 3), ("f", 2)]
 
 
 def test_close_waits_for_upkeep_and_starts_no_more(tmp_path):
@@ -143,11 +143,11 @@ def test_close_waits_for_upkeep_and_starts_no_more(tmp_path):
     sp = store.space("n")
     sp.bind_model("m", DIM, lambda texts: np.stack([vec(len(t)) for t in texts]))
     for k in range(4):
-        sp.add_sources(rows(10 * k, 10))
+        sp.sources.add(rows(10 * k, 10))
     assert store.close(60)
-    assert not sp._optimizing and sp._idle_thread is None
-    sp.add_sources(rows(100, 10))                        # writes still work; no upkeep starts
-    assert sp._idle_thread is None and not sp._optimizing
+    assert not sp.upkeep._optimizing and sp.upkeep._idle_thread is None
+    sp.sources.add(rows(100, 10))                        # writes still work; no upkeep starts
+    assert sp.upkeep._idle_thread is None and not sp.upkeep._optimizing
 
 
 def test_another_process_cleaning_up_one_table_hides_no_other_from_the_upkeep_check(tmp_path):
@@ -164,9 +164,9 @@ def test_another_process_cleaning_up_one_table_hides_no_other_from_the_upkeep_ch
     first = space(tmp_path, optimize_every_commits=10_000, optimize_every_rows=10_000_000,
                   optimize_idle_s=3600)
     for k in range(3):
-        first.add_sources(rows(10 * k, 10))
+        first.sources.add(rows(10 * k, 10))
     for _ in range(5):
-        first.audit("test", ["x"], {})
+        first.log.audit("test", ["x"], {})
     first.store.close()
     other = lancedb.connect(str(tmp_path))
     audit = other.open_table(next(p.name.removesuffix(".lance") for p in tmp_path.iterdir()
@@ -186,7 +186,7 @@ def test_another_process_cleaning_up_one_table_hides_no_other_from_the_upkeep_ch
     try:
         checks, missed, t0 = 0, 0, time.monotonic()
         while time.monotonic() - t0 < 6:
-            missed += "sources" not in sp._left_unsettled()
+            missed += "sources" not in sp.upkeep._left_unsettled()
             checks += 1
     finally:
         stop.set()

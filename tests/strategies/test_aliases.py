@@ -95,11 +95,11 @@ def test_aliases_are_learned_per_namespace_and_follow_new_sessions(runtime, monk
     assert speaker_aliases(runtime.context("ns"), space) == {"user": {"Priya"}, "assistant": {"Sage"}}
     assert speaker_aliases(runtime.context("other"), runtime.space("other")) == {}
     read = []
-    real = type(space).sources_by_session
+    real = type(space.sources).by_session
     # the class is patched, so count only this space's reads: a curation thread another test
     # left draining in this worker process reads its own "s2" through the same method
-    monkeypatch.setattr(type(space), "sources_by_session",
-                        lambda self, sid: (read.append(sid) if self is space else None)
+    monkeypatch.setattr(type(space.sources), "by_session",
+                        lambda self, sid: (read.append(sid) if self is space.sources else None)
                         or real(self, sid))
     assert speaker_aliases(runtime.context("ns"), space)["user"] == {"Priya"} and read == []   # cached: nothing read
     remember(runtime, "s2", [("user", "Hello again Sage!"), ("assistant", "Hi Pri!"),
@@ -127,7 +127,7 @@ def test_a_new_process_takes_the_votes_curation_stored_and_a_forget_drops_them(t
     them without reading the messages, and a forget (which leaves the sessions' message counts
     as they were) drops the votes of the sessions it touched, so the forgotten turns no longer
     name anyone."""
-    from trimem.storage.space import Space
+    from trimem.storage.sources import Sources
     from trimem.strategies import aliasstats
     from trimem.tools.forget import forget
     from trimem.tools.runtime import Runtime
@@ -143,12 +143,12 @@ def test_a_new_process_takes_the_votes_curation_stored_and_a_forget_drops_them(t
             remember(rt, sid, pairs)
         assert rt.curation.wait_idle(timeout=300)
         assert not rt.curation.failures
-        assert rt.space("ns").count_rows(aliasstats.KIND) == 5
+        assert rt.space("ns").derived.count_rows(aliasstats.KIND) == 5
     finally:
         rt.close()
     scans = []
-    real = Space.all_sources
-    monkeypatch.setattr(Space, "all_sources", lambda self: scans.append(1) or real(self))
+    real = Sources.all
+    monkeypatch.setattr(Sources, "all", lambda self: scans.append(1) or real(self))
     want = {"user": {"Priya", "Pri"}, "assistant": {"Sage"}}
     rt = Runtime(Settings(home=home, curation=False).to_config())
     try:
@@ -157,7 +157,7 @@ def test_a_new_process_takes_the_votes_curation_stored_and_a_forget_drops_them(t
         pri = [f"s5:{i}" for i in (1, 3)]       # the two turns that call the user "Pri"
         assert forget(rt, refs=pri, namespace="ns").removed_sources == 2
         assert session(rt.space("ns"), "s5").n_messages == 5   # the count did not move
-        assert rt.space("ns").count_rows(aliasstats.KIND) == 4
+        assert rt.space("ns").derived.count_rows(aliasstats.KIND) == 4
     finally:
         rt.close()
     rt = Runtime(Settings(home=home, curation=False).to_config())
@@ -172,14 +172,14 @@ def test_votes_counted_by_a_cold_process_are_kept_for_the_next(tmp_path, monkeyp
     """A store whose sessions were never curated (curation off, or curated before the votes were
     stored): the first process counts them from the messages and keeps them; the next does not
     read the messages again."""
-    from trimem.storage.space import Space
+    from trimem.storage.sources import Sources
     from trimem.strategies import aliasstats
     from trimem.tools.runtime import Runtime
 
     home = str(tmp_path / "home")
     scans = []
-    real = Space.all_sources
-    monkeypatch.setattr(Space, "all_sources", lambda self: scans.append(1) or real(self))
+    real = Sources.all
+    monkeypatch.setattr(Sources, "all", lambda self: scans.append(1) or real(self))
     want = {"user": {"Priya"}, "assistant": {"Sage"}}
     for k in range(3):
         rt = Runtime(Settings(home=home, curation=False).to_config())
@@ -189,7 +189,7 @@ def test_votes_counted_by_a_cold_process_are_kept_for_the_next(tmp_path, monkeyp
                     remember(rt, f"s{i}", [(r.speaker, r.text) for r in ROLES])
             else:
                 assert speaker_aliases(rt.context("ns"), rt.space("ns")) == want
-                assert rt.space("ns").count_rows(aliasstats.KIND) == 5
+                assert rt.space("ns").derived.count_rows(aliasstats.KIND) == 5
         finally:
             rt.close()
     assert scans == [1]   # the first process to learn read the messages, the second did not

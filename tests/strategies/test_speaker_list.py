@@ -49,7 +49,7 @@ def rt(tmp_path_factory):
 def _search(rt, query: str, **kw):
     env = rt.env("default")
     order, parts = search_turns(env, RecallRequest(query=query, budget_tokens=500), 20, **kw)
-    rows = {r.id: r for r in env.space.get_sources(order)}
+    rows = {r.id: r for r in env.space.sources.get(order)}
     return order, parts, rows
 
 

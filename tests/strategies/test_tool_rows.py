@@ -60,15 +60,15 @@ def test_a_name_said_after_a_tool_row_votes_for_the_person_not_the_tool(rt):
 
 def test_curation_leaves_tool_rows_out(rt):
     space = rt.space("default")
-    tool_ids = {r.id for r in space.all_sources() if r.speaker == "tool"}
+    tool_ids = {r.id for r in space.sources.all() if r.speaker == "tool"}
     assert len(tool_ids) == 12
     cited: dict[str, set[str]] = {}
     for table in (THREADS, SNAP):
         if space.table(table) is not None:
-            cited[table] = {i for r in space.rows(table, columns=["source_ids"])
+            cited[table] = {i for r in space.derived.rows(table, columns=["source_ids"])
                             for i in r["source_ids"] or []}
-    every = {r.id for r in space.all_sources()}
-    cited["memories"] = {i for m in space.memories_citing(every) for i in m.source_ids or []}
+    every = {r.id for r in space.sources.all()}
+    cited["memories"] = {i for m in space.memories.citing(every) for i in m.source_ids or []}
     assert cited[THREADS] and cited[SNAP] and cited["memories"]   # curation ran
     for table, ids in cited.items():
         assert not ids & tool_ids, f"{table} cites tool rows"

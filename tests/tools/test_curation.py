@@ -23,13 +23,13 @@ class Counter(PlainStrategy):
     name = "counter"
 
     def curate(self, env, session_id):
-        rows = env.space.sources_by_session(session_id)
-        env.space.upsert("counts", COUNTS, [{"id": session_id, "session_id": session_id,
+        rows = env.space.sources.by_session(session_id)
+        env.space.derived.upsert("counts", COUNTS, [{"id": session_id, "session_id": session_id,
                                              "n": len(rows), "source_ids": [r.id for r in rows]}])
 
     def forget(self, env, source_ids):
-        hit = [r["id"] for r in env.space.rows("counts") if source_ids & set(r["source_ids"])]
-        env.space.delete_rows("counts", {"id": hit})
+        hit = [r["id"] for r in env.space.derived.rows("counts") if source_ids & set(r["source_ids"])]
+        env.space.derived.delete_rows("counts", {"id": hit})
         return len(hit)
 
 
@@ -47,11 +47,11 @@ async def test_remember_queues_and_the_worker_curates(counter, client, server):
     assert rt.curation.wait_idle(30)
     space = rt.space("default")
     assert session(space, "s").curation == "done"
-    assert [(r["id"], r["n"]) for r in space.rows("counts")] == [("s", 3)]
+    assert [(r["id"], r["n"]) for r in space.derived.rows("counts")] == [("s", 3)]
     out = payload(await client.call_tool("forget", {"refs": ["x1"]}))
     assert out["removed_sources"] == 1
     assert rt.curation.wait_idle(30)               # the rest of the session is curated again
-    assert [(r["id"], r["n"]) for r in space.rows("counts")] == [("s", 2)]
+    assert [(r["id"], r["n"]) for r in space.derived.rows("counts")] == [("s", 2)]
 
 
 async def test_queued_sessions_resume_after_a_restart(counter, home, tmp_path_factory):
@@ -67,7 +67,7 @@ async def test_queued_sessions_resume_after_a_restart(counter, home, tmp_path_fa
     space = second.runtime.space("default")        # opening the store resumes the queue
     assert second.runtime.curation.wait_idle(30)
     assert session(space, "s").curation == "done"
-    assert [r["n"] for r in space.rows("counts")] == [1]
+    assert [r["n"] for r in space.derived.rows("counts")] == [1]
 
 
 async def test_switched_off_curation_resumes_nothing(counter, home, tmp_path_factory):
@@ -82,10 +82,10 @@ async def test_switched_off_curation_resumes_nothing(counter, home, tmp_path_fac
     off = build_server(Settings(home=str(home), curation=False))
     space = off.runtime.space("default")
     assert off.runtime.curation.wait_idle(30)
-    assert session(space, "s").curation == "queued" and space.rows("counts") == []
+    assert session(space, "s").curation == "queued" and space.derived.rows("counts") == []
     on = build_server(Settings(home=str(home)))
     assert on.runtime.space("default") is not None and on.runtime.curation.wait_idle(30)
-    assert [r["n"] for r in on.runtime.space("default").rows("counts")] == [1]
+    assert [r["n"] for r in on.runtime.space("default").derived.rows("counts")] == [1]
 
 
 async def test_curation_can_be_switched_off(counter, home, tmp_path_factory):
@@ -96,7 +96,7 @@ async def test_curation_can_be_switched_off(counter, home, tmp_path_factory):
         res = payload(await c.call_tool("remember", {"messages": turns("a"), "session_id": "s"}))
     assert res["curation"] == "done"
     space = server.runtime.space("default")
-    assert session(space, "s").curation == "done" and space.rows("counts") == []
+    assert session(space, "s").curation == "done" and space.derived.rows("counts") == []
 
 
 async def test_curation_lets_a_running_recall_pass_but_is_never_starved(counter, client, server,

@@ -32,7 +32,7 @@ async def test_edge_years_curate_and_recall_in_every_strategy(client, edged):
     failures = edged.runtime.curation.failures
     assert not failures, failures
     space = edged.runtime.space("default")
-    assert {s.curation if s else None for s in map(space.get_session, EDGES)} == {"done"}
+    assert {s.curation if s else None for s in map(space.sessions.get, EDGES)} == {"done"}
     bounds = [{}, {"since": "0999-12-31T00:00:00Z"}, {"since": "0001-01-01T00:00:00Z"},
               {"until": "9999-12-31T23:59:59Z"}, {"since": "0999-01-01", "until": "1000-01-01"},
               {"until": "0001-01-01T00:00:00Z"}]
@@ -62,4 +62,4 @@ async def test_times_outside_the_range_are_refused(client, server, when):
                                                          "messages": [{"content": "hi"}]}))
     assert "0001" in msg and "9999" in msg, msg
     assert "0001" in error_text(await client.call_tool("recall", {"query": "hi", "since": when}))
-    assert server.runtime.space("default").count_sources() == 0
+    assert server.runtime.space("default").sources.count() == 0

@@ -20,7 +20,7 @@ async def seeded(client, server):
 
 
 def _count(space) -> tuple[int, dict]:
-    return space.count_sources(), space.stats()
+    return space.sources.count(), space.stats()
 
 
 @pytest.mark.parametrize("args, expect", [
@@ -161,7 +161,7 @@ async def test_over_the_per_call_total_is_refused_at_once(client, seeded):
     msg = error_text(await client.call_tool("remember", {"messages": messages, "session_id": "big"}))
     assert time.perf_counter() - t0 < 1.0
     assert "4100000 characters" in msg and "limit per call is 4000000" in msg
-    assert _count(seeded) == before and seeded.get_session("big") is None
+    assert _count(seeded) == before and seeded.sessions.get("big") is None
 
 
 async def _remember_peak(server, messages: list[dict]) -> tuple[dict, float]:
@@ -202,9 +202,9 @@ async def test_a_call_at_the_limit_is_stored_with_bounded_memory(tmp_path, endpo
     assert sum(len(m["content"]) for m in messages) <= 4_000_000
     out, grew = await _remember_peak(server, messages)
     space = server.runtime.space("default")
-    assert out["stored"] == 40 and space.count_sources(SourceFilter(session_id="at")) == 40
+    assert out["stored"] == 40 and space.sources.count(SourceFilter(session_id="at")) == 40
     assert session(space, "at").n_messages == 40
-    assert space.count_rows("passages") > 40 * 100   # every part of every message is indexed
+    assert space.derived.count_rows("passages") > 40 * 100   # every part of every message is indexed
     print(f"remember of 40 x 100k chars: peak RSS grew {grew:.0f} MB")
     assert grew < 1500, grew
 
@@ -245,4 +245,4 @@ def test_lone_surrogates_are_refused_before_storage(server):
             remember(server.runtime, **kwargs)
     with pytest.raises(ToolFailure, match="surrogate"):
         recall(server.runtime, bad)
-    assert server.runtime.space("default").count_sources() == 0
+    assert server.runtime.space("default").sources.count() == 0

@@ -78,7 +78,7 @@ async def test_explain_recall_is_the_recorded_trace(client):
 async def test_consolidate_dry_run_changes_nothing_on_disk(client, home, server):
     payload(await client.call_tool("remember", {"messages": turns("one", "two", "three")}))
     assert server.runtime.curation.wait_idle(60)   # background curation must not race the counts
-    assert server.runtime.space("default").wait_upkeep(60, flush=True)   # nor idle compaction
+    assert server.runtime.space("default").upkeep.wait(60, flush=True)   # nor idle compaction
 
     def snapshot():
         return sorted((str(p.relative_to(home)), p.stat().st_size, p.stat().st_mtime_ns)

@@ -47,13 +47,13 @@ async def test_dense_search_finds_a_detail_in_the_last_third(client, server):
     rt = server.runtime
     space = rt.space("default")
     qv = rt.embed_query(ASK)
-    dense = space.vector_sources(qv, 3)
+    dense = space.sources.vector_search(qv, 3)
     assert dense[0][0] == ids[1]                      # the answer, not a short staging turn
     # what the message's own vector (its first 256 word pieces) scores loses to a short turn
-    vecs = space.source_vectors(ids)
+    vecs = space.sources.vectors(ids)
     own = float(vecs[ids[1]] @ qv)
     assert own < max(float(vecs[i] @ qv) for i in ids[2:]) < dense[0][1]
-    row = space.get_sources([ids[1]])[0]
+    row = space.sources.get([ids[1]])[0]
     start, end = row.span or (0, 0)
     assert ANSWER[start:end].find(DETAIL) >= 0        # the best passage holds the detail
     assert ANSWER.index(DETAIL) > 2 * len(ANSWER) / 3
@@ -93,7 +93,7 @@ async def test_a_row_read_before_a_later_search_is_quoted_at_that_searchs_passag
     assert DETAIL in ANSWER[first[0]:first[1]]
     # BM25 ranks the answer first by another passage
     assert turns.lexical(3, LEX)[0][0] == ids[1]
-    later = env.space.get_sources([ids[1]])[0].span
+    later = env.space.sources.get([ids[1]])[0].span
     assert later != first and DETAIL not in ANSWER[later[0]:later[1]]
     assert turns.rows([ids[1]])[0].span == later
 
@@ -129,8 +129,8 @@ async def test_forget_removes_the_passages_too(client, server, home):
     out = payload(await client.call_tool("forget", {"refs": ["a1"]}))
     assert out["source_ids"] == [ids[1]]
     assert space.stats()[passages] == 0
-    assert ids[1] not in [i for i, _ in space.vector_sources(rt.embed_query(ASK), 10)]
-    assert ids[1] not in [i for i, _ in space.fts_sources("heron-stg-2 staging cluster", 10)]
+    assert ids[1] not in [i for i, _ in space.sources.vector_search(rt.embed_query(ASK), 10)]
+    assert ids[1] not in [i for i, _ in space.sources.fts_search("heron-stg-2 staging cluster", 10)]
     # the passages' files hold neither the text nor its index tokens (the sources table's
     # purge is forget's own business, tested in test_forget_explain.py)
     assert [p for p in bytes_on_disk(home, b"heron") if "__passages__" in p] == []
@@ -156,7 +156,7 @@ async def test_export_carries_messages_not_passages_and_import_rebuilds_them(cli
         import_records(rt, recs)
         space = rt.space("default")
         assert any(k.startswith("passages__") and n > 5 for k, n in space.stats().items())
-        dense = space.vector_sources(rt.embed_query(ASK), 1)
-        assert space.get_sources([dense[0][0]])[0].text == ANSWER
+        dense = space.sources.vector_search(rt.embed_query(ASK), 1)
+        assert space.sources.get([dense[0][0]])[0].text == ANSWER
     finally:
         rt.close()

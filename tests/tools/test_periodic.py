@@ -37,7 +37,7 @@ async def remember(server, session_id: str, *texts: str, prefix: str = "t") -> N
 
 
 def periodic_runs(server, namespace: str = "default") -> list[dict]:
-    log = server.runtime.space(namespace).audit_log(limit=1000)
+    log = server.runtime.space(namespace).log.audit_log(limit=1000)
     return [e for e in log if e["op"] == "consolidate" and e["detail"].get("trigger") != "request"]
 
 
@@ -65,7 +65,7 @@ async def test_off_by_default(make_server):
     for sid in ("s1", "s2", "s3"):
         await remember(server, sid, f"message of {sid}", "another one")
     assert periodic_runs(server) == []
-    assert [e for e in server.runtime.space("default").audit_log(limit=1000)
+    assert [e for e in server.runtime.space("default").log.audit_log(limit=1000)
             if e["op"] == "consolidate"] == []
     assert server.runtime.store.get_meta(meta_key("default")) is None   # nothing counted
 

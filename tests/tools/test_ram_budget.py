@@ -35,7 +35,7 @@ def test_a_tiny_budget_gives_the_same_recall_and_stays_within_it(tmp_path):
                             for i, (sp, t) in enumerate(turns)], session_id=sid, session_time=when)
         assert full.curation.wait_idle(300)
         want = answers(full)
-        assert full.space("default")._snapshot() is not None   # the unbounded run used copies
+        assert full.space("default").sources._snapshot() is not None   # the unbounded run used copies
         assert full.context("default").get("workspace.snapshot").current() is not None
     finally:
         full.close()
@@ -44,7 +44,7 @@ def test_a_tiny_budget_gives_the_same_recall_and_stays_within_it(tmp_path):
         got = answers(tiny)
         budget = tiny.store.budget
         assert budget.total == int(0.01 * 2**20)
-        assert tiny.space("default")._snapshot() is None   # no copy fits: LanceDB answered
+        assert tiny.space("default").sources._snapshot() is None   # no copy fits: LanceDB answered
         assert tiny.context("default").get("workspace.snapshot").current() is None   # nor the graph
         assert budget.copies.used <= budget.copies.limit
         # LanceDB evicts lazily: its caches may pass their share by an entry, not the budget

@@ -18,12 +18,12 @@ async def two_sessions(client, server):
     await client.call_tool("remember", {"messages": turns("Ben's boat is called Gull."),
                                         "session_id": "b"})
     space = server.runtime.space("default")
-    assert sorted(r.session_id for r in space.sources_by_refs(["t1"])) == ["a", "b"]
+    assert sorted(r.session_id for r in space.sources.by_refs(["t1"])) == ["a", "b"]
     return space
 
 
 def texts(space) -> set[str]:
-    return {r.text for r in space.all_sources()}
+    return {r.text for r in space.sources.all()}
 
 
 async def test_forget_refs_with_a_session_forgets_that_sessions_message_only(client, two_sessions):
@@ -57,8 +57,8 @@ async def test_a_curated_memory_cites_its_own_sessions_message(client, two_sessi
         "messages": turns("Gull is moored in Porto.", prefix="u"), "session_id": "b",
         "curated": {"facts": [fact]}}))
     assert res["stored"] == 1
-    b_t1 = [r.id for r in two_sessions.sources_by_refs(["t1"]) if r.session_id == "b"]
-    memory = [m for m in two_sessions.memories_of_kind("fact") if m.origin == "host"]
+    b_t1 = [r.id for r in two_sessions.sources.by_refs(["t1"]) if r.session_id == "b"]
+    memory = [m for m in two_sessions.memories.of_kind("fact") if m.origin == "host"]
     assert [m.source_ids for m in memory] == [b_t1]
 
 

@@ -69,12 +69,12 @@ def test_one_exchange_into_a_live_session_is_one_lock_hold_and_three_commits(tmp
         # about 0.35 ms each; a write planned from an older one conflicted and left files)
         assert seen["round_trips"] <= 11, seen
         space = rt.space("default")
-        assert [r.seq for r in space.sources_by_session("live")] == list(range(8))
-        assert (sess := space.get_session("live")) is not None and sess.n_messages == 8
+        assert [r.seq for r in space.sources.by_session("live")] == list(range(8))
+        assert (sess := space.sessions.get("live")) is not None and sess.n_messages == 8
         # a retry of the same exchange stores nothing again and returns the same ids
         again = remember(rt, exchange(3), session_id="live")
         assert again.stored == 0 and again.source_ids == out.source_ids
-        assert space.count_sources() == 8
+        assert space.sources.count() == 8
     finally:
         rt.close()
 
@@ -84,7 +84,7 @@ def test_an_appended_exchange_without_a_time_takes_the_sessions_time(tmp_path):
     try:
         remember(rt, exchange(0), session_id="s", session_time="2024-05-08T10:00:00Z")
         remember(rt, exchange(1), session_id="s")
-        rows = rt.space("default").sources_by_session("s")
+        rows = rt.space("default").sources.by_session("s")
         assert {r.timestamp and r.timestamp.isoformat() for r in rows} == {"2024-05-08T10:00:00+00:00"}
     finally:
         rt.close()

@@ -128,7 +128,7 @@ async def test_curated_ref_to_nothing_rejects_the_whole_call(client, server):
     bad = {"facts": [{"subject": "Ana", "relation": "likes", "object": "tea", "refs": ["nope"]}]}
     msg = error_text(await client.call_tool("remember", {"messages": turns(*CONVO), "curated": bad}))
     assert "nope" in msg
-    assert server.runtime.space("default").count_sources() == 0
+    assert server.runtime.space("default").sources.count() == 0
 
 
 async def test_an_instruction_comes_back_only_as_quoted_memory(client):

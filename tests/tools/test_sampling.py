@@ -41,13 +41,13 @@ async def _remember(server, c):
                                            "session_time": "2023-05-08T10:00:00"}))
     assert server.runtime.curation.wait_idle(60)
     space = server.runtime.space("default")
-    rows = space.memories_of_kind("fact") + space.memories_of_kind("episode")
+    rows = space.memories.of_kind("fact") + space.memories.of_kind("episode")
     assert rows and {r.origin for r in rows} == {"heuristic"}
     return space
 
 
 def _rows(space: Space) -> list[Memory]:
-    return space.memories_of_kind("fact") + space.memories_of_kind("episode")
+    return space.memories.of_kind("fact") + space.memories.of_kind("episode")
 
 
 ASK = {"auto": {"use_my_model": True}, "legacy": {}}   # 2026-07-28 asks only when told to
@@ -74,7 +74,7 @@ async def test_consolidate_curates_through_the_hosts_model(home, mode):
         assert ana.refs == ["m1", "m2", "m3"]        # an invented label cites the session
         exp = payload(await c.call_tool("explain", {"id": ben.id}))
         assert "written by sampling:scripted-model" in exp["summary"]
-        assert len(space.sources_by_session("s1")) == 3
+        assert len(space.sources.by_session("s1")) == 3
         # the session is not asked about again, and background curation keeps the host's rows
         out = payload(await c.call_tool("consolidate", ASK[mode]))
         assert len(host.requests) == 1 and not out["host_model"]["used"]
@@ -84,7 +84,7 @@ async def test_consolidate_curates_through_the_hosts_model(home, mode):
 
 def _claims(space):
     return sorted((c["text"], c["subject"], c["slot"], c["ref"])
-                  for c in space.rows("wiki_claims", columns=["text", "subject", "slot", "ref"]))
+                  for c in space.derived.rows("wiki_claims", columns=["text", "subject", "slot", "ref"]))
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -101,13 +101,13 @@ async def test_the_hosts_model_writes_the_wikis_claims(home, mode):
         # a turn that was not shown is dropped; "state" gives the slot the wiki revises on
         assert _claims(space) == [("Ana lives in Lisbon.", "Ana", "ana|residence", "m3"),
                                   ("Ben adopted a beagle named Biscuit on 6 May 2023.", "Ben", "", "m1")]
-        cid = next(r["id"] for r in space.rows("wiki_claims", columns=["id", "subject"])
+        cid = next(r["id"] for r in space.derived.rows("wiki_claims", columns=["id", "subject"])
                    if r["subject"] == "Ana")
         exp = payload(await c.call_tool("explain", {"id": cid}))
         assert "written by sampling:scripted-model" in exp["summary"]
         rec = payload(await c.call_tool("recall", {"query": "Where does Ana live?", "strategy": "wiki"}))
         assert "m3" in {s["ref"] for s in rec["sources"]}
-        assert len(space.sources_by_session("s1")) == 3
+        assert len(space.sources.by_session("s1")) == 3
 
 
 async def test_an_answer_at_the_schemas_bounds_stores_what_the_sessions_size_allows(home):
@@ -125,7 +125,7 @@ async def test_an_answer_at_the_schemas_bounds_stores_what_the_sessions_size_all
     rows = _rows(space)
     episodes = sorted(r.body["title"] for r in rows if r.kind == "episode")
     facts = [r for r in rows if r.kind == "fact"]
-    claims = space.rows("wiki_claims", columns=["text", "ref"])
+    claims = space.derived.rows("wiki_claims", columns=["text", "ref"])
     per_turn = {ref: sum(c["ref"] == ref for c in claims) for ref in ("m1", "m2", "m3")}
     print(f"flooded answer: {len(episodes)} episodes, {len(facts)} facts, {len(claims)} claims "
           f"stored ({per_turn}), {used.get('dropped')} dropped, consolidate took {took:.1f} s")
@@ -186,7 +186,7 @@ async def test_garbage_keeps_the_heuristics(home, mode):
         assert "Your model was not used (answer rejected" in text_of(res)
         assert sorted(r.id for r in _rows(space)) == before
         assert _claims(space) == claims
-        assert len(space.sources_by_session("s1")) == 3
+        assert len(space.sources.by_session("s1")) == 3
 
 
 async def test_malformed_items_are_dropped_one_by_one(home):
@@ -259,7 +259,7 @@ async def test_a_refusal_on_the_stateless_protocol_loses_nothing(home):
         with pytest.raises(MCPError, match="rejected"):
             await c.call_tool("consolidate", {"use_my_model": True})
         assert {r.origin for r in _rows(space)} == {"heuristic"}
-        assert len(space.sources_by_session("s1")) == 3
+        assert len(space.sources.by_session("s1")) == 3
         rec = payload(await c.call_tool("recall", {"query": "Ben's dog", "strategy": "hybrid"}))
         assert "m1" in {s["ref"] for s in rec["sources"]}
 
@@ -280,7 +280,7 @@ async def test_a_host_that_never_answers_is_timed_out(home):
         assert len(host.requests) == 1 and took < 1.5 + plain + 5
         assert "did not answer within 1.5 s" in out["host_model"]["why"]
         assert sorted(r.id for r in _rows(space)) == before and _claims(space) == claims
-        assert len(space.sources_by_session("s1")) == 3
+        assert len(space.sources.by_session("s1")) == 3
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

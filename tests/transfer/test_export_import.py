@@ -55,12 +55,12 @@ def snapshot(home, ns="work") -> dict:
     try:
         sp = rt.space(ns)
         src = sorted((r.session_id, r.seq, r.ref, r.speaker, r.timestamp, r.text,
-                      json.dumps(r.metadata, sort_keys=True)) for r in sp.all_sources())
+                      json.dumps(r.metadata, sort_keys=True)) for r in sp.sources.all())
         mems = sorted((m.id, m.kind, m.text, tuple(m.refs or []), m.timestamp,
                        json.dumps(m.body, sort_keys=True))
-                      for k in ("episode", "fact") for m in sp.memories_of_kind(k, None)
+                      for k in ("episode", "fact") for m in sp.memories.of_kind(k, None)
                       if m.origin == "host")
-        sess = sorted((s.session_id, s.session_time) for s in sp.list_sessions())
+        sess = sorted((s.session_id, s.session_time) for s in sp.sessions.all())
         return {"sources": src, "curated": mems, "sessions": sess,
                 "namespaces": sorted(rt.store.namespaces())}
     finally:

@@ -37,9 +37,9 @@ def stored(settings, ns):
     rt = Runtime(settings.to_config())
     try:
         sp = rt.space(ns)
-        src = sorted(sp.all_sources(), key=lambda r: (r.session_id, r.seq))
-        mems = [m for k in ("fact", "episode") for m in sp.memories_of_kind(k, None)]
-        sessions = {s.session_id: s.session_time for s in sp.list_sessions()}
+        src = sorted(sp.sources.all(), key=lambda r: (r.session_id, r.seq))
+        mems = [m for k in ("fact", "episode") for m in sp.memories.of_kind(k, None)]
+        sessions = {s.session_id: s.session_time for s in sp.sessions.all()}
         return src, mems, sessions
     finally:
         rt.close()

@@ -171,10 +171,10 @@ def state(rt) -> dict:
     out = {"sources": 0, "curated": 0, "forgets": 0}
     for ns in rt.store.namespaces():
         sp = rt.space(ns)
-        out["sources"] += sp.count_sources()
+        out["sources"] += sp.sources.count()
         out["curated"] += sum(m.origin == "host" for k in ("episode", "fact")
-                              for m in sp.memories_of_kind(k, None))
-        out["forgets"] += len(sp.rows("audit", eq={"op": "forget"}, columns=["target_ids"]))
+                              for m in sp.memories.of_kind(k, None))
+        out["forgets"] += len(sp.derived.rows("audit", eq={"op": "forget"}, columns=["target_ids"]))
     return out
 
 

@@ -137,17 +137,17 @@ async def test_shared_turn_search_answers_exactly_as_the_namespace_would(client,
     turns = TurnSearch(env, RecallRequest(query=q, budget_tokens=100), 10, qv)
     sp = env.space
     for n in (1, 3, 10):
-        assert turns.lexical(n) == sp.fts_sources(q, n)
-        assert [i for i, _ in turns.dense(n)] == [i for i, _ in sp.vector_sources(qv, n)]
+        assert turns.lexical(n) == sp.sources.fts_search(q, n)
+        assert [i for i, _ in turns.dense(n)] == [i for i, _ in sp.sources.vector_search(qv, n)]
     assert turns.hits == {"fts": 3, "vector": 3, "rows": 0}   # one search each, cut to each n
     # deeper, another query or vector: searched on its own, not cut from the shared result
-    assert len(turns.lexical(12, "pottery")) == len(sp.fts_sources("pottery", 12))
+    assert len(turns.lexical(12, "pottery")) == len(sp.sources.fts_search("pottery", 12))
     assert len(turns.dense(12)) == 12 and turns.hits["vector"] == 3
     since = datetime(2023, 5, 1)
     late = TurnSearch(env, RecallRequest(query=q, budget_tokens=100, since=since), 10, qv)
     assert {i for i, _ in late.dense(5)} == \
-        {i for i, _ in sp.vector_sources(qv, 5, SourceFilter(since=since))}
-    ids = [i for i, _ in sp.vector_sources(qv, 4)]
+        {i for i, _ in sp.sources.vector_search(qv, 5, SourceFilter(since=since))}
+    ids = [i for i, _ in sp.sources.vector_search(qv, 4)]
     rows = turns.rows(ids + ids[:1] + ["no-such-id"])
     assert [r.id for r in rows] == ids + ids[:1]
     with pytest.raises(FrozenInstanceError):   # rows are frozen: the voters share them safely
@@ -177,13 +177,13 @@ async def test_the_bm25_searches_start_while_the_query_is_embedded(client, serve
     before. An embedder that waits for it would wait out its 10 s without that."""
     import threading
 
-    from trimem.storage.space import Space
+    from trimem.storage.sources import Sources
 
     await remember_all(client)
     assert server.runtime.curation.wait_idle(120)
     rt = server.runtime
     asked, started = [], threading.Event()
-    fts, embed = Space.fts_sources, rt.embed_queries
+    fts, embed = Sources.fts_search, rt.embed_queries
 
     def fts_seen(self, query, *a, **kw):
         asked.append(query)
@@ -200,12 +200,12 @@ async def test_the_bm25_searches_start_while_the_query_is_embedded(client, serve
     waited: list[bool] = []
     q = {"query": "Where does Ben do pottery?", "budget_tokens": 300}
     before = payload(await client.call_tool("recall", q))
-    Space.fts_sources = fts_seen   # type: ignore[method-assign]
+    Sources.fts_search = fts_seen   # type: ignore[method-assign]
     rt.embed_queries = embed_after   # type: ignore[method-assign]
     try:
         out = payload(await client.call_tool("recall", q))
     finally:
-        Space.fts_sources = fts   # type: ignore[method-assign]
+        Sources.fts_search = fts   # type: ignore[method-assign]
         del rt.embed_queries
     assert waited == [True]          # the name-free BM25 search was running before the embedding
     assert any("Ben" not in a for a in asked)

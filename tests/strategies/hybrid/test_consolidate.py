@@ -59,14 +59,14 @@ async def test_consolidation_is_non_destructive_and_restorable(client, server, h
     rt = server.runtime
     assert rt.curation.wait_idle(60)
     space = rt.space("default")
-    assert space.wait_upkeep(60, flush=True)               # background compaction has settled
-    n_active = len(space.memories_of_kind("fact"))
+    assert space.upkeep.wait(60, flush=True)               # background compaction has settled
+    n_active = len(space.memories.of_kind("fact"))
     before = listing(home)
     plan = payload(await client.call_tool("consolidate", {"dry_run": True, "min_cluster_size": 2}))
     assert listing(home) == before                         # a dry run changes nothing on disk
     hybrid_ops = [op for op in plan["operations"] if op.get("strategy") == "hybrid"]
     assert any(op["op"] == "merge" for op in hybrid_ops)
-    facts = {m.id: m.text for m in rt.space("default").memories_of_kind("fact")}
+    facts = {m.id: m.text for m in rt.space("default").memories.of_kind("fact")}
     sup = [op for op in hybrid_ops if op["op"] == "supersede"]
     assert [(facts[op["into"]], [facts[i] for i in op["ids"]]) for op in sup] == \
         [("Ana lives in Madrid", ["Ana lives in Lisbon"])]   # same subject + relation, newer object
@@ -84,8 +84,8 @@ async def test_consolidation_is_non_destructive_and_restorable(client, server, h
     assert strip(ops) == strip(hybrid_ops)                 # the plan is what was done
     assert all(op["done"] for op in ops) and not any(op["done"] for op in hybrid_ops)
     retired = [(i, op) for op in ops for i in op["ids"]]
-    assert retired and len(space.memories_of_kind("fact")) == n_active - len(retired)
-    biscuit = [m for m in space.memories_of_kind("fact", status=None) if "Biscuit" in m.text]
+    assert retired and len(space.memories.of_kind("fact")) == n_active - len(retired)
+    biscuit = [m for m in space.memories.of_kind("fact", status=None) if "Biscuit" in m.text]
     assert sorted(m.status for m in biscuit) == ["active", "merged"]
     for mid, op in retired:                                # every retired item is reachable ...
         ex = payload(await client.call_tool("explain", {"id": mid}))
@@ -107,11 +107,11 @@ async def test_consolidation_is_non_destructive_and_restorable(client, server, h
     env = rt.env("default")
     for mid, op in retired:
         assert HybridStrategy().restore(env, mid)["changed"]
-        row = space.get_memories([mid])[0]
+        row = space.memories.get([mid])[0]
         assert row.status == "active" and row.lineage["history"][-1]["op"] == "restored"
-        keep = space.get_memories([op["into"]])[0].lineage
+        keep = space.memories.get([op["into"]])[0].lineage
         assert mid not in {a["id"] for a in keep.get("absorbed", []) + keep.get("supersedes", [])}
-    assert len(space.memories_of_kind("fact")) == n_active
+    assert len(space.memories.of_kind("fact")) == n_active
     detail = HybridStrategy().explain(env, retired[0][0])
     assert detail is not None
     assert detail["history"][-1]["op"] == "restored" and detail["sources"]

@@ -73,10 +73,10 @@ async def test_curation_writes_linked_episodes_and_facts(client, server, remembe
     rt = server.runtime
     assert rt.curation.wait_idle(60) and not rt.curation.failures
     space = rt.space("default")
-    facts = space.memories_of_kind("fact")
-    episodes = space.memories_of_kind("episode")
+    facts = space.memories.of_kind("fact")
+    episodes = space.memories.of_kind("episode")
     assert facts and episodes and {m.origin for m in facts + episodes} == {"heuristic"}
-    by_id = {s.id: s for s in space.all_sources()}
+    by_id = {s.id: s for s in space.sources.all()}
     for m in facts + episodes:            # every item keeps the refs of the turns it came from
         assert m.source_ids and all(s in by_id for s in m.source_ids)
         assert m.refs == [by_id[s].ref for s in m.source_ids]
@@ -89,9 +89,9 @@ async def test_curation_writes_linked_episodes_and_facts(client, server, remembe
     # curation is idempotent: running it again replaces, never duplicates
     from trimem.strategies.hybrid.store import curate
 
-    n = len(space.memories_of_kind("fact"))
+    n = len(space.memories.of_kind("fact"))
     curate(rt.env("default"), "s1")
-    assert len(space.memories_of_kind("fact")) == n
+    assert len(space.memories.of_kind("fact")) == n
 
 
 @pytest.mark.anyio
@@ -105,6 +105,6 @@ async def test_host_curated_memories_take_precedence(client, server):
                                                 "curated": curated}))
     rt = server.runtime
     assert rt.curation.wait_idle(60)
-    rows = [m for m in rt.space("default").memories_of_kind("fact") +
-            rt.space("default").memories_of_kind("episode") if m.session_id == "h"]
+    rows = [m for m in rt.space("default").memories.of_kind("fact") +
+            rt.space("default").memories.of_kind("episode") if m.session_id == "h"]
     assert len(rows) == 2 and {m.origin for m in rows} == {"host"}

@@ -83,7 +83,7 @@ async def test_llm_curation_through_a_local_openai_server(llm_server, home, tmp_
                                                "session_time": "2023-05-08T10:00:00"}))
         assert server.runtime.curation.wait_idle(60)
         space = server.runtime.space("default")
-        facts, eps = space.memories_of_kind("fact"), space.memories_of_kind("episode")
+        facts, eps = space.memories.of_kind("fact"), space.memories.of_kind("episode")
         ours = [r for r in llm_server.requests
                 if r["messages"][0]["content"] in (EPISODIC_PROMPT, RELATIONAL_PROMPT)]
         assert [r["messages"][0]["content"] for r in ours] == [EPISODIC_PROMPT, RELATIONAL_PROMPT]
@@ -105,7 +105,7 @@ async def test_llm_curation_through_a_local_openai_server(llm_server, home, tmp_
         llm_server.fail = True                          # endpoint down: heuristics take over
         payload(await c.call_tool("remember", {"messages": MSGS[1:2], "session_id": "t"}))
         assert server.runtime.curation.wait_idle(60)
-        t_rows = [m for m in space.memories_of_kind("fact") if m.session_id == "t"]
+        t_rows = [m for m in space.memories.of_kind("fact") if m.session_id == "t"]
         assert t_rows and {m.origin for m in t_rows} == {"heuristic"}
 
 

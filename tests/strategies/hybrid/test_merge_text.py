@@ -50,7 +50,7 @@ async def test_a_merge_writes_the_merged_text_and_the_host_rewrites_it(server):
         out = payload(await c.call_tool("consolidate", {"min_cluster_size": 2}))
         (op,) = [o for o in out["operations"] if o.get("op") == "merge" and o["kind"] == "fact"]
         space = rt.space("default")
-        (keep,) = space.get_memories([op["into"]])
+        (keep,) = space.memories.get([op["into"]])
         # the survivor (newest) says more than the first sentence it absorbs; the rest is added
         assert keep.text == ("Ben adopted a beagle puppy named Biscuit from the animal "
                                 "shelter. Biscuit was eight weeks old.")
@@ -61,7 +61,7 @@ async def test_a_merge_writes_the_merged_text_and_the_host_rewrites_it(server):
         # the next consolidate asks the host's model to write the merge's text
         out = payload(await c.call_tool("consolidate", {"min_cluster_size": 2}))
         assert out["host_model"]["merges"] == 1
-        (keep,) = space.get_memories([op["into"]])
+        (keep,) = space.memories.get([op["into"]])
         assert keep.text == "Merged by the host model."
         assert keep.body["merged_text_by"] == "sampling:scripted-model"
         exp = payload(await c.call_tool("explain", {"id": keep.id}))
@@ -73,5 +73,5 @@ async def test_a_merge_writes_the_merged_text_and_the_host_rewrites_it(server):
         from trimem.strategies.hybrid.strategy import HybridStrategy
 
         assert HybridStrategy().restore(rt.env("default"), op["ids"][0])["changed"]
-        (keep,) = space.get_memories([op["into"]])
+        (keep,) = space.memories.get([op["into"]])
         assert keep.text == "Ben adopted a beagle puppy named Biscuit from the animal shelter"

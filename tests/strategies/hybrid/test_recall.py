@@ -81,12 +81,12 @@ async def test_forget_removes_derived_memories_and_recurates(client, server, rem
     rt = server.runtime
     assert rt.curation.wait_idle(60)
     space = rt.space("default")
-    gone = space.sources_by_refs(["s1:2"])[0].id
-    assert space.memories_citing({gone})
+    gone = space.sources.by_refs(["s1:2"])[0].id
+    assert space.memories.citing({gone})
     payload(await client.call_tool("forget", {"refs": ["s1:2"]}))
     assert rt.curation.wait_idle(60)
-    assert not space.memories_citing({gone})
-    s1 = [m for m in space.memories_of_kind("fact") if m.session_id == "s1"]
+    assert not space.memories.citing({gone})
+    s1 = [m for m in space.memories.of_kind("fact") if m.session_id == "s1"]
     assert s1 and not any("adopted" in m.text for m in s1)
 
 
@@ -99,11 +99,11 @@ async def test_undated_memories_are_outside_any_time_window(client, server, reme
     rt = server.runtime
     assert rt.curation.wait_idle(60)
     env = rt.env("undated")
-    fact = next(m for m in env.space.memories_of_kind("fact") if "Madrid" in m.text)
+    fact = next(m for m in env.space.memories.of_kind("fact") if "Madrid" in m.text)
     qv = env.embed_query("Ana lives in Madrid")
-    env.space.add_memories([dict(fact.as_dict(), id="fct_undated", timestamp=None, vector=qv,
+    env.space.memories.add([dict(fact.as_dict(), id="fct_undated", timestamp=None, vector=qv,
                                  refs=list(fact.refs or []), source_ids=list(fact.source_ids))])
-    assert env.space.get_memories(["fct_undated"])[0].timestamp is None
+    assert env.space.memories.get(["fct_undated"])[0].timestamp is None
     found = {}
     for name, window in {"none": {}, "since": {"since": fact.timestamp.replace(year=1900)},
                          "until": {"until": fact.timestamp.replace(year=2999)}}.items():

@@ -42,7 +42,7 @@ def maps_of(rt):
 
 def rows_with_ids(space, kind) -> dict[str, dict]:
     """Every row with its physical row id (a rewritten row gets a new one)."""
-    tbl = space.derived_table(kind)
+    tbl = space.derived.table(kind)
     out = tbl.search().with_row_id(True).limit(None).to_list()
     return {r["id"]: r for r in out}
 
@@ -79,14 +79,14 @@ def test_new_session_and_append_rewrite_only_what_they_touch(rt):
     added = set(again) - set(after[store.SNAP])
     assert len(added) == 1 and again[added.pop()]["refs"] == ["s3-2", "s3-3"]
     assert all(same(r, again[i]) for i, r in after[store.SNAP].items())
-    placed = [i for t in space.rows(store.TRAJ) for i in t["snapshot_ids"]]
+    placed = [i for t in space.derived.rows(store.TRAJ) for i in t["snapshot_ids"]]
     assert sorted(placed) == sorted(again)          # every snapshot in exactly one trajectory
 
 
 def page_view(space) -> dict:
     return {r["id"]: (r["title"], r["text"], r["trajectory_ids"], r["names"], r["facets"],
                       r["hub"], r["n_links"], str(r["first_time"]), str(r["last_time"]),
-                      [round(x, 4) for x in r["vector"]]) for r in space.rows(pages.PAGE)}
+                      [round(x, 4) for x in r["vector"]]) for r in space.derived.rows(pages.PAGE)}
 
 
 def test_incremental_pages_equal_a_full_rebuild(rt):
@@ -114,7 +114,7 @@ def test_many_sessions_and_appends_still_equal_a_full_rebuild(rt):
                      namespace="default")
             wiki.curate(rt.env("default"), sid)
     space = rt.space("default")
-    trajs = space.rows(store.TRAJ)
+    trajs = space.derived.rows(store.TRAJ)
     assert len(trajs) >= 10 and any(t["continues"] for t in trajs)
     incremental = page_view(space)
     assert any(v[5] for v in incremental.values() if v[0] != "index")      # some hub pages
@@ -135,10 +135,10 @@ def test_a_curation_after_a_lost_write_repairs_itself(rt):
     assert lost
     wiki2 = WikiStrategy()                       # a new process: no in-memory index
     wiki2.curate(rt.env("default"), sid)
-    placed = {i for t in space.rows(store.TRAJ) for i in t["snapshot_ids"]}
+    placed = {i for t in space.derived.rows(store.TRAJ) for i in t["snapshot_ids"]}
     assert {s["id"] for s in lost} <= placed
     assert "Rex chewed my new running shoes again." in \
-        space.rows(pages.PAGE, eq={"id": "wiki-entity-rex"})[0]["text"]
+        space.derived.rows(pages.PAGE, eq={"id": "wiki-entity-rex"})[0]["text"]
 
 
 def test_wiki_tables_get_scalar_indexes_and_lookups_still_see_later_rows(rt):
@@ -148,15 +148,15 @@ def test_wiki_tables_get_scalar_indexes_and_lookups_still_see_later_rows(rt):
         say(rt, wiki, sid, when, turns)
     space = rt.space("default")
     for kind, cols in store.INDEXES.items():
-        got = {ix.columns[0]: ix.index_type for ix in space.derived_table(kind).list_indices()}
+        got = {ix.columns[0]: ix.index_type for ix in space.derived.table(kind).list_indices()}
         assert set(cols) <= set(got), kind
         assert all((got[c].lower() == "bitmap") == (how == "bitmap") for c, how in cols.items())
     # rows written after the indexes (no optimize in this fixture: they stay unindexed) are found
     say(rt, wiki, *SESSIONS[2])
-    snaps = space.rows(store.SNAP, eq={"session_id": "s3"}, columns=["id", "session_id"])
+    snaps = space.derived.rows(store.SNAP, eq={"session_id": "s3"}, columns=["id", "session_id"])
     assert snaps and {s["session_id"] for s in snaps} == {"s3"}
-    assert space.rows(pages.PAGE, eq={"key": ["cara"]}, columns=["id"])
-    assert len(space.rows(store.TRAJ, eq={"status": "open"}, columns=["id"])) >= 1
+    assert space.derived.rows(pages.PAGE, eq={"key": ["cara"]}, columns=["id"])
+    assert len(space.derived.rows(store.TRAJ, eq={"status": "open"}, columns=["id"])) >= 1
     store.index_tables(space)    # idempotent
 
 
@@ -169,14 +169,14 @@ def test_turn_maps_are_reused_until_curation_changes_the_wiki(rt):
     space = rt.space("default")
     first = maps_of(rt)
     assert maps_of(rt) is first                     # nothing changed: the same maps
-    ids = {r.ref: r.id for r in space.all_sources()}
+    ids = {r.ref: r.id for r in space.sources.all()}
     assert ids["s1-0"] in first.t_of and ids["s1-0"] in first.s_of
     traj = first.t_of[ids["s1-0"]]
     assert ids["s1-0"] in first.members[traj]
     sid, when, turns = SESSIONS[2]
     say(rt, wiki, sid, when, turns)
     after = maps_of(rt)
-    ids = {r.ref: r.id for r in space.all_sources()}
+    ids = {r.ref: r.id for r in space.sources.all()}
     assert after is not first and ids["s3-0"] in after.t_of and ids["s3-0"] not in first.t_of
     claimed = {s for v in after.inv.values() for s, _ in v}
     assert ids["s3-0"] in claimed and claimed <= set(ids.values())   # claims cite stored turns
@@ -205,7 +205,7 @@ def test_turn_maps_follow_curation_without_a_reread_and_forget_drops_them(rt, mo
         assert getattr(patched, f) == getattr(fresh, f), f
     assert {s: sorted(v, key=str) for s, v in patched.inv.items()} == \
         {s: sorted(v, key=str) for s, v in fresh.inv.items()}
-    gone = space.sources_by_session("s2")[0].id
+    gone = space.sources.by_session("s2")[0].id
     assert gone in fresh.t_of
     wiki.forget(rt.env("default"), {gone})
     assert gone not in maps_of(rt).t_of
@@ -219,9 +219,9 @@ def test_recalls_during_a_wiki_write_keep_the_turn_maps(rt, monkeypatch):
     say(rt, wiki, *SESSIONS[0])
     space = rt.space("default")
     maps = maps_of(rt)
-    snap = space.rows(store.SNAP, columns=["id"])[0]["id"]
+    snap = space.derived.rows(store.SNAP, columns=["id"])[0]["id"]
     with curate.state_of(rt.context("default")).maps.writing():
-        space.delete_rows(store.SNAP, {"id": [snap]})
+        space.derived.delete_rows(store.SNAP, {"id": [snap]})
         assert maps_of(rt) is maps
     assert snap not in maps_of(rt).snaps    # no note: the moved counts re-read
 
@@ -234,15 +234,15 @@ def test_one_recalls_reads_are_shared_by_its_attempts(rt, monkeypatch):
     for sid, when, turns in SESSIONS:
         say(rt, wiki, sid, when, turns)
     space = rt.space("default")
-    ids = sorted(r["id"] for r in space.rows(store.TRAJ, columns=["id"]))
+    ids = sorted(r["id"] for r in space.derived.rows(store.TRAJ, columns=["id"]))
     reads = _Reads(space, None)  # pyright: ignore[reportArgumentType]
     assert [r["id"] for r in reads.trajectories(ids[:1], TRAJ_COLS)] == ids[:1]
     both = reads.trajectories(ids, TRAJ_COLS)
     assert {r["id"]: str(dict(r, vector=r["vector"].tolist())) for r in both} == \
-        {r["id"]: str(r) for r in space.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
+        {r["id"]: str(r) for r in space.derived.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
     calls = []
-    space_rows = space.rows
-    monkeypatch.setattr(space, "rows", lambda *a, **k: calls.append(a) or space_rows(*a, **k))
+    space_rows = space.derived.rows
+    monkeypatch.setattr(space.derived, "rows", lambda *a, **k: calls.append(a) or space_rows(*a, **k))
     assert len(reads.trajectories(ids, TRAJ_COLS)) == len(ids) and calls == []   # this recall's
 
 
@@ -257,23 +257,23 @@ def test_the_next_recall_reuses_the_rows_until_the_table_changes(rt):
     for sid, when, turns in SESSIONS[:-1]:
         say(rt, wiki, sid, when, turns)
     space = rt.space("default")
-    ids = sorted(r["id"] for r in space.rows(store.TRAJ, columns=["id"]))
+    ids = sorted(r["id"] for r in space.derived.rows(store.TRAJ, columns=["id"]))
     first = _Reads(space, None)  # pyright: ignore[reportArgumentType]
     rows = first.trajectories(ids, TRAJ_COLS)
     assert all(first.keys(r) == traj_keys(r) for r in rows)
     calls = []
-    space_rows = space.rows
-    space.rows = lambda *a, **k: calls.append(a) or space_rows(*a, **k)
+    space_rows = space.derived.rows
+    space.derived.rows = lambda *a, **k: calls.append(a) or space_rows(*a, **k)
     try:
         again = _Reads(space, None).trajectories(ids, TRAJ_COLS)  # pyright: ignore[reportArgumentType]
         assert [r is s for r, s in zip(again, rows)] == [True] * len(ids) and calls == []
     finally:
-        del space.rows
+        del space.derived.rows
     say(rt, wiki, *SESSIONS[-1])
-    ids = sorted(r["id"] for r in space.rows(store.TRAJ, columns=["id"]))
+    ids = sorted(r["id"] for r in space.derived.rows(store.TRAJ, columns=["id"]))
     fresh = _Reads(space, None).trajectories(ids, TRAJ_COLS)  # pyright: ignore[reportArgumentType]
     assert {r["id"]: str(dict(r, vector=r["vector"].tolist())) for r in fresh} == \
-        {r["id"]: str(r) for r in space.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
+        {r["id"]: str(r) for r in space.derived.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
     assert any(r is not s for r, s in zip(fresh, rows))
 
 
@@ -287,8 +287,8 @@ HOST_SESSION = [("assistant", "Welcome back! Yesterday we set up the staging dat
 
 
 def snapshot_cuts(space) -> list[list[str]]:
-    snaps = sorted(space.rows(store.SNAP), key=lambda s: s["idx"])
-    by_id = {r.id: r.ref for r in space.all_sources()}
+    snaps = sorted(space.derived.rows(store.SNAP), key=lambda s: s["idx"])
+    by_id = {r.id: r.ref for r in space.sources.all()}
     return [[by_id[i] for i in s["source_ids"]] for s in snaps]
 
 

@@ -31,12 +31,12 @@ def say(rt, sid, when, turns):
 
 
 def stored(space) -> pa.Table:
-    return space.derived_table(groups.GROUP).to_arrow()
+    return space.derived.table(groups.GROUP).to_arrow()
 
 
 def page_view(space) -> dict:
     return {r["id"]: (r["title"], r["text"], r["trajectory_ids"], r["n_links"],
-                      [round(x, 4) for x in r["vector"]]) for r in space.rows(pages.PAGE)}
+                      [round(x, 4) for x in r["vector"]]) for r in space.derived.rows(pages.PAGE)}
 
 
 def test_a_group_row_is_its_state_and_its_sum_in_bytes(home):
@@ -56,7 +56,7 @@ def test_a_group_row_is_its_state_and_its_sum_in_bytes(home):
     per_row = sum(c.nbytes for c in data.columns) / data.num_rows
     assert per_row < 8 * space.vector_dim + 1000, per_row
     index = next(r for r in rows if r["id"] == groups.gid(*pages.INDEX))
-    page = next(r for r in space.rows(pages.PAGE) if r["id"] == "wiki-index")
+    page = next(r for r in space.derived.rows(pages.PAGE) if r["id"] == "wiki-index")
     total = np.frombuffer(index["sum"], dtype="<f8")
     assert np.allclose(total / np.linalg.norm(total), page["vector"], atol=1e-6)
     rt.close()
@@ -161,7 +161,7 @@ def test_only_a_pages_group_keeps_its_sum_and_one_that_becomes_a_page_sums_again
 
 def exact_pages(space) -> dict:
     return {r["id"]: (r["title"], r["text"], r["trajectory_ids"], r["n_links"],
-                      np.asarray(r["vector"], np.float32).tobytes()) for r in space.rows(pages.PAGE)}
+                      np.asarray(r["vector"], np.float32).tobytes()) for r in space.derived.rows(pages.PAGE)}
 
 
 def _curated(home, keep_all_sums: int, monkeypatch) -> dict:
@@ -213,13 +213,13 @@ def test_a_snapshot_row_holds_no_vector_and_reads_the_one_it_was_made_with(home)
     for s in WIKI_SESSIONS:
         say(rt, *s)
     space = rt.space("default")
-    assert "vector" not in space.derived_table(store.SNAP).to_arrow().column_names
+    assert "vector" not in space.derived.table(store.SNAP).to_arrow().column_names
     assert space.name(store.SNAP).endswith(space.name("sources").rsplit("__", 1)[1])
     made = {}
     for sid, _, _ in WIKI_SESSIONS:
-        rows = space.sources_by_session(sid)
+        rows = space.sources.by_session(sid)
         made.update({s["id"]: s["vector"] for s in claims.build_snapshots(
-            sid, rows, space.session_time(sid), space.source_vectors([r.id for r in rows]))})
+            sid, rows, space.sessions.time(sid), space.sources.vectors([r.id for r in rows]))})
     read = {s["id"]: s["vector"] for s in store.load_snapshots(space)}
     assert read.keys() == made.keys()
     assert all(read[i].dtype == np.float32 and read[i].tobytes() == made[i].tobytes() for i in read)
@@ -239,7 +239,7 @@ def test_a_snapshots_table_of_the_earlier_shape_is_read_and_upgraded(home):
     assert {i: v.tobytes() for i, v in read.items()} == {i: v.tobytes() for i, v in kept.items()}
     before = page_view(space)
     say(rt, *WIKI_SESSIONS[2])
-    assert "vector" not in space.derived_table(store.SNAP).to_arrow().column_names
+    assert "vector" not in space.derived.table(store.SNAP).to_arrow().column_names
     after = page_view(space)
     for pid in ("wiki-entity-rex", "wiki-entity-berlin", "wiki-entity-ana"):   # not in s3
         assert after[pid] == before[pid], pid
@@ -255,7 +255,7 @@ def test_a_trajectory_state_holds_no_vectors_and_a_new_process_adds_them_up_the_
     for s in WIKI_SESSIONS[:2]:
         say(rt, *s)
     space = rt.space("default")
-    rows = space.rows(store.TRAJ)
+    rows = space.derived.rows(store.TRAJ)
     assert rows and not any({"head", "last", "sum"} & set(json.loads(r["state"])) for r in rows)
     rt.close()
     rt = runtime(home)                        # a new process loads the open trajectories
@@ -274,7 +274,7 @@ def test_a_trajectory_state_holds_no_vectors_and_a_new_process_adds_them_up_the_
 
 
 def _trajectories(space) -> list[dict]:
-    return sorted(({k: v for k, v in r.items() if k != "text"} for r in space.rows(store.TRAJ)),
+    return sorted(({k: v for k, v in r.items() if k != "text"} for r in space.derived.rows(store.TRAJ)),
                   key=lambda r: r["id"])
 
 
@@ -287,7 +287,7 @@ def test_a_trajectories_table_with_its_snapshots_text_is_upgraded_and_curation_g
     for s in WIKI_SESSIONS[:2]:
         say(rt, *s)
     space = rt.space("default")
-    rows = space.rows(store.TRAJ)
+    rows = space.derived.rows(store.TRAJ)
     texts = {s["id"]: s["text"] for s in store.load_snapshots(space)}
     for r in rows:
         r["text"] = "\n".join(texts[i] for i in r["snapshot_ids"])
@@ -301,10 +301,10 @@ def test_a_trajectories_table_with_its_snapshots_text_is_upgraded_and_curation_g
 
     rt = runtime(tmp_path / "earlier")
     space = rt.space("default")
-    assert "text" in space.derived_table(store.TRAJ).to_arrow().column_names
+    assert "text" in space.derived.table(store.TRAJ).to_arrow().column_names
     before = page_view(space)
     say(rt, *WIKI_SESSIONS[2])
-    assert "text" not in space.derived_table(store.TRAJ).to_arrow().column_names
+    assert "text" not in space.derived.table(store.TRAJ).to_arrow().column_names
     after, upgraded = exact_pages(space), _trajectories(space)
     assert all(after[p][:4] == before[p][:4] for p in ("wiki-entity-rex", "wiki-entity-berlin"))
     rt.close()

@@ -151,7 +151,7 @@ async def test_the_turn_maps_answer_changes_as_the_claims_table_does(client, ser
     await _remember(client, server)
     rt = server.runtime
     recall(rt, "Where does the user live now?", strategy="wiki")      # the maps are read
-    ids = [r.id for r in rt.space("default").all_sources()]
+    ids = [r.id for r in rt.space("default").sources.all()]
     got, from_maps, from_table = _both(rt, ids)
     assert got["maps"] == got["table"] and len(got["table"]) >= 3, got
     assert from_maps == from_table and len(from_maps) == 1, from_maps
@@ -160,14 +160,14 @@ async def test_the_turn_maps_answer_changes_as_the_claims_table_does(client, ser
         {"content": "I work at the city library now.", "speaker": "user", "ref": "s3-9",
          "timestamp": "2023-06-21T10:00:00Z"}], "session_id": "s3"}))
     assert rt.curation.wait_idle(60)
-    ids = [r.id for r in rt.space("default").all_sources()]
+    ids = [r.id for r in rt.space("default").sources.all()]
     got, from_maps, from_table = _both(rt, ids)
     assert got["maps"] == got["table"], got
     assert from_maps == from_table and len(from_maps) == 2, from_maps
     # a forget: both lose the turn's claims
-    ghent = next(r.id for r in rt.space("default").all_sources() if "Ghent" in r.text)
+    ghent = next(r.id for r in rt.space("default").sources.all() if "Ghent" in r.text)
     payload(await client.call_tool("forget", {"ids": [ghent]}))
-    ids = [r.id for r in rt.space("default").all_sources()]
+    ids = [r.id for r in rt.space("default").sources.all()]
     got, from_maps, from_table = _both(rt, ids)
     assert got["maps"] == got["table"] and ghent not in {c[1] for c in got["maps"]}, got
     assert from_maps == from_table and ghent not in from_maps, from_maps

@@ -30,7 +30,7 @@ async def remember_all(client, server):
 
 async def test_moves_city_twice_page_shows_current_claim_and_explain_the_history(client, server):
     space = await remember_all(client, server)
-    moves = [c for c in space.rows(store.CLAIM) if c["slot"] == "ana|residence"]
+    moves = [c for c in space.derived.rows(store.CLAIM) if c["slot"] == "ana|residence"]
     current = [c for c in moves if c["status"] == "active"]
     assert [c["ref"] for c in current] == ["s3-0"]
     page = read_page(server.runtime, "default", "entity-ana")
@@ -46,7 +46,7 @@ async def test_moves_city_twice_page_shows_current_claim_and_explain_the_history
 
 async def test_routing_and_recall_explained(client, server):
     space = await remember_all(client, server)
-    kinds = {p["type"] for p in space.rows(pages.PAGE, columns=["id", "type"])}
+    kinds = {p["type"] for p in space.derived.rows(pages.PAGE, columns=["id", "type"])}
     assert {"index", "entity", "topic", "inventory"} <= kinds
     qv = server.runtime.env("default").embed_query("Where does Ana live now?")
     f = route.query_features("Where does Ana live now?")
@@ -81,12 +81,12 @@ async def test_a_ranking_only_ask_returns_the_same_recollection_without_the_trac
 
 async def test_forget_removes_claims_and_snapshots_of_deleted_sources(client, server):
     space = await remember_all(client, server)
-    gone = [r.id for r in space.sources_by_refs(["s2-0"])]
+    gone = [r.id for r in space.sources.by_refs(["s2-0"])]
     payload(await client.call_tool("forget", {"refs": ["s2-0"]}))
     assert server.runtime.curation.wait_idle(60)
-    assert not [c for c in space.rows(store.CLAIM) if c["source_id"] in gone]
-    assert not [s for s in space.rows(store.SNAP) if set(s["source_ids"]) & set(gone)]
-    assert all("Lisbon two weeks" not in p["text"] for p in space.rows(pages.PAGE))
-    assert all("Lisbon two weeks" not in t["state"] + t["title"] for t in space.rows(store.TRAJ))
-    moves = [c for c in space.rows(store.CLAIM) if c["slot"] == "ana|residence"]
+    assert not [c for c in space.derived.rows(store.CLAIM) if c["source_id"] in gone]
+    assert not [s for s in space.derived.rows(store.SNAP) if set(s["source_ids"]) & set(gone)]
+    assert all("Lisbon two weeks" not in p["text"] for p in space.derived.rows(pages.PAGE))
+    assert all("Lisbon two weeks" not in t["state"] + t["title"] for t in space.derived.rows(store.TRAJ))
+    moves = [c for c in space.derived.rows(store.CLAIM) if c["slot"] == "ana|residence"]
     assert sorted(c["ref"] for c in moves) == ["s1-0", "s3-0"]

@@ -44,7 +44,7 @@ def _fused(rt, strip_names):
     order, parts = _search(env, RecallRequest(query=query, budget_tokens=500),
                            np.asarray(env.embed_query(query)), 50,
                            cache.snapshot(cache.of(env.ns), env.space), s)
-    text = {r.id: r.text for r in env.space.get_sources(order)}
+    text = {r.id: r.text for r in env.space.sources.get(order)}
     return [text[i] for i in order], parts[order[0]]
 
 
@@ -70,7 +70,7 @@ def test_shared_named_search_matches_workspace_and_serves_wiki(rt):
 
     env = rt.env("default")
     req = RecallRequest(query="What sport does Ana do?", budget_tokens=500)
-    text = {r.id: r.text for r in env.space.all_sources()}
+    text = {r.id: r.text for r in env.space.sources.all()}
     order, parts = search_turns(env, req, 50)
     assert "tennis" in text[order[0]] and parts[order[0]]["content_rank"] == 1
     assert [text[i] for i in order[:5]] == _fused(rt, 1)[0][:5]

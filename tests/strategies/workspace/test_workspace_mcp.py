@@ -41,11 +41,11 @@ async def _load(client, server):
 
 async def test_recall_explain_forget_consolidate(client, server):
     space = await _load(client, server)
-    threads = [t for t in space.rows(graph.THREADS) if t["scheme"] == "topic"]
+    threads = [t for t in space.derived.rows(graph.THREADS) if t["scheme"] == "topic"]
     assert {t["session_id"] for t in threads} == {"s1", "s2"}
     covered = sorted(s for t in threads if t["session_id"] == "s1" for s in t["source_ids"])
     assert len(covered) == len(TRIP)                        # every unit in exactly one thread
-    edges = space.rows(graph.EDGES)
+    edges = space.derived.rows(graph.EDGES)
     assert any(e["etype"] == "adjacent" and e["src_session"] != e["dst_session"] for e in edges)
 
     rec = payload(await client.call_tool("recall", {"query": "Who planned the Lisbon trip?",
@@ -73,16 +73,16 @@ async def test_recall_explain_forget_consolidate(client, server):
     assert about["sources"] and "head:" in about["summary"] and about["record"]["edges"]
 
     gone = payload(await client.call_tool("forget", {"refs": ["a4"]}))["source_ids"][0]
-    assert not [t for t in space.rows(graph.THREADS) if gone in t["source_ids"]]
+    assert not [t for t in space.derived.rows(graph.THREADS) if gone in t["source_ids"]]
     assert server.runtime.curation.wait_idle(60)           # the rest of s1 is segmented again
-    s1 = [t for t in space.rows(graph.THREADS) if t["session_id"] == "s1" and t["scheme"] == "topic"]
+    s1 = [t for t in space.derived.rows(graph.THREADS) if t["session_id"] == "s1" and t["scheme"] == "topic"]
     assert sum(len(t["source_ids"]) for t in s1) == len(TRIP) - 1
-    assert not [e for e in space.rows(graph.EDGES)
-                if e["src"] not in {t["id"] for t in space.rows(graph.THREADS)}]
+    assert not [e for e in space.derived.rows(graph.EDGES)
+                if e["src"] not in {t["id"] for t in space.derived.rows(graph.THREADS)}]
 
     out = payload(await client.call_tool("consolidate", {"dry_run": False}))
     assert out is not None
-    assert space.count_rows(graph.EDGES) > 0
+    assert space.derived.count_rows(graph.EDGES) > 0
 
 
 async def test_workspace_falls_back_to_plain_before_curation(client, server):
@@ -140,7 +140,7 @@ async def test_a_recall_during_curation_keeps_the_snapshot_and_a_failed_write_re
     snap = cache.snapshot(snaps, space)
     t = next(iter(snap.threads.values()))
     with snaps.writing():                            # this process is half-way through a write
-        space.delete_rows(graph.THREADS, {"id": [t["id"]]})
+        space.derived.delete_rows(graph.THREADS, {"id": [t["id"]]})
         assert cache.snapshot(snaps, space) is snap   # not a re-read of the half-written graph
     fresh = cache.snapshot(snaps, space)             # the write "failed": no note, counts moved
     assert fresh is not snap and t["id"] not in fresh.threads

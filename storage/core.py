@@ -1,0 +1,183 @@
+"""What the repositories of one namespace share (:class:`SpaceCore`): the store, the namespace's
+key, its tables' names and handles, the write lock, the bound embedding model, the in-process
+table copies and the note of tables whose rows were deleted or replaced.
+
+Vector-bearing tables are named after the model that made their vectors
+(``ns_<key>__sources__<model-tag>``), so vectors of two models can never mix in one table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from . import snapshot
+from .db import Store, namespace_key, retrying, utcnow
+from .errors import ForgetRaced
+from .names import read_forget_stamp
+from .schema import ZSTD, memories_schema, passages_schema, sources_schema, uncompressed_columns
+
+log = logging.getLogger(__name__)
+_FENCES = threading.local()   # per thread: namespace key -> the forget stamp its fence saw
+EmbedFn = Callable[[list[str]], np.ndarray]
+VECTOR_KINDS = {"sources": sources_schema, "memories": memories_schema,
+                "passages": passages_schema}
+
+
+def model_tag(model: str, dim: int) -> str:
+    return f"{re.sub(r'[^a-z0-9]+', '_', model.lower()).strip('_')[:40]}_{dim}"
+
+
+def has_vectors(kind: str) -> bool:
+    """Whether ``kind`` is one of the namespace's own vector tables (not a strategy's)."""
+    return kind in VECTOR_KINDS
+
+
+class SpaceCore:
+    """The state and the table access every repository of a namespace uses."""
+
+    def __init__(self, store: Store, namespace: str):
+        self.store = store
+        self.namespace = namespace
+        self.key = namespace_key(namespace)
+        self.model: str | None = None
+        self.dim: int | None = None
+        self.embed: EmbedFn | None = None            # the bound model's embedder
+        self.vector_kinds: dict[str, object] = {}    # derived tables with vectors (kind -> schema)
+        self.plain_kinds: set[str] = set()           # derived tables known to have no vectors
+        self._registered = False
+        self._copies: dict[str, snapshot.TableCopy] = {}   # tables' in-process copies, by kind
+        self._encoded: set[str] = set()
+        self._rewritten: set[str] = set()            # tables with rows deleted or replaced
+        self._rewritten_lock = threading.Lock()
+        self._written: Callable[[str, int], None] = lambda kind, n_rows: None
+
+    # -- naming -------------------------------------------------------------------------------
+    def name(self, kind: str) -> str:
+        if kind in VECTOR_KINDS or kind in self.vector_kinds:
+            if self.model is None or self.dim is None:
+                raise RuntimeError("bind_model() must be called before using vector tables")
+            return f"ns_{self.key}__{kind}__{model_tag(self.model, self.dim)}"
+        return f"ns_{self.key}__{kind}"
+
+    def table(self, kind: str, schema=None, create: bool = False):
+        if create and schema is None and kind in VECTOR_KINDS:
+            if self.dim is None:
+                raise RuntimeError("bind_model() must be called before using vector tables")
+            schema = VECTOR_KINDS[kind](self.dim)
+        if create and not self._registered:
+            self.store.register_namespace(self.namespace)
+            self._registered = True
+        return self.store.open_table(self.name(kind), schema if create else None)
+
+    def exists(self) -> bool:
+        """Whether anything was ever written to this namespace (reads never create it)."""
+        if not self._registered and self.namespace in self.store.namespaces():
+            self._registered = True
+        return self._registered
+
+    # -- writes -------------------------------------------------------------------------------
+    @contextmanager
+    def writing(self) -> Iterator[object]:
+        """The namespace's write lock (``Store.write_lock``), held around every commit to its
+        tables, in every process: LanceDB then never sees two commits to one table at once, so
+        none fails on a conflict and leaves its files behind (a failed compaction's files hold
+        every row it read, forgotten ones included, for the seven days LanceDB keeps them),
+        and a forget holding the lock is not raced by a writer that read before it. Inside
+        :meth:`fenced`, a forget made since the fence began fails the write (``ForgetRaced``)."""
+        with self.store.write_lock(self.namespace) as held:
+            seen = getattr(_FENCES, "seen", {}).get(self.key)
+            if seen is not None and read_forget_stamp(self.store.uri, self.key) != seen:
+                raise ForgetRaced(f"a forget in namespace {self.namespace!r} since this "
+                                  "curation read its messages: nothing more of it was written")
+            yield held
+
+    @contextmanager
+    def fenced(self) -> Iterator[str]:
+        """Around work that reads messages and writes what it derives from them in several
+        commits, outside the namespace lock (curation): a forget by another process in between
+        makes each later commit of this thread fail with ``ForgetRaced`` instead of writing
+        text the forget removed (a forget writes its stamp under the lock, after its deletes).
+        Yields the stamp it saw ("" when no forget was ever made): reads inside must start from
+        after that forget (``tools.recall.catch_up`` when ``Space.forget_handled`` says no). A
+        home in object storage keeps no stamp: there the fence sees nothing."""
+        fences = _FENCES.__dict__.setdefault("seen", {})
+        before = fences.get(self.key)
+        stamp = fences[self.key] = read_forget_stamp(self.store.uri, self.key)
+        try:
+            yield stamp
+        finally:
+            if before is None:
+                fences.pop(self.key, None)
+            else:
+                fences[self.key] = before
+
+    def rewrote(self, tbl) -> None:
+        """Note that a write deletes or replaces rows of ``tbl``: their bytes stay in its data
+        files until they are rewritten, which the next purge does (``optimize(purge=True)``)."""
+        with self._rewritten_lock:
+            self._rewritten.add(tbl.name)
+
+    def take_rewritten(self) -> set[str]:
+        """The tables :meth:`rewrote` named since the last call."""
+        with self._rewritten_lock:
+            out, self._rewritten = self._rewritten, set()
+            return out
+
+    def on_write(self, hook: Callable[[str, int], None]) -> None:
+        """Call ``hook(kind, n_rows)`` after every commit (the namespace's upkeep)."""
+        self._written = hook
+
+    def after_write(self, kind: str, n_rows: int = 0) -> None:
+        self._written(kind, n_rows)
+
+    def encode(self, kind: str, tbl) -> None:
+        """Give the compressible columns of ``kind``'s table (``schema.compressed``) their
+        on-disk compression where a table an earlier version created lacks it: its next
+        compaction rewrites the old rows with it (``optimize``), new rows are written with it.
+        The rows read back the same. Checked once per process per kind, before a write."""
+        if kind in self._encoded:
+            return
+        cols = uncompressed_columns(tbl.schema)
+        if cols:
+            with self.writing():
+                retrying(lambda: tbl.update_field_metadata(
+                    *({"path": c, "metadata": ZSTD} for c in cols)), f"encode {kind}", table=tbl)
+            log.info("%s: %d columns now compressed on disk", tbl.name, len(cols))
+        self._encoded.add(kind)
+
+    # -- in-process copies (``snapshot.py``) ------------------------------------------------------
+    def table_copy(self, kind: str, tbl, follows_bulk_writes: bool = False) -> snapshot.State | None:
+        """The in-process copy of ``kind``'s table at its version (``snapshot.py``), or None
+        where LanceDB answers. ``follows_bulk_writes``: a table curation does not rewrite, so
+        its copy is reloaded for curation's reads too."""
+        copy = self._copies.get(kind)
+        if copy is None:
+            copy = self._copies.setdefault(kind, snapshot.TableCopy(
+                self.namespace, self.store.vector_index_min_rows, follows_bulk_writes,
+                self.store.budget.copies))
+        return copy.current(tbl)
+
+    def touch_copy(self, kind: str) -> None:
+        copy = self._copies.get(kind)
+        if copy is not None:
+            copy.touch()
+
+    def drop_copy(self, kind: str) -> None:
+        self._copies.pop(kind, None)
+
+    # -- values -------------------------------------------------------------------------------
+    @staticmethod
+    def dumps(obj: Any) -> str:
+        return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":"))
+
+    @staticmethod
+    def now() -> datetime:
+        return utcnow()

@@ -1,0 +1,79 @@
+"""The namespace's sessions: one row per conversation session (its time, title, curation
+state), keyed by session id (``Space.sessions``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .core import SpaceCore
+from .db import retrying, sql_in, sql_str
+from .rows import Session
+from .scan import scan_rows
+from .schema import SESSIONS
+
+
+class Sessions:
+    """The ``sessions`` table of one namespace."""
+
+    def __init__(self, core: SpaceCore):
+        self.core = core
+
+    def get(self, session_id: str) -> Session | None:
+        tbl = self.core.table("sessions")
+        if tbl is None:
+            return None
+        rows = scan_rows(tbl, f"session_id = {sql_str(session_id)}", limit=1)
+        return Session.of(rows[0]) if rows and rows[0]["namespace"] == self.core.namespace else None
+
+    def time(self, session_id: str) -> datetime | None:
+        """When one session took place (None: no time stored, or no such session)."""
+        sess = self.get(session_id)
+        return sess.session_time if sess is not None else None
+
+    def put(self, session: Session) -> None:
+        row = dict(session.as_dict(), namespace=self.core.namespace, updated_at=self.core.now())
+        tbl = self.core.table("sessions", SESSIONS, create=True)
+        with self.core.writing():
+            self.core.rewrote(tbl)
+            retrying(lambda: tbl.merge_insert("session_id").when_matched_update_all()
+                     .when_not_matched_insert_all().execute([row]), "session", table=tbl)
+        self.core.touch_copy("sessions")
+        self.core.after_write("sessions")
+
+    def all(self) -> list[Session]:
+        tbl = self.core.table("sessions")
+        return [Session.of(r) for r in tbl.search().limit(None).to_list()] if tbl is not None else []
+
+    def times(self) -> dict:
+        """session id -> its ``session_time`` (or None), reading only those columns: curation
+        and temporal recall need the order of sessions in time, not every session row."""
+        return {r["session_id"]: r["session_time"] for r in self._rows()}
+
+    def _rows(self) -> list[dict]:
+        """This namespace's session rows (from the in-process copy when it serves,
+        ``snapshot.py``; every recall asks twice). Callers must not change them."""
+        tbl = self.core.table("sessions")
+        if tbl is None:
+            return []
+        state = self.core.table_copy("sessions", tbl, follows_bulk_writes=True)   # curation reads it
+        if state is not None:                                                # and writes it once
+            return state.rows
+        rows = tbl.search().limit(None).to_list()
+        return [r for r in rows if r["namespace"] == self.core.namespace]
+
+    def latest_time(self) -> datetime | None:
+        """The latest ``session_time`` of the namespace."""
+        return max((t for t in self.times().values() if t is not None), default=None)
+
+    def uncurated(self) -> list[str]:
+        """Sessions whose curation is queued or failed: their turns are in no curated store yet."""
+        return [r["session_id"] for r in self._rows()
+                if r.get("curation") in ("queued", "failed")]
+
+    def delete(self, session_ids: list[str]) -> None:
+        tbl = self.core.table("sessions")
+        if tbl is not None and session_ids:
+            with self.core.writing():
+                self.core.rewrote(tbl)
+                retrying(lambda: tbl.delete(sql_in("session_id", session_ids)), "delete sessions", table=tbl)
+            self.core.touch_copy("sessions")
