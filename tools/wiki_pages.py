@@ -30,25 +30,25 @@ def read_page(rt: Runtime, namespace: str, page: str) -> str:
 def page_list(space: Space, with_text: bool = False) -> list[dict]:
     """Every page (id, type, title, trajectory ids, and its text ``with_text``): the index
     first, then entities, topics and inventories, each by title."""
-    from ..strategies.wiki.store import PAGE, ensure   # pyarrow: not at the server's start-up
+    from ..strategies.wiki.store import ensure, pages   # pyarrow: not at the server's start-up
 
     ensure(space)
     cols = ["id", "type", "title", "trajectory_ids"] + (["text"] if with_text else [])
-    rows = space.rows(PAGE, columns=cols)
-    return sorted(rows, key=lambda p: (PAGE_ORDER.get(p["type"], 9), p["title"] or p["id"]))
+    rows = sorted(pages(space, columns=cols), key=lambda p: (PAGE_ORDER.get(p.type, 9), p.title or p.id))
+    return [p.view(cols) for p in rows]
 
 
 def page_with_claims(space: Space, page_id: str) -> tuple[dict | None, list[dict], dict[str, list[dict]]]:
     """(page, its trajectories, trajectory id -> claims) or (None, [], {})."""
-    from ..strategies.wiki.store import CLAIM, PAGE, TRAJ, ensure   # as page_list
+    from ..strategies.wiki.store import CLAIM, TRAJ, ensure, pages   # as page_list
 
     ensure(space)
-    rows = space.rows(PAGE, eq={"id": page_id}, columns=["id", "type", "title", "text",
-                                                          "trajectory_ids"])
+    cols = ["id", "type", "title", "text", "trajectory_ids"]
+    rows = pages(space, eq={"id": page_id}, columns=cols)
     if not rows:
         return None, [], {}
-    p = rows[0]
-    ids = list(p["trajectory_ids"] or [])[:MAX_TRAJECTORIES]
+    p = rows[0].view(cols)    # what the view shows: the page's columns by name
+    ids = list(rows[0].trajectory_ids)[:MAX_TRAJECTORIES]
     if not ids:
         return p, [], {}
     trajs = space.rows(TRAJ, eq={"id": ids}, columns=["id", "title", "n"])

@@ -88,13 +88,13 @@ def explain_id(space: StrategySpace, id: str) -> dict | None:
                            f"{len(t['sessions'])} sessions ({t['status']})",
                 "sources": _sources(space, t["source_ids"])}
     if id.startswith("wiki-"):
-        from .pages import PAGE
+        from .store import pages
 
-        rows = space.rows(PAGE, eq={"id": id}, columns=["id", "type", "title", "text",
-                                                        "trajectory_ids", "hub"])
+        cols = ["id", "type", "title", "text", "trajectory_ids", "hub"]
+        rows = pages(space, eq={"id": id}, columns=cols)
         if not rows:
             return None
         p = rows[0]
-        return {"type": "page", "page": p, "summary": f"{p['type']} page {p['title']!r} "
-                f"linking {len(p['trajectory_ids'])} trajectories", "sources": []}
+        return {"type": "page", "page": p.view(cols), "summary": f"{p.type} page {p.title!r} "
+                f"linking {len(p.trajectory_ids)} trajectories", "sources": []}
     return None

@@ -9,14 +9,17 @@ earlier shape is rewritten without it by ``put_trajectories``), ``wiki_pages`` (
 Wiki) and ``wiki_groups`` (the state each page is maintained from, ``groups.py``).
 
 How curation writes them is in ``curate.py`` (incremental appends, full replays); the pages'
-own state is in ``groups.py``.
+own state is in ``groups.py``. A page is read and written as a frozen :class:`Page` row, through
+the functions here only.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -53,13 +56,17 @@ TRAJ_SCHEMA = pa.schema([("id", S), ("namespace", S), ("title", S),
                          ("first_time", TS), ("last_time", TS), ("status", S), ("continues", S),
                          ("state", S), ("vector", VEC)])
 CLAIM_COLS = [f.name for f in CLAIM_SCHEMA if f.name != "namespace"]
+PAGE_SCHEMA = pa.schema([("id", S), ("namespace", S), ("type", S), ("key", S), ("title", S),
+                         ("text", S), ("trajectory_ids", L), ("names", L), ("facets", L),
+                         ("subject", S), ("first_time", TS), ("last_time", TS),
+                         ("n_links", pa.int64()), ("hub", pa.bool_()), ("vector", VEC)])
+PAGE_COLUMNS = [f.name for f in PAGE_SCHEMA if f.name != "namespace"]
 
 
 def ensure(space: StrategySpace) -> None:
     """Declare the vector-bearing schemas, so reads in a fresh process find the model-tagged
     tables (``Space.name`` only knows a derived kind has vectors once it has seen its schema)."""
     from .groups import GROUP, GROUP_SCHEMA
-    from .pages import PAGE_SCHEMA
 
     for kind, schema in ((SNAP, SNAP_SCHEMA), (TRAJ, TRAJ_SCHEMA), (PAGE, PAGE_SCHEMA),
                          (GROUP, GROUP_SCHEMA)):
@@ -148,3 +155,73 @@ def traj_row(T, snaps: list[dict]) -> dict:
             "status": "closed" if T.closed else "open", "continues": T.continues,
             "state": dump_state(T), "vector": T.sum / (np.linalg.norm(T.sum) or 1.0)}
 
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One wiki page (``pages.py``): type, key, title, text, linked trajectories and the rest of
+    ``PAGE_SCHEMA``; the fields a read did not ask for keep their defaults."""
+
+    id: str
+    type: str = ""
+    key: str = ""
+    title: str = ""
+    text: str = ""
+    trajectory_ids: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    facets: list[str] = field(default_factory=list)
+    subject: str = ""
+    first_time: datetime | None = None
+    last_time: datetime | None = None
+    n_links: int = 0
+    hub: bool = False
+    vector: Any = None          # as read or built (list or array); None when not read
+    namespace: str = ""
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Page:
+        return cls(row["id"], row.get("type") or "", row.get("key") or "", row.get("title") or "",
+                   row.get("text") or "", row.get("trajectory_ids") or [], row.get("names") or [],
+                   row.get("facets") or [], row.get("subject") or "", row.get("first_time"),
+                   row.get("last_time"), row.get("n_links") or 0, bool(row.get("hub")),
+                   row.get("vector"), row.get("namespace") or "")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row by column name, as stored (storage fills in ``namespace``)."""
+        return {c: getattr(self, c) for c in PAGE_COLUMNS}
+
+    def view(self, columns: list[str]) -> dict[str, Any]:
+        """These columns and ``namespace`` by name, as a read of them returns a row."""
+        return {c: getattr(self, c) for c in sorted(set(columns) | {"namespace"})}
+
+
+def pages(space: StrategySpace, eq: dict[str, Any] | None = None,
+          columns: list[str] | None = None) -> list[Page]:
+    return [Page.of(r) for r in space.rows(PAGE, eq=eq, columns=columns)]
+
+
+def page_keys(space: StrategySpace, ids: list[str]) -> dict[str, str]:
+    """The key of each stored page of ``ids`` (id -> key)."""
+    return {p.id: p.key for p in pages(space, eq={"id": ids}, columns=["id", "key"])}
+
+
+def page_ids(space: StrategySpace) -> list[str]:
+    return [p.id for p in pages(space, columns=["id"])]
+
+
+def nearest_pages(space: StrategySpace, vector: np.ndarray, k: int, columns: list[str]) -> list[Page]:
+    """The ``k`` pages nearest to ``vector`` by cosine, nearest first."""
+    return [Page.of(r) for r in space.nearest(PAGE, vector, k, columns=columns)]
+
+
+def page_bm25(space: StrategySpace, query: str, k: int) -> dict[str, float]:
+    """The BM25 score of the ``k`` pages whose text matches ``query`` best, by page id."""
+    return {r["id"]: r["bm25"] for r in space.text_search(PAGE, query, k, columns=["id"])}
+
+
+def put_pages(space: StrategySpace, rows: list[Page]) -> None:
+    space.upsert(PAGE, PAGE_SCHEMA, [p.as_dict() for p in rows])
+
+
+def delete_pages(space: StrategySpace, ids: list[str]) -> None:
+    space.delete_rows(PAGE, {"id": ids})

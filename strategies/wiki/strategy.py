@@ -142,7 +142,7 @@ class WikiStrategy:
 
     def _attempt(self, env: Env, reads: _Reads, request: RecallRequest, query, qv, fused, order,
                  t, k, direct, parts: dict, judge=None,
-                 routed: tuple[dict, list[dict]] | None = None) -> dict:
+                 routed: tuple[dict, list[route.Routed]] | None = None) -> dict:
         """One routing + evidence pass. ``judge``: the features sufficiency is judged against
         (the retry's are the original query's, so its hint words, which the evidence it finds
         always contains, cannot vouch for it). ``routed``: the query's features and routed
@@ -183,8 +183,8 @@ class WikiStrategy:
     def _finish(self, env: Env, request: RecallRequest, a, first, retry, t, k, direct,
                 parts) -> Recollection:
         packed: Packed = a["packed"]
-        items = [Item(id=x["page"]["id"], kind="page", text=x["page"]["title"],
-                      score=x["parts"]["S_p"], role="routed page") for x in a["routed"]]
+        items = [Item(id=x.page.id, kind="page", text=x.page.title,
+                      score=x.parts["S_p"], role="routed page") for x in a["routed"]]
         items += [Item(id=r.id, kind="source", text=r.text,
                        score=round(a["rel"].get(r.id, parts.get(r.id, {}).get("score", 0.0)), 6),
                        role=f"evidence of {a['owner'][r.id]}" if r.id in a["owner"]
@@ -218,9 +218,9 @@ class WikiStrategy:
                       "relevance + coverage gain - redundancy, round-robin evidence expansion",
             "query_features": {kk: (sorted(v) if isinstance(v, set) else v)
                                for kk, v in a["f"].items()},
-            "pages_routed": [{"id": x["page"]["id"], "type": x["page"]["type"],
-                              "title": x["page"]["title"], "hub": x["page"]["hub"],
-                              "links": x["page"]["n_links"], **x["parts"]} for x in a["routed"]],
+            "pages_routed": [{"id": x.page.id, "type": x.page.type, "title": x.page.title,
+                              "hub": x.page.hub, "links": x.page.n_links, **x.parts}
+                             for x in a["routed"]],
             "candidate_universe": len(a["rows"]),
             "universe_ids": sorted(r["id"] for r in a["rows"]),
             "candidates": [{"id": tid, **{kk: round(v, 4) for kk, v in p.items()}}
