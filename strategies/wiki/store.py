@@ -15,6 +15,7 @@ the functions here only.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from dataclasses import dataclass, field
@@ -61,13 +62,15 @@ PAGE_SCHEMA = pa.schema([("id", S), ("namespace", S), ("type", S), ("key", S), (
                          ("subject", S), ("first_time", TS), ("last_time", TS),
                          ("n_links", pa.int64()), ("hub", pa.bool_()), ("vector", VEC)])
 PAGE_COLUMNS = [f.name for f in PAGE_SCHEMA if f.name != "namespace"]
+GROUP = "wiki_groups"
+GROUP_SCHEMA = pa.schema([("id", S), ("namespace", S), ("kind", S), ("key", S),
+                          ("live", pa.bool_()), ("state", S), ("sum", pa.binary())],
+                         metadata=MODEL_BOUND)
 
 
 def ensure(space: StrategySpace) -> None:
     """Declare the vector-bearing schemas, so reads in a fresh process find the model-tagged
     tables (``Space.name`` only knows a derived kind has vectors once it has seen its schema)."""
-    from .groups import GROUP, GROUP_SCHEMA
-
     for kind, schema in ((SNAP, SNAP_SCHEMA), (TRAJ, TRAJ_SCHEMA), (PAGE, PAGE_SCHEMA),
                          (GROUP, GROUP_SCHEMA)):
         space.derived_table(kind, schema)
@@ -79,7 +82,7 @@ INDEXES = {SNAP: {"id": "btree", "session_id": "btree"},
            CLAIM: {"id": "btree", "trajectory_id": "btree", "source_id": "btree", "slot": "btree"},
            TRAJ: {"id": "btree", "status": "bitmap"},
            PAGE: {"id": "btree", "key": "btree"},
-           "wiki_groups": {"id": "btree"}}
+           GROUP: {"id": "btree"}}
 
 
 def index_tables(space: StrategySpace, rebuild: bool = False) -> None:
@@ -225,3 +228,55 @@ def put_pages(space: StrategySpace, rows: list[Page]) -> None:
 
 def delete_pages(space: StrategySpace, ids: list[str]) -> None:
     space.delete_rows(PAGE, {"id": ids})
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRow:
+    """One stored page group (``groups.py``): its id ``kind|key``, whether it is a page, its
+    state as JSON text (``groups.Group`` is what it parses into) and its running vector sum as
+    float64 bytes (empty where it is not kept)."""
+
+    id: str
+    kind: str = ""
+    key: str = ""
+    live: bool = False
+    state: str | None = None
+    sum: bytes | None = None
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> GroupRow:
+        return cls(row["id"], row.get("kind") or "", row.get("key") or "", bool(row.get("live")),
+                   row.get("state"), row.get("sum"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "key": self.key, "live": self.live,
+                "state": self.state, "sum": self.sum}
+
+
+def group_rows(space: StrategySpace, ids: list[str], columns: list[str]) -> list[GroupRow]:
+    return [GroupRow.of(r) for r in space.rows(GROUP, eq={"id": ids}, columns=columns)]
+
+
+def group_ids(space: StrategySpace) -> list[str]:
+    return [r["id"] for r in space.rows(GROUP, columns=["id"])]
+
+
+def delete_groups(space: StrategySpace, ids: list[str]) -> None:
+    space.delete_rows(GROUP, {"id": ids})
+
+
+def put_groups(space: StrategySpace, rows: list[GroupRow]) -> None:
+    space.upsert(GROUP, GROUP_SCHEMA, [g.as_dict() for g in rows])
+
+
+def upgrade_groups(space: StrategySpace) -> None:
+    """Rewrite a ``wiki_groups`` table of the earlier shape (the sum base64 in the JSON state,
+    a ``vector`` column no query read) into this one; the pages' sums carry over bit for bit."""
+    space.reshape(GROUP, GROUP_SCHEMA, _group_shape)
+
+
+def _group_shape(row: dict) -> dict:
+    d = json.loads(row["state"]) if row.get("state") else {}
+    total = base64.b64decode(d.pop("v")) if d.get("v") else row.get("sum")
+    return {"id": row["id"], "kind": row["kind"], "key": row["key"], "live": row["live"],
+            "state": json.dumps(d, ensure_ascii=False), "sum": total if row["live"] else b""}

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .groups import GROUP, GROUP_SCHEMA, Group, gid, load, upgrade
+from .groups import Group, gid, load, upgrade
 from .pages import (
     INDEX,
     accepts,
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
 
 
 def sync_state(space: StrategySpace) -> dict | None:
-    rows = space.rows(GROUP, eq={"id": gid(*INDEX)}, columns=["id", "state"])
-    return Group(*INDEX, rows[0]["state"], dim=space.vector_dim).sync if rows else None
+    rows = store.group_rows(space, [gid(*INDEX)], ["id", "state"])
+    return Group(*INDEX, rows[0].state, dim=space.vector_dim).sync if rows else None
 
 
 def _claims(rows) -> list[dict]:
@@ -118,9 +118,9 @@ def rebuild_all(space: StrategySpace) -> dict:
         old = store.page_ids(space)
         if old:
             store.delete_pages(space, old)
-        old = [r["id"] for r in space.rows(GROUP, columns=["id"])]
+        old = store.group_ids(space)
         if old:
-            space.delete_rows(GROUP, {"id": old})
+            store.delete_groups(space, old)
         return {"pages": 0, "token": None}
     owner = {i: t["id"] for t in trajs for i in t["snapshot_ids"]}
     by = {c["id"]: c for c in claims}
@@ -173,8 +173,8 @@ def _write(space: StrategySpace, groups: dict, full: bool) -> int:
     if full:
         _drop_stale(space, groups, {r.id for r in rows} | {index.id})
     store.put_pages(space, rows + [index])
-    space.upsert(GROUP, GROUP_SCHEMA, [g.row(k == INDEX or is_live(g)) for k, g in groups.items()
-                                       if g.trajs or g.n_act or g.n_hist or g.name_claims])
+    store.put_groups(space, [g.row(k == INDEX or is_live(g)) for k, g in groups.items()
+                             if g.trajs or g.n_act or g.n_hist or g.name_claims])
     return len(rows) + 1
 
 
@@ -210,9 +210,9 @@ def _drop_stale(space: StrategySpace, groups: dict, pages: set[str]) -> None:
     if stale:
         store.delete_pages(space, stale)
     keep = {gid(*k) for k in groups}
-    stale = [r["id"] for r in space.rows(GROUP, columns=["id"]) if r["id"] not in keep]
+    stale = [i for i in store.group_ids(space) if i not in keep]
     if stale:
-        space.delete_rows(GROUP, {"id": stale})
+        store.delete_groups(space, stale)
 
 
 def resum(space: StrategySpace, g: Group) -> None:
