@@ -40,7 +40,7 @@ def page_list(space: Space, with_text: bool = False) -> list[dict]:
 
 def page_with_claims(space: Space, page_id: str) -> tuple[dict | None, list[dict], dict[str, list[dict]]]:
     """(page, its trajectories, trajectory id -> claims) or (None, [], {})."""
-    from ..strategies.wiki.store import CLAIM, TRAJ, ensure, pages   # as page_list
+    from ..strategies.wiki.store import CLAIM, ensure, pages, trajectories   # as page_list
 
     ensure(space)
     cols = ["id", "type", "title", "text", "trajectory_ids"]
@@ -51,8 +51,8 @@ def page_with_claims(space: Space, page_id: str) -> tuple[dict | None, list[dict
     ids = list(rows[0].trajectory_ids)[:MAX_TRAJECTORIES]
     if not ids:
         return p, [], {}
-    trajs = space.rows(TRAJ, eq={"id": ids}, columns=["id", "title", "n"])
-    by_id = {t["id"]: t for t in trajs}
+    cols = ["id", "title", "n"]
+    by_id = {t.id: t.view(cols) for t in trajectories(space, eq={"id": ids}, columns=cols)}
     claims: dict[str, list[dict]] = {}
     for c in space.rows(CLAIM, eq={"trajectory_id": ids},
                         columns=["id", "trajectory_id", "position", "timestamp", "speaker",
@@ -65,13 +65,12 @@ def recurring_threads(space: Space, min_sessions: int, limit: int) -> list[dict]
     """The wiki's trajectories (title, sessions, last time) that run through at least
     ``min_sessions`` sessions and were not merged into another, most sessions first, then the
     most recent; [] when the wiki has none."""
-    from ..strategies.wiki.store import TRAJ   # as page_list
+    from ..strategies.wiki.store import TRAJ, trajectories   # as page_list
 
     if space.table(TRAJ) is None:
         return []
-    rows = space.rows(TRAJ, columns=["title", "sessions", "last_time", "status"])
-    rows = [r for r in rows
-            if len(r.get("sessions") or []) >= min_sessions and r.get("status") != "merged"]
-    rows.sort(key=lambda r: (-len(r["sessions"]), -(r["last_time"].timestamp()
-                                                   if r.get("last_time") else 0)))
-    return rows[:limit]
+    cols = ["title", "sessions", "last_time", "status"]
+    rows = [r for r in trajectories(space, columns=cols)
+            if len(r.sessions) >= min_sessions and r.status != "merged"]
+    rows.sort(key=lambda r: (-len(r.sessions), -(r.last_time.timestamp() if r.last_time else 0)))
+    return [r.view(cols) for r in rows[:limit]]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from .store import CLAIM, SNAP, TRAJ, ensure
+from .store import CLAIM, SNAP, ensure, trajectories
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -73,20 +73,19 @@ def explain_id(space: StrategySpace, id: str) -> dict | None:
                 "summary": f"snapshot of session {s['session_id']} (exchange {s['idx']}), "
                            f"{len(claims)} claims", "sources": _sources(space, s["source_ids"])}
     if id.startswith("trj_"):
-        rows = space.rows(TRAJ, eq={"id": id}, columns=["id", "title", "snapshot_ids",
-                                                        "source_ids", "sessions", "status",
-                                                        "continues", "n"])
+        cols = ["id", "title", "snapshot_ids", "source_ids", "sessions", "status", "continues", "n"]
+        rows = trajectories(space, eq={"id": id}, columns=cols)
         if not rows:
             return None
         t = rows[0]
         claims = sorted(space.rows(CLAIM, eq={"trajectory_id": id}),
                         key=lambda c: (c["position"], c["id"]))
-        return {"type": "trajectory", "trajectory": t,
+        return {"type": "trajectory", "trajectory": t.view(cols),
                 "edits": [{k: c[k] for k in ("id", "position", "op", "status", "target", "by",
                                               "text", "ref")} for c in claims],
-                "summary": f"trajectory {t['title']!r}: {t['n']} snapshots over "
-                           f"{len(t['sessions'])} sessions ({t['status']})",
-                "sources": _sources(space, t["source_ids"])}
+                "summary": f"trajectory {t.title!r}: {t.n} snapshots over "
+                           f"{len(t.sessions)} sessions ({t.status})",
+                "sources": _sources(space, t.source_ids)}
     if id.startswith("wiki-"):
         from .store import pages
 

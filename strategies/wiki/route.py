@@ -43,7 +43,7 @@ import numpy as np
 from . import dates as dt
 from . import text as tx
 from . import store
-from .store import TRAJ, Page
+from .store import Page, Trajectory
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -122,7 +122,7 @@ def route_pages(space: StrategySpace, qv: np.ndarray, query: str, f: dict, t: in
 
 
 def candidates(space: StrategySpace, routed: list[Routed], direct: bool,
-               read=None) -> tuple[list[dict], dict[str, float]]:
+               read=None) -> tuple[list[Trajectory], dict[str, float]]:
     """C_q (trajectory rows) and each trajectory's summed page support. ``read(ids, columns)``
     reads trajectory rows (default: from ``space``; wiki's recall passes its per-recall reads)."""
     support: dict[str, float] = {}
@@ -135,19 +135,17 @@ def candidates(space: StrategySpace, routed: list[Routed], direct: bool,
         ids = sorted(support, key=lambda t: (-support[t], t))[:MAX_CANDIDATES]
         rows = ((read or _read(space))(sorted(ids), TRAJ_COLS)) if ids else []
     else:
-        rows = space.rows(TRAJ, columns=TRAJ_COLS)
-    for r in rows:
-        r["vector"] = np.asarray(r["vector"], dtype=np.float32)
+        rows = store.trajectories(space, columns=TRAJ_COLS)   # centroids as float32 arrays
     return rows, support
 
 
 def _read(space: StrategySpace):
-    return lambda ids, columns: space.rows(TRAJ, eq={"id": ids}, columns=columns)
+    return lambda ids, columns: store.trajectories(space, eq={"id": ids}, columns=columns)
 
 
-def traj_keys(r: dict) -> frozenset:
+def traj_keys(r: Trajectory) -> frozenset:
     """A trajectory's names, heads and speakers in lower case, and its facets."""
-    return frozenset({x.lower() for x in r["names"] + r["heads"] + r["speakers"]} | set(r["facets"]))
+    return frozenset({x.lower() for x in r.names + r.heads + r.speakers} | set(r.facets))
 
 
 def base_scores(rows, support, qv, f, turn_score: dict[str, float], keys=traj_keys) -> dict[str, dict]:
@@ -159,25 +157,24 @@ def base_scores(rows, support, qv, f, turn_score: dict[str, float], keys=traj_ke
     out = {}
     for r in rows:
         have = keys(r)
-        p = {"src": max((turn_score.get(s, 0.0) for s in r["source_ids"]), default=0.0) / top_turn,
-             "sem": float(qv @ r["vector"]), "route": support.get(r["id"], 0.0) / top_sup,
+        p = {"src": max((turn_score.get(s, 0.0) for s in r.source_ids), default=0.0) / top_turn,
+             "sem": float(qv @ r.vector), "route": support.get(r.id, 0.0) / top_sup,
              "ent": len(ents & have) / len(ents) if ents else 0.0}
         p["b"] = sum(W_TRAJ[k] * p[k] for k in W_TRAJ)
-        out[r["id"]] = p
+        out[r.id] = p
     return out
 
 
-def units(r: dict, f: dict) -> set:
-    rel = {x.lower() for x in r["names"] + r["heads"] + r["facets"]} & \
-        (f["ents"] | set(f["facets"]))
-    return {("session", s) for s in r["sessions"]} | {("item", x) for x in rel} | \
-        {("head", h) for h in r["heads"] if f["list"]}
+def units(r: Trajectory, f: dict) -> set:
+    rel = {x.lower() for x in r.names + r.heads + r.facets} & (f["ents"] | set(f["facets"]))
+    return {("session", s) for s in r.sessions} | {("item", x) for x in rel} | \
+        {("head", h) for h in r.heads if f["list"]}
 
 
 def select(rows, scores, f, k: int, lam: float = 0.15, mu: float = 0.15) -> list[dict]:
     """Greedy relevance + coverage gain - redundancy; returns chosen rows with score parts."""
     lam = lam * (2 if f["list"] or f["temporal"] else 1)
-    by_id = {r["id"]: r for r in rows}
+    by_id = {r.id: r for r in rows}
     left = sorted(by_id, key=lambda i: -scores[i]["b"])[:max(4 * k, 40)]
     covered: set = set()
     chosen: list[dict] = []
@@ -185,7 +182,7 @@ def select(rows, scores, f, k: int, lam: float = 0.15, mu: float = 0.15) -> list
     # rows are chosen (one matrix-vector product per choice, not one dot per pair and round)
     unit_of = {tid: units(by_id[tid], f) for tid in left}
     pos = {tid: n for n, tid in enumerate(left)}
-    mat = np.asarray([by_id[tid]["vector"] for tid in left]) if left else None
+    mat = np.asarray([by_id[tid].vector for tid in left]) if left else None
     nearest: np.ndarray | None = None   # None until something is chosen (redundancy 0)
     while left and len(chosen) < k:
         best, best_g, best_p = None, -1e9, {}
@@ -199,7 +196,7 @@ def select(rows, scores, f, k: int, lam: float = 0.15, mu: float = 0.15) -> list
         left.remove(best)
         covered |= unit_of[best]
         if mat is not None:
-            sims = mat @ np.asarray(by_id[best]["vector"])
+            sims = mat @ np.asarray(by_id[best].vector)
             nearest = sims if nearest is None else np.maximum(nearest, sims)
         chosen.append({"row": by_id[best], "gain": round(best_g, 4),
                        "parts": {**{k2: round(v, 4) for k2, v in scores[best].items()}, **best_p}})

@@ -119,11 +119,74 @@ def put_snapshots(space: StrategySpace, snaps: list[dict]) -> None:
                                      for s in snaps])
 
 
-def put_trajectories(space: StrategySpace, rows: list[dict]) -> None:
+def put_trajectories(space: StrategySpace, rows: list[Trajectory]) -> None:
     """Store trajectory rows; a table of the earlier shape (with the snapshots' text copied
     into each row) is rewritten without that column first."""
     space.reshape(TRAJ, TRAJ_SCHEMA, lambda r: {k: v for k, v in r.items() if k != "text"})
-    space.upsert(TRAJ, TRAJ_SCHEMA, rows)
+    space.upsert(TRAJ, TRAJ_SCHEMA, [r.as_dict() for r in rows])
+
+
+@dataclass(frozen=True, slots=True)
+class Trajectory:
+    """One stored trajectory (``TRAJ_SCHEMA``): its snapshots in order, what they are about, its
+    time span and status, the builder's state as JSON text (``trajectories.Builder`` parses it)
+    and its centroid, as a read-only float32 array when read; the fields a read did not ask for
+    keep their defaults."""
+
+    id: str
+    title: str = ""
+    snapshot_ids: list[str] = field(default_factory=list)
+    source_ids: list[str] = field(default_factory=list)
+    sessions: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    heads: list[str] = field(default_factory=list)
+    facets: list[str] = field(default_factory=list)
+    speakers: list[str] = field(default_factory=list)
+    n: int = 0
+    first_time: datetime | None = None
+    last_time: datetime | None = None
+    status: str = ""
+    continues: str | None = None
+    state: str = ""
+    vector: Any = None
+    namespace: str = ""
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Trajectory:
+        v = row.get("vector")
+        if v is not None:
+            v = np.asarray(v, dtype=np.float32)
+            v.flags.writeable = False    # rows are shared (``Space.memo``): nobody changes one
+        return cls(row.get("id") or "", row.get("title") or "", row.get("snapshot_ids") or [],
+                   row.get("source_ids") or [], row.get("sessions") or [], row.get("names") or [],
+                   row.get("heads") or [], row.get("facets") or [], row.get("speakers") or [],
+                   row.get("n") or 0, row.get("first_time"), row.get("last_time"),
+                   row.get("status") or "", row.get("continues"), row.get("state") or "", v,
+                   row.get("namespace") or "")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {c: getattr(self, c) for c in TRAJ_COLUMNS}
+
+    def view(self, columns: list[str]) -> dict[str, Any]:
+        """These columns and ``namespace`` by name, as a read of them returns a row."""
+        return {c: getattr(self, c) for c in sorted(set(columns) | {"namespace"})}
+
+
+TRAJ_COLUMNS = [f.name for f in TRAJ_SCHEMA if f.name != "namespace"]
+
+
+def trajectories(space: StrategySpace, eq: dict[str, Any] | None = None,
+                 columns: list[str] | None = None,
+                 contains: dict[str, str] | None = None) -> list[Trajectory]:
+    return [Trajectory.of(r) for r in space.rows(TRAJ, eq=eq, columns=columns, contains=contains)]
+
+
+def count_trajectories(space: StrategySpace) -> int:
+    return space.count_rows(TRAJ)
+
+
+def delete_trajectories(space: StrategySpace, ids: list[str]) -> None:
+    space.delete_rows(TRAJ, {"id": ids})
 
 
 def order_key(s: dict):
@@ -141,22 +204,23 @@ def claim_row(c: dict) -> dict:
     return out
 
 
-def traj_row(T, snaps: list[dict]) -> dict:
+def traj_row(T, snaps: list[dict]) -> Trajectory:
     claims = [c for s in snaps for c in json.loads(s["claims"])]
     names = [n for c in claims for n in c["names"]]
     heads = [h for c in claims for h in c["heads"]]
     top = sorted(set(names), key=lambda n: -names.count(n))[:3] or \
         sorted(set(heads), key=lambda h: -heads.count(h))[:3]
     times = [s["timestamp"] for s in snaps if s.get("timestamp") is not None]
-    return {"id": T.id, "title": ", ".join(top) or (claims[0]["text"][:60] if claims else T.id),
-            "snapshot_ids": [s["id"] for s in snaps],
-            "source_ids": [i for s in snaps for i in s["source_ids"]],
-            "sessions": sorted({s["session_id"] for s in snaps}), "names": sorted(set(names)),
-            "heads": sorted(set(heads)), "facets": sorted({f for s in snaps for f in s["facets"]}),
-            "speakers": sorted({p for s in snaps for p in s["speakers"]}), "n": len(snaps),
-            "first_time": min(times) if times else None, "last_time": max(times) if times else None,
-            "status": "closed" if T.closed else "open", "continues": T.continues,
-            "state": dump_state(T), "vector": T.sum / (np.linalg.norm(T.sum) or 1.0)}
+    return Trajectory(
+        T.id, title=", ".join(top) or (claims[0]["text"][:60] if claims else T.id),
+        snapshot_ids=[s["id"] for s in snaps],
+        source_ids=[i for s in snaps for i in s["source_ids"]],
+        sessions=sorted({s["session_id"] for s in snaps}), names=sorted(set(names)),
+        heads=sorted(set(heads)), facets=sorted({f for s in snaps for f in s["facets"]}),
+        speakers=sorted({p for s in snaps for p in s["speakers"]}), n=len(snaps),
+        first_time=min(times) if times else None, last_time=max(times) if times else None,
+        status="closed" if T.closed else "open", continues=T.continues,
+        state=dump_state(T), vector=T.sum / (np.linalg.norm(T.sum) or 1.0))
 
 
 

@@ -34,7 +34,7 @@ from .pages import (
     snap_keys,
 )
 from . import store
-from .store import CLAIM, TRAJ, Page, ensure, load_snapshots, order_key
+from .store import CLAIM, Page, ensure, load_snapshots, order_key
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -112,7 +112,7 @@ def _older(space: StrategySpace, joined: dict[str, set], fresh_ids: set[str]) ->
 def rebuild_all(space: StrategySpace) -> dict:
     """Recompute every group and page from all snapshots, trajectories and claims."""
     ensure(space)
-    trajs = space.rows(TRAJ, columns=["id", "snapshot_ids", "n"])
+    trajs = store.trajectories(space, columns=["id", "snapshot_ids", "n"])
     claims = _claims(space.rows(CLAIM))
     if not trajs:
         old = store.page_ids(space)
@@ -122,7 +122,7 @@ def rebuild_all(space: StrategySpace) -> dict:
         if old:
             store.delete_groups(space, old)
         return {"pages": 0, "token": None}
-    owner = {i: t["id"] for t in trajs for i in t["snapshot_ids"]}
+    owner = {i: t.id for t in trajs for i in t.snapshot_ids}
     by = {c["id"]: c for c in claims}
     groups: dict[tuple[str, str], Group] = {}
     for s in sorted(load_snapshots(space), key=lambda s: s["id"]):
@@ -139,7 +139,7 @@ def rebuild_all(space: StrategySpace) -> dict:
             if key in groups and accepts(groups[key], c):
                 groups[key].add_claim(c, by.get(c["by"]))
     token = uuid.uuid4().hex
-    groups[INDEX].sync = {"token": token, "assigned": sum(t["n"] for t in trajs)}
+    groups[INDEX].sync = {"token": token, "assigned": sum(t.n for t in trajs)}
     n = _write(space, groups, full=True)
     return {"pages": n, "token": token}
 
@@ -219,8 +219,9 @@ def resum(space: StrategySpace, g: Group) -> None:
     """The vector sum of a group stored without it (it was no page), from the snapshots of its
     trajectories that are about it, added in time order as curation added them."""
     key = (g.kind, g.key)
-    ids = [i for t in space.rows(TRAJ, eq={"id": sorted(g.trajs)}, columns=["id", "snapshot_ids"])
-           for i in t["snapshot_ids"]]
+    ids = [i for t in store.trajectories(space, eq={"id": sorted(g.trajs)},
+                                         columns=["id", "snapshot_ids"])
+           for i in t.snapshot_ids]
     g.v = np.zeros_like(g.v)
     for s in sorted(load_snapshots(space, ids), key=order_key):
         if key in snap_keys(s):
