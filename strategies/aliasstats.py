@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import TYPE_CHECKING, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 
@@ -47,6 +48,27 @@ def decode(n: int, text: str) -> SessionStats:
                         speakers=set(d["speakers"]))
 
 
+@dataclass(frozen=True, slots=True)
+class StatsRow:
+    """One stored row: a session's id, the message count its votes were counted at, and the
+    votes as JSON (decoded only for a row that is still current)."""
+
+    id: str
+    n: int
+    stats: str
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> StatsRow:
+        return cls(row["id"], row["n"], row["stats"])
+
+    @classmethod
+    def counted(cls, session_id: str, st: SessionStats) -> StatsRow:
+        return cls(session_id, st.n, encode(st))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "n": self.n, "stats": self.stats}
+
+
 def curate(space: StrategySpace, session_id: str) -> None:
     """Count and store one session's votes (called by curation for every session it curates)."""
     sess = space.sessions.get(session_id)   # its count first: messages added after it make the
@@ -62,7 +84,7 @@ def save(space: StrategySpace, stats: dict[str, SessionStats]) -> None:
     """Store these sessions' votes, each tagged with its ``n`` (the session's message count
     read *before* its messages were)."""
     if stats:
-        space.derived.upsert(KIND, SCHEMA, [{"id": sid, "n": st.n, "stats": encode(st)}
+        space.derived.upsert(KIND, SCHEMA, [StatsRow.counted(sid, st).as_dict()
                                     for sid, st in stats.items()])
 
 
@@ -72,10 +94,9 @@ def stored(space: StrategySpace, counts: dict[str, int]) -> dict[str, SessionSta
     if space.derived.table(KIND) is None:
         return {}
     out = {}
-    for r in space.derived.rows(KIND, columns=["id", "n", "stats"]):
-        sid = r["id"]
-        if sid in counts and r["n"] == counts[sid]:
-            out[sid] = decode(counts[sid], r["stats"])
+    for r in map(StatsRow.of, space.derived.rows(KIND, columns=["id", "n", "stats"])):
+        if r.id in counts and r.n == counts[r.id]:
+            out[r.id] = decode(counts[r.id], r.stats)
     return out
 
 

@@ -12,8 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("server", "transfer", "capture", "tools", "strategies", "storage", "providers")
 # Being rewritten on another branch, which tidies their imports: empty this after that merge.
-NOT_YET = ("storage/space.py", "storage/sources.py", "storage/passages.py", "storage/logs.py",
-           "storage/memories.py", "storage/derived.py", "storage/upkeep.py")
+NOT_YET: tuple[str, ...] = ()   # modules not held to the rule yet (none)
 REASON = re.compile(r"#\s*lazy:\s*\S")
 
 
@@ -60,5 +59,6 @@ def test_the_checker_sees_what_it_must(tmp_path):
         "        import numpy  # lazy: numpy, not at start-up\n")
     (tmp_path / "storage").mkdir()
     (tmp_path / "storage" / "space.py").write_text("def f():\n    import os\n")
-    assert unexplained(tmp_path) == ["tools/x.py:3: import os", "tools/x.py:7: from . import y",
-                                     "tools/x.py:8: import re  # lazy:"]
+    assert unexplained(tmp_path, skip=("storage/space.py",)) == [
+        "tools/x.py:3: import os", "tools/x.py:7: from . import y", "tools/x.py:8: import re  # lazy:"]
+    assert "storage/space.py:2: import os" in unexplained(tmp_path)

@@ -30,29 +30,29 @@ def read_page(rt: Runtime, namespace: str, page: str) -> str:
 def page_list(space: Space, with_text: bool = False) -> list[dict]:
     """Every page (id, type, title, trajectory ids, and its text ``with_text``): the index
     first, then entities, topics and inventories, each by title."""
-    from ..strategies.wiki.store import PAGE, ensure  # lazy: lancedb (wiki store), not at start-up
+    from ..strategies.wiki.store import ensure, pages  # lazy: lancedb (wiki store), not at start-up
 
     ensure(space)
     cols = ["id", "type", "title", "trajectory_ids"] + (["text"] if with_text else [])
-    rows = space.derived.rows(PAGE, columns=cols)
-    return sorted(rows, key=lambda p: (PAGE_ORDER.get(p["type"], 9), p["title"] or p["id"]))
+    rows = sorted(pages(space, columns=cols), key=lambda p: (PAGE_ORDER.get(p.type, 9), p.title or p.id))
+    return [p.view(cols) for p in rows]
 
 
 def page_with_claims(space: Space, page_id: str) -> tuple[dict | None, list[dict], dict[str, list[dict]]]:
     """(page, its trajectories, trajectory id -> claims) or (None, [], {})."""
-    from ..strategies.wiki.store import CLAIM, PAGE, TRAJ, ensure  # lazy: lancedb, not at start-up
+    from ..strategies.wiki.store import CLAIM, ensure, pages, trajectories  # lazy: lancedb, not at start-up
 
     ensure(space)
-    rows = space.derived.rows(PAGE, eq={"id": page_id}, columns=["id", "type", "title", "text",
-                                                          "trajectory_ids"])
+    cols = ["id", "type", "title", "text", "trajectory_ids"]
+    rows = pages(space, eq={"id": page_id}, columns=cols)
     if not rows:
         return None, [], {}
-    p = rows[0]
-    ids = list(p["trajectory_ids"] or [])[:MAX_TRAJECTORIES]
+    p = rows[0].view(cols)    # what the view shows: the page's columns by name
+    ids = list(rows[0].trajectory_ids)[:MAX_TRAJECTORIES]
     if not ids:
         return p, [], {}
-    trajs = space.derived.rows(TRAJ, eq={"id": ids}, columns=["id", "title", "n"])
-    by_id = {t["id"]: t for t in trajs}
+    cols = ["id", "title", "n"]
+    by_id = {t.id: t.view(cols) for t in trajectories(space, eq={"id": ids}, columns=cols)}
     claims: dict[str, list[dict]] = {}
     for c in space.derived.rows(CLAIM, eq={"trajectory_id": ids},
                         columns=["id", "trajectory_id", "position", "timestamp", "speaker",
@@ -65,13 +65,12 @@ def recurring_threads(space: Space, min_sessions: int, limit: int) -> list[dict]
     """The wiki's trajectories (title, sessions, last time) that run through at least
     ``min_sessions`` sessions and were not merged into another, most sessions first, then the
     most recent; [] when the wiki has none."""
-    from ..strategies.wiki.store import TRAJ  # lazy: lancedb (wiki store), not at start-up
+    from ..strategies.wiki.store import TRAJ, trajectories  # lazy: lancedb (wiki store), not at start-up
 
     if space.table(TRAJ) is None:
         return []
-    rows = space.derived.rows(TRAJ, columns=["title", "sessions", "last_time", "status"])
-    rows = [r for r in rows
-            if len(r.get("sessions") or []) >= min_sessions and r.get("status") != "merged"]
-    rows.sort(key=lambda r: (-len(r["sessions"]), -(r["last_time"].timestamp()
-                                                   if r.get("last_time") else 0)))
-    return rows[:limit]
+    cols = ["title", "sessions", "last_time", "status"]
+    rows = [r for r in trajectories(space, columns=cols)
+            if len(r.sessions) >= min_sessions and r.status != "merged"]
+    rows.sort(key=lambda r: (-len(r.sessions), -(r.last_time.timestamp() if r.last_time else 0)))
+    return [r.view(cols) for r in rows[:limit]]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .curate import replay
 from .pages import rebuild
-from .store import CLAIM, PAGE, TRAJ, ensure
+from .store import CLAIM, PAGE, count_trajectories, ensure
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def consolidate(space: StrategySpace, st, dry_run: bool, progress, m: int) -> dict:
     """``st``: the namespace's ``curate.WikiState``."""
     ensure(space)
-    before = {"trajectories": space.derived.count_rows(TRAJ), "claims": space.derived.count_rows(CLAIM),
+    before = {"trajectories": count_trajectories(space), "claims": space.derived.count_rows(CLAIM),
               "pages": space.derived.count_rows(PAGE)}
     if dry_run:
         return {"before": before, "after": before, "clusters": 0, "operations": []}
@@ -32,7 +32,7 @@ def consolidate(space: StrategySpace, st, dry_run: bool, progress, m: int) -> di
     pages = rebuild(space)
     if progress:
         progress(2, 2, "done")
-    after = {"trajectories": space.derived.count_rows(TRAJ), "claims": space.derived.count_rows(CLAIM),
+    after = {"trajectories": count_trajectories(space), "claims": space.derived.count_rows(CLAIM),
              "pages": space.derived.count_rows(PAGE)}
     return {"before": before, "after": after, "clusters": info.get("trajectories", 0),
             "operations": [{"op": "replay", **info}, {"op": "rebuild_pages", **pages}]}

@@ -38,8 +38,8 @@ from .store import (
     CLAIM_SCHEMA,
     SNAP,
     SNAP_SCHEMA,
-    TRAJ,
     claim_row,
+    delete_trajectories,
     ensure,
     index_tables,
     load_snapshots,
@@ -48,6 +48,7 @@ from .store import (
     put_trajectories,
     snapshot_vectors,
     traj_row,
+    trajectories,
 )
 from .tindex import TrajIndex
 from .trajectories import Builder
@@ -121,8 +122,8 @@ def new_snapshots(space: StrategySpace, session_id: str, llm=None) -> list[dict]
                               idx0=max((s["idx"] for s in have), default=-1) + 1, dim=space.dim)
         put_snapshots(space, out)
     if have:
-        placed = {i for t in space.derived.rows(TRAJ, contains={"sessions": session_id},
-                                        columns=["id", "snapshot_ids"]) for i in t["snapshot_ids"]}
+        placed = {i for t in trajectories(space, contains={"sessions": session_id},
+                                          columns=["id", "snapshot_ids"]) for i in t.snapshot_ids}
         lost = [s["id"] for s in have if s["id"] not in placed]
         out += load_snapshots(space, lost) if lost else []
     return out
@@ -131,9 +132,9 @@ def new_snapshots(space: StrategySpace, session_id: str, llm=None) -> list[dict]
 def load_index(space: StrategySpace) -> tuple[TrajIndex, dict, int]:
     """Every open trajectory from its stored state, and the number of snapshots placed."""
     b = Builder(vectors=lambda ids: snapshot_vectors(space, ids))
-    b.load_states({r["id"]: r["state"]
-                   for r in space.derived.rows(TRAJ, eq={"status": "open"}, columns=["id", "state"])})
-    placed = sum(r["n"] for r in space.derived.rows(TRAJ, columns=["id", "n"]))
+    b.load_states({r.id: r.state
+                   for r in trajectories(space, eq={"status": "open"}, columns=["id", "state"])})
+    placed = sum(r.n for r in trajectories(space, columns=["id", "n"]))
     return b.index, b.trajs, placed
 
 
@@ -153,8 +154,7 @@ def curate_session(space: StrategySpace, st: WikiState, session_id: str, llm=Non
         return {"mode": "append", "snapshots": 0, "pages": "kept" if in_step else "rebuilt"}
 
     def stored(ids):
-        return {r["id"]: r["state"] for r in space.derived.rows(TRAJ, eq={"id": ids},
-                                                        columns=["id", "state"])}
+        return {r.id: r.state for r in trajectories(space, eq={"id": ids}, columns=["id", "state"])}
 
     b = Builder(m, index=index, load=stored, vectors=lambda ids: snapshot_vectors(space, ids))
     b.trajs.update(trajs)
@@ -198,9 +198,9 @@ def write(space: StrategySpace, st: WikiState, b: Builder, full: bool) -> dict:
     if full:
         st.maps.invalidate()
         keep = {T.id for T in b.trajs.values()}
-        stale = [r["id"] for r in space.derived.rows(TRAJ, columns=["id"]) if r["id"] not in keep]
+        stale = [r.id for r in trajectories(space, columns=["id"]) if r.id not in keep]
         if stale:
-            space.derived.delete_rows(TRAJ, {"id": stale})
+            delete_trajectories(space, stale)
         stale = [r["id"] for r in space.derived.rows(CLAIM, columns=["id"]) if r["id"] not in b.claims]
         if stale:
             space.derived.delete_rows(CLAIM, {"id": stale})

@@ -77,7 +77,7 @@ def hints(query_f: dict, chosen: list[dict], suff: dict) -> list[str]:
     i.e. the most frequent names / heads of the top-3 trajectories that the query lacks."""
     counts: dict[str, int] = {}
     for c in chosen[:3]:
-        for x in c["row"]["names"] + c["row"]["heads"]:
+        for x in c["row"].names + c["row"].heads:
             if x.lower() not in query_f["ents"]:
                 counts[x] = counts.get(x, 0) + 1
     return sorted(counts, key=lambda x: (-counts[x], x))[:6]

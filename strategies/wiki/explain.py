@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from .store import CLAIM, SNAP, TRAJ, ensure
-from .pages import PAGE
+from .store import CLAIM, SNAP, ensure, trajectories
 from .sampled import written_by
+from .store import pages
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -53,7 +53,6 @@ def explain_id(space: StrategySpace, id: str) -> dict | None:
         hist = claim_history(space, id)
         if not hist:
             return None
-
         me = next(h for h in hist if h["id"] == id)
         cur = hist[-1]
         me["written_by"] = by = written_by(space, me["snapshot"], id)
@@ -74,26 +73,25 @@ def explain_id(space: StrategySpace, id: str) -> dict | None:
                 "summary": f"snapshot of session {s['session_id']} (exchange {s['idx']}), "
                            f"{len(claims)} claims", "sources": _sources(space, s["source_ids"])}
     if id.startswith("trj_"):
-        rows = space.derived.rows(TRAJ, eq={"id": id}, columns=["id", "title", "snapshot_ids",
-                                                        "source_ids", "sessions", "status",
-                                                        "continues", "n"])
+        cols = ["id", "title", "snapshot_ids", "source_ids", "sessions", "status", "continues", "n"]
+        rows = trajectories(space, eq={"id": id}, columns=cols)
         if not rows:
             return None
         t = rows[0]
         claims = sorted(space.derived.rows(CLAIM, eq={"trajectory_id": id}),
                         key=lambda c: (c["position"], c["id"]))
-        return {"type": "trajectory", "trajectory": t,
+        return {"type": "trajectory", "trajectory": t.view(cols),
                 "edits": [{k: c[k] for k in ("id", "position", "op", "status", "target", "by",
                                               "text", "ref")} for c in claims],
-                "summary": f"trajectory {t['title']!r}: {t['n']} snapshots over "
-                           f"{len(t['sessions'])} sessions ({t['status']})",
-                "sources": _sources(space, t["source_ids"])}
+                "summary": f"trajectory {t.title!r}: {t.n} snapshots over "
+                           f"{len(t.sessions)} sessions ({t.status})",
+                "sources": _sources(space, t.source_ids)}
     if id.startswith("wiki-"):
-        rows = space.derived.rows(PAGE, eq={"id": id}, columns=["id", "type", "title", "text",
-                                                        "trajectory_ids", "hub"])
+        cols = ["id", "type", "title", "text", "trajectory_ids", "hub"]
+        rows = pages(space, eq={"id": id}, columns=cols)
         if not rows:
             return None
         p = rows[0]
-        return {"type": "page", "page": p, "summary": f"{p['type']} page {p['title']!r} "
-                f"linking {len(p['trajectory_ids'])} trajectories", "sources": []}
+        return {"type": "page", "page": p.view(cols), "summary": f"{p.type} page {p.title!r} "
+                f"linking {len(p.trajectory_ids)} trajectories", "sources": []}
     return None

@@ -26,20 +26,14 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
-from ...storage.derived import MODEL_BOUND
 from ..frame import one_line
 from . import dates as dt
+from .store import GroupRow, group_rows, upgrade_groups
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
 
-GROUP = "wiki_groups"
-S = pa.string()
-GROUP_SCHEMA = pa.schema([("id", S), ("namespace", S), ("kind", S), ("key", S),
-                          ("live", pa.bool_()), ("state", S), ("sum", pa.binary())],
-                         metadata=MODEL_BOUND)
 BUF, MAX_LINES, MAX_HIST, MAX_NAMES = 80, 40, 20, 50
 # a page's group linking more trajectories keeps its sum (3 KB at 384 dimensions); on LoCoMo
 # conv-26, 18 of its 302 pages do, and the sums took 2,214 bytes per stored turn when all did
@@ -189,11 +183,10 @@ class Group:
         page."""
         return live and (self.kind == "index" or len(self.trajs) > SUM_TRAJS)
 
-    def row(self, live: bool) -> dict:
+    def row(self, live: bool) -> GroupRow:
         """The stored row (the sum only where ``keeps_sum``)."""
-        return {"id": gid(self.kind, self.key), "kind": self.kind, "key": self.key, "live": live,
-                "state": self.dump(),
-                "sum": self.v.astype("<f8").tobytes() if self.keeps_sum(live) else b""}
+        return GroupRow(gid(self.kind, self.key), self.kind, self.key, live, self.dump(),
+                        self.v.astype("<f8").tobytes() if self.keeps_sum(live) else b"")
 
 
 def _newest_first(items: list[list]) -> list[list]:
@@ -205,21 +198,13 @@ def load(space: StrategySpace, keys) -> dict[tuple[str, str], Group]:
     """The stored groups for ``keys`` ((kind, key) pairs); missing ones start empty."""
     keys = set(keys)
     upgrade(space)
-    got = {(r["kind"], r["key"]): Group(r["kind"], r["key"], r["state"], r["sum"],
-                                        dim=space.vector_dim)
-           for r in space.derived.rows(GROUP, eq={"id": sorted(gid(*k) for k in keys)},
-                               columns=["id", "kind", "key", "state", "sum"])} if keys else {}
+    got = {(r.kind, r.key): Group(r.kind, r.key, r.state, r.sum, dim=space.vector_dim)
+           for r in group_rows(space, sorted(gid(*k) for k in keys),
+                               ["id", "kind", "key", "state", "sum"])} if keys else {}
     return {k: got.get(k) or Group(*k, dim=space.vector_dim) for k in keys}
 
 
 def upgrade(space: StrategySpace) -> None:
-    """Rewrite a ``wiki_groups`` table of the earlier shape (the sum base64 in the JSON state,
-    a ``vector`` column no query read) into this one; the pages' sums carry over bit for bit."""
-    space.derived.reshape(GROUP, GROUP_SCHEMA, _new_shape)
-
-
-def _new_shape(row: dict) -> dict:
-    d = json.loads(row["state"]) if row.get("state") else {}
-    total = base64.b64decode(d.pop("v")) if d.get("v") else row.get("sum")
-    return {"id": row["id"], "kind": row["kind"], "key": row["key"], "live": row["live"],
-            "state": json.dumps(d, ensure_ascii=False), "sum": total if row["live"] else b""}
+    """Rewrite a ``wiki_groups`` table of the earlier shape into this one
+    (``store.upgrade_groups``)."""
+    upgrade_groups(space)

@@ -36,24 +36,18 @@ are found out of step with the trajectories). Both run the same group operations
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
 
 from ..frame import one_line
 from . import text as tx
 from .groups import Group
-from .store import PAGE, TS, VEC
+from .store import PAGE, PAGE_SCHEMA, Page
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
 
-L, S = pa.list_(pa.string()), pa.string()
-PAGE_SCHEMA = pa.schema([("id", S), ("namespace", S), ("type", S), ("key", S), ("title", S),
-                         ("text", S), ("trajectory_ids", L), ("names", L), ("facets", L),
-                         ("subject", S), ("first_time", TS), ("last_time", TS),
-                         ("n_links", pa.int64()), ("hub", pa.bool_()), ("vector", VEC)])
 HUB_SHARE = 0.4
 INDEX = ("index", "index")
 __all__ = ["PAGE", "PAGE_SCHEMA", "HUB_SHARE", "page_id", "rebuild"]
@@ -150,29 +144,29 @@ def _title(g: Group) -> str:
     return f"topic: {g.key}"
 
 
-def page_row(g: Group, n_all: int) -> dict:
+def page_row(g: Group, n_all: int) -> Page:
     t = title(g)
-    return {"id": g.pid, "type": g.kind, "key": g.key, "title": t, "text": g.content(t),
-            "trajectory_ids": sorted(g.trajs), "names": list(g.names), "facets": sorted(g.facets),
-            "subject": g.key.rsplit("|", 1)[0] if g.kind == "inventory" else "",
-            "n_links": len(g.trajs), "hub": is_hub(len(g.trajs), n_all),
-            "first_time": datetime.fromisoformat(g.first) if g.first else None,
-            "last_time": datetime.fromisoformat(g.last) if g.last else None,
-            "vector": g.vector()}
+    return Page(g.pid, type=g.kind, key=g.key, title=t, text=g.content(t),
+                trajectory_ids=sorted(g.trajs), names=list(g.names), facets=sorted(g.facets),
+                subject=g.key.rsplit("|", 1)[0] if g.kind == "inventory" else "",
+                n_links=len(g.trajs), hub=is_hub(len(g.trajs), n_all),
+                first_time=datetime.fromisoformat(g.first) if g.first else None,
+                last_time=datetime.fromisoformat(g.last) if g.last else None,
+                vector=g.vector())
 
 
-def index_row(pages: list[dict], g: Group) -> dict:
+def index_row(pages: list[Page], g: Group) -> Page:
     """The index page: every other page by type, most-linked first, over all trajectories."""
     lines = ["# index", f"{len(pages)} pages over {len(g.trajs)} trajectories."]
     for kind in ("entity", "inventory", "topic"):
         lines.append(f"## {kind} pages")
-        lines += [f"- {r['title']} ({r['n_links']} trajectories) -> {r['id']}"
-                  for r in sorted((r for r in pages if r["type"] == kind),
-                                  key=lambda r: (-r["n_links"], r["key"], r["id"]))]
-    return {"id": "wiki-index", "type": "index", "key": "index", "title": "index",
-            "text": "\n".join(lines), "trajectory_ids": sorted(g.trajs), "names": [],
-            "facets": [], "subject": "", "first_time": None, "last_time": None,
-            "n_links": len(g.trajs), "hub": True, "vector": g.vector()}
+        lines += [f"- {r.title} ({r.n_links} trajectories) -> {r.id}"
+                  for r in sorted((r for r in pages if r.type == kind),
+                                  key=lambda r: (-r.n_links, r.key, r.id))]
+    return Page("wiki-index", type="index", key="index", title="index", text="\n".join(lines),
+                trajectory_ids=sorted(g.trajs), names=[], facets=[], subject="",
+                first_time=None, last_time=None, n_links=len(g.trajs), hub=True,
+                vector=g.vector())
 
 
 def rebuild(space: StrategySpace) -> dict:

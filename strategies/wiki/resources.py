@@ -21,16 +21,14 @@ if TYPE_CHECKING:
 
 def page_text(space: StrategySpace, ns: str, page: str) -> str:
     """The page ``page`` (``index``, ``entity-...``; ``wiki-`` prefix optional) of ``space``."""
-    from .pages import PAGE  # lazy: pyarrow (wiki pages), not at start-up
-    from .store import ensure  # lazy: lancedb (wiki store), not at start-up
+    from .store import ensure, pages  # lazy: lancedb (wiki store), not at start-up
 
     ensure(space)
     pid = page if page.startswith("wiki-") else f"wiki-{page}"
-    rows = space.derived.rows(PAGE, eq={"id": pid}, columns=["id", "type", "title", "text",
-                                                     "trajectory_ids"])
+    rows = pages(space, eq={"id": pid}, columns=["id", "type", "title", "text", "trajectory_ids"])
     if not rows:
         return (f"no wiki page {one_line(page)!r} in namespace {one_line(ns)!r}; read "
                 f"trimem://{quote(ns, safe='')}/wiki/index")
     p = rows[0]
-    links = "\n".join(f"- {one_line(t)}" for t in p["trajectory_ids"][:200])
-    return wiki_frame(f"{p['text']}\n\n## trajectories ({len(p['trajectory_ids'])})\n{links}\n")
+    links = "\n".join(f"- {one_line(t)}" for t in p.trajectory_ids[:200])
+    return wiki_frame(f"{p.text}\n\n## trajectories ({len(p.trajectory_ids)})\n{links}\n")

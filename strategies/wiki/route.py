@@ -35,14 +35,15 @@ centroid and a chosen centroid. lam = 0.15, mu = 0.15.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import dates as dt
 from . import text as tx
-from .pages import PAGE
-from .store import TRAJ
+from . import store
+from .store import Page, Trajectory
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -76,70 +77,75 @@ def _overlap(span: dict, a, b) -> bool:
     return span["start"] <= b.date().isoformat() and a.date().isoformat() <= span["end"]
 
 
-def route_pages(space: StrategySpace, qv: np.ndarray, query: str, f: dict, t: int) -> list[dict]:
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """A page routed to, with its score parts (``W_PAGE``'s and their sum ``S_p``)."""
+
+    page: Page
+    parts: dict[str, float]
+
+
+def route_pages(space: StrategySpace, qv: np.ndarray, query: str, f: dict, t: int) -> list[Routed]:
     """The top-t non-index pages by S_p, each with its score parts."""
-    found: dict[str, dict] = {}
-    for r in space.derived.nearest(PAGE, qv, 60, columns=PAGE_COLS + ["vector"]):
-        found[r["id"]] = r
-    lex = {r["id"]: r["bm25"] for r in space.derived.text_search(PAGE, query, 60, columns=["id"])}
+    found: dict[str, Page] = {}
+    for r in store.nearest_pages(space, qv, 60, PAGE_COLS + ["vector"]):
+        found[r.id] = r
+    lex = store.page_bm25(space, query, 60)
     keys = sorted(f["names"] + f["heads"] + f["facets"])
     extra = set(lex) - set(found)
-    rows = space.derived.rows(PAGE, eq={"key": keys}, columns=PAGE_COLS + ["vector"]) if keys else []
+    rows = store.pages(space, eq={"key": keys}, columns=PAGE_COLS + ["vector"]) if keys else []
     if extra:
-        rows += space.derived.rows(PAGE, eq={"id": sorted(extra)}, columns=PAGE_COLS + ["vector"])
+        rows += store.pages(space, eq={"id": sorted(extra)}, columns=PAGE_COLS + ["vector"])
     for r in rows:
-        found.setdefault(r["id"], r)
+        found.setdefault(r.id, r)
     top_lex = max(lex.values(), default=0.0) or 1.0
     out = []
     for r in found.values():
-        if r["type"] == "index":
+        if r.type == "index":
             continue
-        v = np.asarray(r["vector"], dtype=np.float32)
-        about = {r["key"].lower(), (r.get("subject") or "").lower()} | \
-            {k.lower() for k in r["key"].split("|")}
-        pn = {n.lower() for n in r["names"]}
+        v = np.asarray(r.vector, dtype=np.float32)
+        about = {r.key.lower(), r.subject.lower()} | {k.lower() for k in r.key.split("|")}
+        pn = {n.lower() for n in r.names}
         ents = f["names"] + f["heads"]
         ent = max(sum(e in about for e in ents), 0.5 * sum(e in pn for e in ents)) / len(ents) \
             if ents else 0.0
-        fac = len(set(r["facets"]) & set(f["facets"])) / len(f["facets"]) if f["facets"] else 0.0
-        if r["type"] == "topic" and r["key"] in f["facets"]:
+        fac = len(set(r.facets) & set(f["facets"])) / len(f["facets"]) if f["facets"] else 0.0
+        if r.type == "topic" and r.key in f["facets"]:
             fac = 1.0
-        temp = float(any(_overlap(s, r["first_time"], r["last_time"]) for s in f["dates"]))
-        p = {"sem": float(qv @ v), "lex": lex.get(r["id"], 0.0) / top_lex, "ent": min(ent, 1.0),
+        temp = float(any(_overlap(s, r.first_time, r.last_time) for s in f["dates"]))
+        p = {"sem": float(qv @ v), "lex": lex.get(r.id, 0.0) / top_lex, "ent": min(ent, 1.0),
              "fac": fac, "temp": temp}
         p["S_p"] = sum(W_PAGE[k] * p[k] for k in W_PAGE)
-        out.append({"page": r, "parts": {k: round(x, 4) for k, x in p.items()}})
-    out.sort(key=lambda x: (-x["parts"]["S_p"], x["page"]["id"]))
+        out.append(Routed(r, {k: round(x, 4) for k, x in p.items()}))
+    out.sort(key=lambda x: (-x.parts["S_p"], x.page.id))
     return out[:t]
 
 
-def candidates(space: StrategySpace, routed: list[dict], direct: bool,
-               read=None) -> tuple[list[dict], dict[str, float]]:
+def candidates(space: StrategySpace, routed: list[Routed], direct: bool,
+               read=None) -> tuple[list[Trajectory], dict[str, float]]:
     """C_q (trajectory rows) and each trajectory's summed page support. ``read(ids, columns)``
     reads trajectory rows (default: from ``space``; wiki's recall passes its per-recall reads)."""
     support: dict[str, float] = {}
     if not direct:
         for x in routed:
-            if x["page"]["hub"]:
+            if x.page.hub:
                 continue
-            for tid in x["page"]["trajectory_ids"]:
-                support[tid] = support.get(tid, 0.0) + x["parts"]["S_p"]
+            for tid in x.page.trajectory_ids:
+                support[tid] = support.get(tid, 0.0) + x.parts["S_p"]
         ids = sorted(support, key=lambda t: (-support[t], t))[:MAX_CANDIDATES]
         rows = ((read or _read(space))(sorted(ids), TRAJ_COLS)) if ids else []
     else:
-        rows = space.derived.rows(TRAJ, columns=TRAJ_COLS)
-    for r in rows:
-        r["vector"] = np.asarray(r["vector"], dtype=np.float32)
+        rows = store.trajectories(space, columns=TRAJ_COLS)   # centroids as float32 arrays
     return rows, support
 
 
 def _read(space: StrategySpace):
-    return lambda ids, columns: space.derived.rows(TRAJ, eq={"id": ids}, columns=columns)
+    return lambda ids, columns: store.trajectories(space, eq={"id": ids}, columns=columns)
 
 
-def traj_keys(r: dict) -> frozenset:
+def traj_keys(r: Trajectory) -> frozenset:
     """A trajectory's names, heads and speakers in lower case, and its facets."""
-    return frozenset({x.lower() for x in r["names"] + r["heads"] + r["speakers"]} | set(r["facets"]))
+    return frozenset({x.lower() for x in r.names + r.heads + r.speakers} | set(r.facets))
 
 
 def base_scores(rows, support, qv, f, turn_score: dict[str, float], keys=traj_keys) -> dict[str, dict]:
@@ -151,25 +157,24 @@ def base_scores(rows, support, qv, f, turn_score: dict[str, float], keys=traj_ke
     out = {}
     for r in rows:
         have = keys(r)
-        p = {"src": max((turn_score.get(s, 0.0) for s in r["source_ids"]), default=0.0) / top_turn,
-             "sem": float(qv @ r["vector"]), "route": support.get(r["id"], 0.0) / top_sup,
+        p = {"src": max((turn_score.get(s, 0.0) for s in r.source_ids), default=0.0) / top_turn,
+             "sem": float(qv @ r.vector), "route": support.get(r.id, 0.0) / top_sup,
              "ent": len(ents & have) / len(ents) if ents else 0.0}
         p["b"] = sum(W_TRAJ[k] * p[k] for k in W_TRAJ)
-        out[r["id"]] = p
+        out[r.id] = p
     return out
 
 
-def units(r: dict, f: dict) -> set:
-    rel = {x.lower() for x in r["names"] + r["heads"] + r["facets"]} & \
-        (f["ents"] | set(f["facets"]))
-    return {("session", s) for s in r["sessions"]} | {("item", x) for x in rel} | \
-        {("head", h) for h in r["heads"] if f["list"]}
+def units(r: Trajectory, f: dict) -> set:
+    rel = {x.lower() for x in r.names + r.heads + r.facets} & (f["ents"] | set(f["facets"]))
+    return {("session", s) for s in r.sessions} | {("item", x) for x in rel} | \
+        {("head", h) for h in r.heads if f["list"]}
 
 
 def select(rows, scores, f, k: int, lam: float = 0.15, mu: float = 0.15) -> list[dict]:
     """Greedy relevance + coverage gain - redundancy; returns chosen rows with score parts."""
     lam = lam * (2 if f["list"] or f["temporal"] else 1)
-    by_id = {r["id"]: r for r in rows}
+    by_id = {r.id: r for r in rows}
     left = sorted(by_id, key=lambda i: -scores[i]["b"])[:max(4 * k, 40)]
     covered: set = set()
     chosen: list[dict] = []
@@ -177,7 +182,7 @@ def select(rows, scores, f, k: int, lam: float = 0.15, mu: float = 0.15) -> list
     # rows are chosen (one matrix-vector product per choice, not one dot per pair and round)
     unit_of = {tid: units(by_id[tid], f) for tid in left}
     pos = {tid: n for n, tid in enumerate(left)}
-    mat = np.asarray([by_id[tid]["vector"] for tid in left]) if left else None
+    mat = np.asarray([by_id[tid].vector for tid in left]) if left else None
     nearest: np.ndarray | None = None   # None until something is chosen (redundancy 0)
     while left and len(chosen) < k:
         best, best_g, best_p = None, -1e9, {}
@@ -191,7 +196,7 @@ def select(rows, scores, f, k: int, lam: float = 0.15, mu: float = 0.15) -> list
         left.remove(best)
         covered |= unit_of[best]
         if mat is not None:
-            sims = mat @ np.asarray(by_id[best]["vector"])
+            sims = mat @ np.asarray(by_id[best].vector)
             nearest = sims if nearest is None else np.maximum(nearest, sims)
         chosen.append({"row": by_id[best], "gain": round(best_g, 4),
                        "parts": {**{k2: round(v, 4) for k2, v in scores[best].items()}, **best_p}})

@@ -9,14 +9,18 @@ earlier shape is rewritten without it by ``put_trajectories``), ``wiki_pages`` (
 Wiki) and ``wiki_groups`` (the state each page is maintained from, ``groups.py``).
 
 How curation writes them is in ``curate.py`` (incremental appends, full replays); the pages'
-own state is in ``groups.py``.
+own state is in ``groups.py``. A page is read and written as a frozen :class:`Page` row, through
+the functions here only.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +28,6 @@ import pyarrow as pa
 from ...storage.derived import MODEL_BOUND
 from .claims import snapshot_vector
 from .trajectories import dump_state
-from .groups import GROUP, GROUP_SCHEMA
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -54,13 +57,20 @@ TRAJ_SCHEMA = pa.schema([("id", S), ("namespace", S), ("title", S),
                          ("first_time", TS), ("last_time", TS), ("status", S), ("continues", S),
                          ("state", S), ("vector", VEC)])
 CLAIM_COLS = [f.name for f in CLAIM_SCHEMA if f.name != "namespace"]
+PAGE_SCHEMA = pa.schema([("id", S), ("namespace", S), ("type", S), ("key", S), ("title", S),
+                         ("text", S), ("trajectory_ids", L), ("names", L), ("facets", L),
+                         ("subject", S), ("first_time", TS), ("last_time", TS),
+                         ("n_links", pa.int64()), ("hub", pa.bool_()), ("vector", VEC)])
+PAGE_COLUMNS = [f.name for f in PAGE_SCHEMA if f.name != "namespace"]
+GROUP = "wiki_groups"
+GROUP_SCHEMA = pa.schema([("id", S), ("namespace", S), ("kind", S), ("key", S),
+                          ("live", pa.bool_()), ("state", S), ("sum", pa.binary())],
+                         metadata=MODEL_BOUND)
 
 
 def ensure(space: StrategySpace) -> None:
     """Declare the vector-bearing schemas, so reads in a fresh process find the model-tagged
     tables (``Space.name`` only knows a derived kind has vectors once it has seen its schema)."""
-    from .pages import PAGE_SCHEMA  # lazy: cycle with strategies.wiki.pages
-
     for kind, schema in ((SNAP, SNAP_SCHEMA), (TRAJ, TRAJ_SCHEMA), (PAGE, PAGE_SCHEMA),
                          (GROUP, GROUP_SCHEMA)):
         space.derived.table(kind, schema)
@@ -72,7 +82,7 @@ INDEXES = {SNAP: {"id": "btree", "session_id": "btree"},
            CLAIM: {"id": "btree", "trajectory_id": "btree", "source_id": "btree", "slot": "btree"},
            TRAJ: {"id": "btree", "status": "bitmap"},
            PAGE: {"id": "btree", "key": "btree"},
-           "wiki_groups": {"id": "btree"}}
+           GROUP: {"id": "btree"}}
 
 
 def index_tables(space: StrategySpace, rebuild: bool = False) -> None:
@@ -109,11 +119,74 @@ def put_snapshots(space: StrategySpace, snaps: list[dict]) -> None:
                                      for s in snaps])
 
 
-def put_trajectories(space: StrategySpace, rows: list[dict]) -> None:
+def put_trajectories(space: StrategySpace, rows: list[Trajectory]) -> None:
     """Store trajectory rows; a table of the earlier shape (with the snapshots' text copied
     into each row) is rewritten without that column first."""
     space.derived.reshape(TRAJ, TRAJ_SCHEMA, lambda r: {k: v for k, v in r.items() if k != "text"})
-    space.derived.upsert(TRAJ, TRAJ_SCHEMA, rows)
+    space.derived.upsert(TRAJ, TRAJ_SCHEMA, [r.as_dict() for r in rows])
+
+
+@dataclass(frozen=True, slots=True)
+class Trajectory:
+    """One stored trajectory (``TRAJ_SCHEMA``): its snapshots in order, what they are about, its
+    time span and status, the builder's state as JSON text (``trajectories.Builder`` parses it)
+    and its centroid, as a read-only float32 array when read; the fields a read did not ask for
+    keep their defaults."""
+
+    id: str
+    title: str = ""
+    snapshot_ids: list[str] = field(default_factory=list)
+    source_ids: list[str] = field(default_factory=list)
+    sessions: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    heads: list[str] = field(default_factory=list)
+    facets: list[str] = field(default_factory=list)
+    speakers: list[str] = field(default_factory=list)
+    n: int = 0
+    first_time: datetime | None = None
+    last_time: datetime | None = None
+    status: str = ""
+    continues: str | None = None
+    state: str = ""
+    vector: Any = None
+    namespace: str = ""
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Trajectory:
+        v = row.get("vector")
+        if v is not None:
+            v = np.asarray(v, dtype=np.float32)
+            v.flags.writeable = False    # rows are shared (``Space.memo``): nobody changes one
+        return cls(row.get("id") or "", row.get("title") or "", row.get("snapshot_ids") or [],
+                   row.get("source_ids") or [], row.get("sessions") or [], row.get("names") or [],
+                   row.get("heads") or [], row.get("facets") or [], row.get("speakers") or [],
+                   row.get("n") or 0, row.get("first_time"), row.get("last_time"),
+                   row.get("status") or "", row.get("continues"), row.get("state") or "", v,
+                   row.get("namespace") or "")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {c: getattr(self, c) for c in TRAJ_COLUMNS}
+
+    def view(self, columns: list[str]) -> dict[str, Any]:
+        """These columns and ``namespace`` by name, as a read of them returns a row."""
+        return {c: getattr(self, c) for c in sorted(set(columns) | {"namespace"})}
+
+
+TRAJ_COLUMNS = [f.name for f in TRAJ_SCHEMA if f.name != "namespace"]
+
+
+def trajectories(space: StrategySpace, eq: dict[str, Any] | None = None,
+                 columns: list[str] | None = None,
+                 contains: dict[str, str] | None = None) -> list[Trajectory]:
+    return [Trajectory.of(r) for r in space.derived.rows(TRAJ, eq=eq, columns=columns, contains=contains)]
+
+
+def count_trajectories(space: StrategySpace) -> int:
+    return space.derived.count_rows(TRAJ)
+
+
+def delete_trajectories(space: StrategySpace, ids: list[str]) -> None:
+    space.derived.delete_rows(TRAJ, {"id": ids})
 
 
 def order_key(s: dict):
@@ -131,20 +204,143 @@ def claim_row(c: dict) -> dict:
     return out
 
 
-def traj_row(T, snaps: list[dict]) -> dict:
+def traj_row(T, snaps: list[dict]) -> Trajectory:
     claims = [c for s in snaps for c in json.loads(s["claims"])]
     names = [n for c in claims for n in c["names"]]
     heads = [h for c in claims for h in c["heads"]]
     top = sorted(set(names), key=lambda n: -names.count(n))[:3] or \
         sorted(set(heads), key=lambda h: -heads.count(h))[:3]
     times = [s["timestamp"] for s in snaps if s.get("timestamp") is not None]
-    return {"id": T.id, "title": ", ".join(top) or (claims[0]["text"][:60] if claims else T.id),
-            "snapshot_ids": [s["id"] for s in snaps],
-            "source_ids": [i for s in snaps for i in s["source_ids"]],
-            "sessions": sorted({s["session_id"] for s in snaps}), "names": sorted(set(names)),
-            "heads": sorted(set(heads)), "facets": sorted({f for s in snaps for f in s["facets"]}),
-            "speakers": sorted({p for s in snaps for p in s["speakers"]}), "n": len(snaps),
-            "first_time": min(times) if times else None, "last_time": max(times) if times else None,
-            "status": "closed" if T.closed else "open", "continues": T.continues,
-            "state": dump_state(T), "vector": T.sum / (np.linalg.norm(T.sum) or 1.0)}
+    return Trajectory(
+        T.id, title=", ".join(top) or (claims[0]["text"][:60] if claims else T.id),
+        snapshot_ids=[s["id"] for s in snaps],
+        source_ids=[i for s in snaps for i in s["source_ids"]],
+        sessions=sorted({s["session_id"] for s in snaps}), names=sorted(set(names)),
+        heads=sorted(set(heads)), facets=sorted({f for s in snaps for f in s["facets"]}),
+        speakers=sorted({p for s in snaps for p in s["speakers"]}), n=len(snaps),
+        first_time=min(times) if times else None, last_time=max(times) if times else None,
+        status="closed" if T.closed else "open", continues=T.continues,
+        state=dump_state(T), vector=T.sum / (np.linalg.norm(T.sum) or 1.0))
 
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One wiki page (``pages.py``): type, key, title, text, linked trajectories and the rest of
+    ``PAGE_SCHEMA``; the fields a read did not ask for keep their defaults."""
+
+    id: str
+    type: str = ""
+    key: str = ""
+    title: str = ""
+    text: str = ""
+    trajectory_ids: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    facets: list[str] = field(default_factory=list)
+    subject: str = ""
+    first_time: datetime | None = None
+    last_time: datetime | None = None
+    n_links: int = 0
+    hub: bool = False
+    vector: Any = None          # as read or built (list or array); None when not read
+    namespace: str = ""
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Page:
+        return cls(row["id"], row.get("type") or "", row.get("key") or "", row.get("title") or "",
+                   row.get("text") or "", row.get("trajectory_ids") or [], row.get("names") or [],
+                   row.get("facets") or [], row.get("subject") or "", row.get("first_time"),
+                   row.get("last_time"), row.get("n_links") or 0, bool(row.get("hub")),
+                   row.get("vector"), row.get("namespace") or "")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row by column name, as stored (storage fills in ``namespace``)."""
+        return {c: getattr(self, c) for c in PAGE_COLUMNS}
+
+    def view(self, columns: list[str]) -> dict[str, Any]:
+        """These columns and ``namespace`` by name, as a read of them returns a row."""
+        return {c: getattr(self, c) for c in sorted(set(columns) | {"namespace"})}
+
+
+def pages(space: StrategySpace, eq: dict[str, Any] | None = None,
+          columns: list[str] | None = None) -> list[Page]:
+    return [Page.of(r) for r in space.derived.rows(PAGE, eq=eq, columns=columns)]
+
+
+def page_keys(space: StrategySpace, ids: list[str]) -> dict[str, str]:
+    """The key of each stored page of ``ids`` (id -> key)."""
+    return {p.id: p.key for p in pages(space, eq={"id": ids}, columns=["id", "key"])}
+
+
+def page_ids(space: StrategySpace) -> list[str]:
+    return [p.id for p in pages(space, columns=["id"])]
+
+
+def nearest_pages(space: StrategySpace, vector: np.ndarray, k: int, columns: list[str]) -> list[Page]:
+    """The ``k`` pages nearest to ``vector`` by cosine, nearest first."""
+    return [Page.of(r) for r in space.derived.nearest(PAGE, vector, k, columns=columns)]
+
+
+def page_bm25(space: StrategySpace, query: str, k: int) -> dict[str, float]:
+    """The BM25 score of the ``k`` pages whose text matches ``query`` best, by page id."""
+    return {r["id"]: r["bm25"] for r in space.derived.text_search(PAGE, query, k, columns=["id"])}
+
+
+def put_pages(space: StrategySpace, rows: list[Page]) -> None:
+    space.derived.upsert(PAGE, PAGE_SCHEMA, [p.as_dict() for p in rows])
+
+
+def delete_pages(space: StrategySpace, ids: list[str]) -> None:
+    space.derived.delete_rows(PAGE, {"id": ids})
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRow:
+    """One stored page group (``groups.py``): its id ``kind|key``, whether it is a page, its
+    state as JSON text (``groups.Group`` is what it parses into) and its running vector sum as
+    float64 bytes (empty where it is not kept)."""
+
+    id: str
+    kind: str = ""
+    key: str = ""
+    live: bool = False
+    state: str | None = None
+    sum: bytes | None = None
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> GroupRow:
+        return cls(row["id"], row.get("kind") or "", row.get("key") or "", bool(row.get("live")),
+                   row.get("state"), row.get("sum"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "key": self.key, "live": self.live,
+                "state": self.state, "sum": self.sum}
+
+
+def group_rows(space: StrategySpace, ids: list[str], columns: list[str]) -> list[GroupRow]:
+    return [GroupRow.of(r) for r in space.derived.rows(GROUP, eq={"id": ids}, columns=columns)]
+
+
+def group_ids(space: StrategySpace) -> list[str]:
+    return [r["id"] for r in space.derived.rows(GROUP, columns=["id"])]
+
+
+def delete_groups(space: StrategySpace, ids: list[str]) -> None:
+    space.derived.delete_rows(GROUP, {"id": ids})
+
+
+def put_groups(space: StrategySpace, rows: list[GroupRow]) -> None:
+    space.derived.upsert(GROUP, GROUP_SCHEMA, [g.as_dict() for g in rows])
+
+
+def upgrade_groups(space: StrategySpace) -> None:
+    """Rewrite a ``wiki_groups`` table of the earlier shape (the sum base64 in the JSON state,
+    a ``vector`` column no query read) into this one; the pages' sums carry over bit for bit."""
+    space.derived.reshape(GROUP, GROUP_SCHEMA, _group_shape)
+
+
+def _group_shape(row: dict) -> dict:
+    d = json.loads(row["state"]) if row.get("state") else {}
+    total = base64.b64decode(d.pop("v")) if d.get("v") else row.get("sum")
+    return {"id": row["id"], "kind": row["kind"], "key": row["key"], "live": row["live"],
+            "state": json.dumps(d, ensure_ascii=False), "sum": total if row["live"] else b""}

@@ -27,8 +27,6 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..base import Env, Item, RecallRequest, Recollection
 from ..render import Packed, pack_sources
 from ..search import RRF_K, TurnSearch, ahead, search_turns, source_ref, turn_search, unsearched_long
@@ -70,7 +68,7 @@ class WikiStrategy:
 
     def has_memory(self, env: Env) -> bool:
         """Whether curation has built any trajectory in this namespace yet (``auto`` asks)."""
-        return env.space.derived.count_rows(store.TRAJ) > 0
+        return store.count_trajectories(env.space) > 0
 
     # -- curation -------------------------------------------------------------------------
     def curate(self, env: Env, session_id: str) -> None:
@@ -140,7 +138,7 @@ class WikiStrategy:
 
     def _attempt(self, env: Env, reads: _Reads, request: RecallRequest, query, qv, fused, order,
                  t, k, direct, parts: dict, judge=None,
-                 routed: tuple[dict, list[dict]] | None = None) -> dict:
+                 routed: tuple[dict, list[route.Routed]] | None = None) -> dict:
         """One routing + evidence pass. ``judge``: the features sufficiency is judged against
         (the retry's are the original query's, so its hint words, which the evidence it finds
         always contains, cannot vouch for it). ``routed``: the query's features and routed
@@ -155,7 +153,7 @@ class WikiStrategy:
         chosen = route.select(rows, scores, f, k)
         maps = turnmap.turn_maps(state_of(env.ns).maps, space)
         order2, sc = scoring.score_turns(space, qv, f, parts, support, maps, None,
-                                         {c["row"]["id"] for c in chosen},
+                                         {c["row"].id for c in chosen},
                                          request.options.of(WikiOptions).sel_w)
         drop = unsearched_long(reads.turns.rows(order2[:200]), parts)
         order2 = scoring.unlift_unsearched(order2, sc, drop, bool(f.get("list")))
@@ -181,8 +179,8 @@ class WikiStrategy:
     def _finish(self, env: Env, request: RecallRequest, a, first, retry, t, k, direct,
                 parts) -> Recollection:
         packed: Packed = a["packed"]
-        items = [Item(id=x["page"]["id"], kind="page", text=x["page"]["title"],
-                      score=x["parts"]["S_p"], role="routed page") for x in a["routed"]]
+        items = [Item(id=x.page.id, kind="page", text=x.page.title,
+                      score=x.parts["S_p"], role="routed page") for x in a["routed"]]
         items += [Item(id=r.id, kind="source", text=r.text,
                        score=round(a["rel"].get(r.id, parts.get(r.id, {}).get("score", 0.0)), 6),
                        role=f"evidence of {a['owner'][r.id]}" if r.id in a["owner"]
@@ -205,7 +203,7 @@ class WikiStrategy:
     def _trace(env: Env, request: RecallRequest, a, first, retry, t, k, direct) -> dict:
         packed: Packed = a["packed"]
         cand = sorted(a["scores"].items(), key=lambda kv: -kv[1]["b"])
-        sel = {c["row"]["id"] for c in a["chosen"]}
+        sel = {c["row"].id for c in a["chosen"]}
         owner, parts = a["owner"], a["turn_parts"]
         why_of = {i: ("selected trajectory " if owner.get(i) in sel else "trajectory ") +
                   f"{owner.get(i)}: " + ", ".join(f"{k2}={v:.3f}" for k2, v in parts[i].items())
@@ -216,15 +214,15 @@ class WikiStrategy:
                       "relevance + coverage gain - redundancy, round-robin evidence expansion",
             "query_features": {kk: (sorted(v) if isinstance(v, set) else v)
                                for kk, v in a["f"].items()},
-            "pages_routed": [{"id": x["page"]["id"], "type": x["page"]["type"],
-                              "title": x["page"]["title"], "hub": x["page"]["hub"],
-                              "links": x["page"]["n_links"], **x["parts"]} for x in a["routed"]],
+            "pages_routed": [{"id": x.page.id, "type": x.page.type, "title": x.page.title,
+                              "hub": x.page.hub, "links": x.page.n_links, **x.parts}
+                             for x in a["routed"]],
             "candidate_universe": len(a["rows"]),
-            "universe_ids": sorted(r["id"] for r in a["rows"]),
+            "universe_ids": sorted(r.id for r in a["rows"]),
             "candidates": [{"id": tid, **{kk: round(v, 4) for kk, v in p.items()}}
                            for tid, p in cand[:40]],
-            "selected": [{"id": c["row"]["id"], "title": c["row"]["title"], "gain": c["gain"],
-                          **c["parts"], "sources": len(c["row"]["source_ids"])}
+            "selected": [{"id": c["row"].id, "title": c["row"].title, "gain": c["gain"],
+                          **c["parts"], "sources": len(c["row"].source_ids)}
                          for c in a["chosen"]],
             "evidence": [dict(p, why=why_of.get(p["source_id"]))
                          for p in ev.provenance(env.space, packed.chosen, a["owner"], a["s_of"])],
@@ -246,10 +244,10 @@ class _Reads:
 
     def __init__(self, space: StrategySpace, turns: TurnSearch):
         self.space, self.turns = space, turns
-        self._trajs: dict[tuple, dict] = {}
+        self._trajs: dict[tuple, dict[str, store.Trajectory]] = {}
         self._keys: dict[str, frozenset | None] = {}
 
-    def trajectories(self, ids: list[str], columns: list[str]) -> list[dict]:
+    def trajectories(self, ids: list[str], columns: list[str]) -> list[store.Trajectory]:
         """Trajectory rows of ``ids`` with ``columns``, each read once (the same row objects),
         their vectors as read-only float32 arrays. Rows, with what they are about
         (``route.traj_keys``), are also kept with the table's copy until the table changes
@@ -267,18 +265,16 @@ class _Reads:
                         self._keys[i] = keys
             miss = [i for i in miss if i not in got]
         if miss:
-            for r in self.space.derived.rows(store.TRAJ, eq={"id": miss}, columns=columns):
-                if "vector" in r:
-                    r["vector"] = np.asarray(r["vector"], dtype=np.float32)
-                    r["vector"].flags.writeable = False
-                got[r["id"]] = r
-                if {"names", "heads", "speakers", "facets"} <= r.keys():
-                    self._keys[r["id"]] = route.traj_keys(r)
+            keyed = {"names", "heads", "speakers", "facets"} <= set(columns)
+            for r in store.trajectories(self.space, eq={"id": miss}, columns=columns):
+                got[r.id] = r
+                if keyed:
+                    self._keys[r.id] = route.traj_keys(r)
                 if shared is not None:
-                    shared[r["id"]] = (r, self._keys.get(r["id"]))
+                    shared[r.id] = (r, self._keys.get(r.id))
         return [got[i] for i in ids if i in got]
 
-    def keys(self, r: dict) -> frozenset:
+    def keys(self, r: store.Trajectory) -> frozenset:
         """``route.traj_keys`` of a row ``trajectories`` returned, made when it was read."""
-        got = self._keys.get(r["id"])
+        got = self._keys.get(r.id)
         return route.traj_keys(r) if got is None else got

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from ...storage.budget import ENTRY_BYTES, sample_bytes
 from ..nscache import NamespaceCache
 from .revisions import COLS
-from .store import SNAP, TRAJ
+from .store import SNAP, Trajectory, count_trajectories, trajectories
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -64,7 +64,7 @@ class TurnMaps:
 
 
 def _counts(space: StrategySpace) -> tuple:
-    return (space.derived.count_rows(TRAJ), space.derived.count_rows(SNAP))
+    return (count_trajectories(space), space.derived.count_rows(SNAP))
 
 
 def new_cache() -> NamespaceCache:
@@ -78,8 +78,8 @@ def turn_maps(cache: NamespaceCache, space: StrategySpace) -> TurnMaps:
     if m is not None:
         return m
     m = TurnMaps(counts=counts, gen=gen, checked=time.monotonic())
-    for t in space.derived.rows(TRAJ, columns=["id", "source_ids"]):
-        _set_members(m, t["id"], list(t["source_ids"]))
+    for t in trajectories(space, columns=["id", "source_ids"]):
+        _set_members(m, t.id, list(t.source_ids))
     for s in space.derived.rows(SNAP, columns=["id", "source_ids", "claims"]):
         _add_snapshot(m, s)
     cache.put(m)
@@ -87,7 +87,7 @@ def turn_maps(cache: NamespaceCache, space: StrategySpace) -> TurnMaps:
 
 
 def note_append(cache: NamespaceCache, space: StrategySpace, snapshots: list[dict],
-                traj_rows: list[dict]) -> None:
+                traj_rows: list[Trajectory]) -> None:
     """Apply what an append-mode curation just wrote (new snapshots, the rewritten rows of the
     trajectories they joined) to the cached maps, if any are cached and current. The maps are
     replaced, not changed in place, so a recall reading the old ones is not disturbed."""
@@ -99,7 +99,7 @@ def note_append(cache: NamespaceCache, space: StrategySpace, snapshots: list[dic
                  slotted={i: list(v) for i, v in old.slotted.items()},
                  by_slot={k: list(v) for k, v in old.by_slot.items()})
     for t in traj_rows:
-        _set_members(m, t["id"], list(t["source_ids"]))
+        _set_members(m, t.id, list(t.source_ids))
     for s in snapshots:
         if s["id"] not in m.snaps:   # a re-placed snapshot is already in the maps
             _add_snapshot(m, s)

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .groups import GROUP, GROUP_SCHEMA, Group, gid, load, upgrade
+from .groups import Group, gid, load, upgrade
 from .pages import (
     INDEX,
-    PAGE,
-    PAGE_SCHEMA,
     accepts,
     claim_keys,
     index_row,
@@ -34,15 +33,16 @@ from .pages import (
     page_row,
     snap_keys,
 )
-from .store import CLAIM, TRAJ, ensure, load_snapshots, order_key
+from . import store
+from .store import CLAIM, Page, ensure, load_snapshots, order_key
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
 
 
 def sync_state(space: StrategySpace) -> dict | None:
-    rows = space.derived.rows(GROUP, eq={"id": gid(*INDEX)}, columns=["id", "state"])
-    return Group(*INDEX, rows[0]["state"], dim=space.vector_dim).sync if rows else None
+    rows = store.group_rows(space, [gid(*INDEX)], ["id", "state"])
+    return Group(*INDEX, rows[0].state, dim=space.vector_dim).sync if rows else None
 
 
 def _claims(rows) -> list[dict]:
@@ -112,15 +112,17 @@ def _older(space: StrategySpace, joined: dict[str, set], fresh_ids: set[str]) ->
 def rebuild_all(space: StrategySpace) -> dict:
     """Recompute every group and page from all snapshots, trajectories and claims."""
     ensure(space)
-    trajs = space.derived.rows(TRAJ, columns=["id", "snapshot_ids", "n"])
+    trajs = store.trajectories(space, columns=["id", "snapshot_ids", "n"])
     claims = _claims(space.derived.rows(CLAIM))
     if not trajs:
-        for kind in (PAGE, GROUP):
-            old = [r["id"] for r in space.derived.rows(kind, columns=["id"])]
-            if old:
-                space.derived.delete_rows(kind, {"id": old})
+        old = store.page_ids(space)
+        if old:
+            store.delete_pages(space, old)
+        old = store.group_ids(space)
+        if old:
+            store.delete_groups(space, old)
         return {"pages": 0, "token": None}
-    owner = {i: t["id"] for t in trajs for i in t["snapshot_ids"]}
+    owner = {i: t.id for t in trajs for i in t.snapshot_ids}
     by = {c["id"]: c for c in claims}
     groups: dict[tuple[str, str], Group] = {}
     for s in sorted(load_snapshots(space), key=lambda s: s["id"]):
@@ -137,7 +139,7 @@ def rebuild_all(space: StrategySpace) -> dict:
             if key in groups and accepts(groups[key], c):
                 groups[key].add_claim(c, by.get(c["by"]))
     token = uuid.uuid4().hex
-    groups[INDEX].sync = {"token": token, "assigned": sum(t["n"] for t in trajs)}
+    groups[INDEX].sync = {"token": token, "assigned": sum(t.n for t in trajs)}
     n = _write(space, groups, full=True)
     return {"pages": n, "token": token}
 
@@ -147,8 +149,7 @@ def _assign_pids(space: StrategySpace, gs: list[Group], full: bool) -> None:
     taken: dict[str, str] = {}
     base = {page_id(g.kind, g.key) for g in gs}
     while base and not full:
-        got = {r["id"]: r["key"] for r in space.derived.rows(PAGE, eq={"id": sorted(base)},
-                                                     columns=["id", "key"])}
+        got = store.page_keys(space, sorted(base))
         taken.update(got)
         base = {i + "-x" for i in got}
     for g in sorted(gs, key=lambda g: (g.kind, g.key)):
@@ -167,13 +168,13 @@ def _write(space: StrategySpace, groups: dict, full: bool) -> int:
     _complete(space, live)
     rows = [page_row(g, n_all) for g in live]
     idx.pages = _directory(space, idx, rows, n_all, full)
-    index = index_row([{"id": i, "type": x[0], "key": x[1], "title": x[2], "n_links": x[3]}
+    index = index_row([Page(i, type=x[0], key=x[1], title=x[2], n_links=x[3])
                        for i, x in idx.pages.items()], idx)
     if full:
-        _drop_stale(space, groups, {r["id"] for r in rows} | {index["id"]})
-    space.derived.upsert(PAGE, PAGE_SCHEMA, rows + [index])
-    space.derived.upsert(GROUP, GROUP_SCHEMA, [g.row(k == INDEX or is_live(g)) for k, g in groups.items()
-                                       if g.trajs or g.n_act or g.n_hist or g.name_claims])
+        _drop_stale(space, groups, {r.id for r in rows} | {index.id})
+    store.put_pages(space, rows + [index])
+    store.put_groups(space, [g.row(k == INDEX or is_live(g)) for k, g in groups.items()
+                             if g.trajs or g.n_act or g.n_hist or g.name_claims])
     return len(rows) + 1
 
 
@@ -187,39 +188,40 @@ def _complete(space: StrategySpace, live: list[Group]) -> None:
             _refill(space, g)
 
 
-def _directory(space: StrategySpace, idx: Group, rows: list[dict], n_all: int,
+def _directory(space: StrategySpace, idx: Group, rows: list[Page], n_all: int,
                full: bool) -> dict:
     """The index's page directory after this write (id -> [type, key, title, links, hub]):
     ``rows`` over the stored one (none when ``full``). Pages no curation touched whose hub flag
     the trajectory count turned are read, and their rows added to ``rows``."""
     pages = {} if full else dict(idx.pages)
-    pages.update((r["id"], [r["type"], r["key"], r["title"], r["n_links"], r["hub"]]) for r in rows)
+    pages.update((r.id, [r.type, r.key, r.title, r.n_links, r.hub]) for r in rows)
     flip = [i for i, x in pages.items() if x[4] != is_hub(x[3], n_all)]
     if flip:
-        for r in space.derived.rows(PAGE, eq={"id": flip}):
-            rows.append(dict(r, hub=is_hub(r["n_links"], n_all)))
-            pages[r["id"]][4] = rows[-1]["hub"]
+        for r in store.pages(space, eq={"id": flip}):
+            rows.append(replace(r, hub=is_hub(r.n_links, n_all)))
+            pages[r.id][4] = rows[-1].hub
     return pages
 
 
 def _drop_stale(space: StrategySpace, groups: dict, pages: set[str]) -> None:
     """Delete the stored pages not in ``pages`` and the stored groups not in ``groups`` (a
     rebuild from scratch)."""
-    stale = [r["id"] for r in space.derived.rows(PAGE, columns=["id"]) if r["id"] not in pages]
+    stale = [i for i in store.page_ids(space) if i not in pages]
     if stale:
-        space.derived.delete_rows(PAGE, {"id": stale})
+        store.delete_pages(space, stale)
     keep = {gid(*k) for k in groups}
-    stale = [r["id"] for r in space.derived.rows(GROUP, columns=["id"]) if r["id"] not in keep]
+    stale = [i for i in store.group_ids(space) if i not in keep]
     if stale:
-        space.derived.delete_rows(GROUP, {"id": stale})
+        store.delete_groups(space, stale)
 
 
 def resum(space: StrategySpace, g: Group) -> None:
     """The vector sum of a group stored without it (it was no page), from the snapshots of its
     trajectories that are about it, added in time order as curation added them."""
     key = (g.kind, g.key)
-    ids = [i for t in space.derived.rows(TRAJ, eq={"id": sorted(g.trajs)}, columns=["id", "snapshot_ids"])
-           for i in t["snapshot_ids"]]
+    ids = [i for t in store.trajectories(space, eq={"id": sorted(g.trajs)},
+                                         columns=["id", "snapshot_ids"])
+           for i in t.snapshot_ids]
     g.v = np.zeros_like(g.v)
     for s in sorted(load_snapshots(space, ids), key=order_key):
         if key in snap_keys(s):

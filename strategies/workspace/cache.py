@@ -21,14 +21,15 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...storage.budget import ENTRY_BYTES, sample_bytes
 from ..nscache import NamespaceCache
-from .graph import EDGES, THREAD_SCHEMA, THREADS, declare
+from . import store
+from .store import Edge, Thread
 from ...storage.rows import Source
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class Snapshot:
     checked: float = 0.0
     ids: dict[str, list[str]] = field(default_factory=dict)          # scheme -> thread ids
     mats: dict[str, np.ndarray] = field(default_factory=dict)        # scheme -> heads (J x d)
-    threads: dict[str, dict] = field(default_factory=dict)           # id -> row (no vector)
+    threads: dict[str, Thread] = field(default_factory=dict)         # id -> row (no vector)
     adj: dict[str, dict[str, list]] = field(default_factory=dict)    # scheme -> id -> [(k, w, etype)]
     unit_thread: dict[str, dict[str, str]] = field(default_factory=dict)  # scheme -> source -> thread
     units: "OrderedDict[str, tuple]" = field(default_factory=OrderedDict)  # source -> (row, vec)
@@ -61,7 +62,7 @@ class Snapshot:
         entries += sum(len(o) for o in self.unit_thread.values())
         entries += sum(len(i) for i in self.ids.values())
         units = list(self.units.values())
-        return (sum(m.nbytes for m in self.mats.values()) + sample_bytes(list(self.threads.values()))
+        return (sum(m.nbytes for m in self.mats.values()) + store.thread_bytes(list(self.threads.values()))
                 + ENTRY_BYTES * entries + sample_bytes([r for r, _ in units])
                 + sum(v.nbytes for _, v in units[:1]) * len(units))
 
@@ -92,19 +93,15 @@ class Snapshot:
         return {i: r for i, (r, _) in got.items()}, {i: v for i, (_, v) in got.items()}
 
 
-def _counts(space: StrategySpace) -> tuple:
-    return (space.derived.count_rows(THREADS), space.derived.count_rows(EDGES))
-
-
 def of(ns) -> NamespaceCache:
     """The namespace's snapshot cache. While this process's curation writes the thread and edge
     tables (``of(ns).writing()``), a recall keeps the cached snapshot instead of re-reading a
     half-written graph; ``note_session`` ends the write."""
-    return ns.state("workspace.snapshot", lambda: NamespaceCache(_counts))
+    return ns.state("workspace.snapshot", lambda: NamespaceCache(store.counts))
 
 
-def note_session(cache: NamespaceCache, space: StrategySpace, session_id: str, threads: list[dict],
-                 edges: list[dict]) -> None:
+def note_session(cache: NamespaceCache, space: StrategySpace, session_id: str,
+                 threads: list[Thread], edges: list[Edge]) -> None:
     """Apply one re-curated session (its old threads and their edges gone, ``threads`` and
     ``edges`` written) to the cached snapshot, if one is cached and current, instead of dropping
     it: re-reading the graph took ~2.4 s at 100k units, paid by the first recall after every
@@ -112,34 +109,34 @@ def note_session(cache: NamespaceCache, space: StrategySpace, session_id: str, t
     old = cache.current()
     if old is None:
         return
-    gone = {t for t, r in old.threads.items() if r["session_id"] == session_id}
+    gone = {t for t, r in old.threads.items() if r.session_id == session_id}
     snap = Snapshot(old.counts, old.gen, units=old.units, units_lock=old.units_lock)
     snap.threads = {t: r for t, r in old.threads.items() if t not in gone}
     adj = dict(old.adj)
-    for scheme in set(old.ids) | {r["scheme"] for r in threads}:
-        _rescheme(old, snap, adj, scheme, gone, [r for r in threads if r["scheme"] == scheme])
+    for scheme in set(old.ids) | {r.scheme for r in threads}:
+        _rescheme(old, snap, adj, scheme, gone, [r for r in threads if r.scheme == scheme])
     for r in threads:
-        snap.threads[r["id"]] = {c: v for c, v in r.items() if c != "vector"}
+        snap.threads[r.id] = replace(r, vector=None)
     _add_edges(snap, adj, edges)
     snap.adj = adj
     cache.replace(space, old, snap)
 
 
 def _rescheme(old: Snapshot, snap: Snapshot, adj: dict, scheme: str, gone: set[str],
-              new: list[dict]) -> None:
+              new: list[Thread]) -> None:
     """One scheme of ``snap``: the thread ids, vectors, units' owners and adjacency of ``old``
     without the ``gone`` threads and with the ``new`` ones (a scheme left with no thread keeps
     none of them, and its adjacency stays as ``old`` had it)."""
     ids, mat = old.ids.get(scheme, []), old.mats.get(scheme)
     keep = [i for i, t in enumerate(ids) if t not in gone]
     parts = ([mat[keep]] if mat is not None and keep else []) + \
-        [np.asarray(r["vector"], dtype=np.float64)[None, :] for r in new]
+        [np.asarray(r.vector, dtype=np.float64)[None, :] for r in new]
     if not parts:
         return
-    snap.ids[scheme] = [ids[i] for i in keep] + [r["id"] for r in new]
+    snap.ids[scheme] = [ids[i] for i in keep] + [r.id for r in new]
     snap.mats[scheme] = np.concatenate(parts)
     owner = {u: t for u, t in old.unit_thread.get(scheme, {}).items() if t not in gone}
-    owner.update((u, r["id"]) for r in new for u in r["source_ids"])
+    owner.update((u, r.id) for r in new for u in r.source_ids)
     snap.unit_thread[scheme] = owner
     a = {t: nb for t, nb in adj.get(scheme, {}).items() if t not in gone}
     touched = {n for t in gone for n, _, _ in adj.get(scheme, {}).get(t, ())}
@@ -148,41 +145,37 @@ def _rescheme(old: Snapshot, snap: Snapshot, adj: dict, scheme: str, gone: set[s
     adj[scheme] = a
 
 
-def _add_edges(snap: Snapshot, adj: dict, edges: list[dict]) -> None:
+def _add_edges(snap: Snapshot, adj: dict, edges: list[Edge]) -> None:
     """The session's new ``edges`` into ``adj``, those between threads ``snap`` holds."""
-    for e in {e["id"]: e for e in edges}.values():   # one row per id, as the upsert stored them
-        a = adj.setdefault(e["scheme"], {})
-        if e["src"] in snap.threads and e["dst"] in snap.threads:
-            w = float(np.float32(e["weight"]))   # as the float32 column returns it
-            a[e["src"]] = a.get(e["src"], []) + [(e["dst"], w, e["etype"])]
+    for e in {e.id: e for e in edges}.values():   # one row per id, as the upsert stored them
+        a = adj.setdefault(e.scheme, {})
+        if e.src in snap.threads and e.dst in snap.threads:
+            w = float(np.float32(e.weight))   # as the float32 column returns it
+            a[e.src] = a.get(e.src, []) + [(e.dst, w, e.etype)]
 
 
 def snapshot(cache: NamespaceCache, space: StrategySpace) -> Snapshot:
-    declare(space)
+    store.declare(space)
     snap, gen, counts = cache.get(space, RECHECK_S)
     if snap is not None:
         return snap
     snap = Snapshot(counts, gen, time.monotonic())
-    # read column-wise (``Space.columns``): at 100k units, 24k threads and 239k edges as row
-    # dicts (the heads as lists of floats) took seconds, at every start and after every other
-    # process's curation
-    names = [c for c in THREAD_SCHEMA.names if c != "vector"]
-    cols, vecs = space.derived.columns(THREADS, names + ["vector"]) if counts[0] else ({}, None)
-    rows = [dict(zip(names, vals)) for vals in zip(*(cols[c] for c in names))] if cols else []
-    for scheme in {r["scheme"] for r in rows}:
-        mine = sorted((n for n, r in enumerate(rows) if r["scheme"] == scheme),
-                      key=lambda n: rows[n]["id"])
-        snap.ids[scheme] = [rows[n]["id"] for n in mine]
+    # read column-wise (``store.every_thread``): at 100k units, 24k threads and 239k edges as
+    # row dicts (the heads as lists of floats) took seconds, at every start and after every
+    # other process's curation
+    rows, vecs = store.every_thread(space, counts[0])
+    for scheme in {r.scheme for r in rows}:
+        mine = sorted((n for n, r in enumerate(rows) if r.scheme == scheme),
+                      key=lambda n: rows[n].id)
+        snap.ids[scheme] = [rows[n].id for n in mine]
         assert vecs is not None
         snap.mats[scheme] = vecs[mine].astype(np.float64)
-        snap.unit_thread[scheme] = {s: rows[n]["id"] for n in mine for s in rows[n]["source_ids"]}
+        snap.unit_thread[scheme] = {s: rows[n].id for n in mine for s in rows[n].source_ids}
         snap.adj[scheme] = {}
     for r in rows:
-        snap.threads[r["id"]] = r
+        snap.threads[r.id] = r
     if counts[1]:
-        e = space.derived.columns(EDGES, ["scheme", "src", "dst", "weight", "etype"])[0]
-        for scheme, src, dst, w, etype in zip(e["scheme"], e["src"], e["dst"], e["weight"],
-                                              e["etype"]):
+        for scheme, src, dst, w, etype in store.every_edge(space):
             if src in snap.threads and dst in snap.threads:
                 snap.adj.setdefault(scheme, {}).setdefault(src, []).append((dst, float(w), etype))
     cache.put(snap)

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from ..base import spoken
 from .segment import segment
+from .store import Edge, Thread, nearest_threads, threads, write_session
+from . import store
 from ...storage.rows import Source
 
 if TYPE_CHECKING:
@@ -34,33 +36,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-THREADS, EDGES = "ws_threads", "ws_edges"
 SCHEMES = ("topic", "fixed")
 ADJ_FLOOR, K_SEM, SEM_MIN = 0.5, 4, 0.55
-
-
-THREAD_SCHEMA = pa.schema([   # the vector is sized to the namespace's model by storage
-    ("id", pa.string()), ("namespace", pa.string()), ("session_id", pa.string()),
-    ("scheme", pa.string()), ("idx", pa.int32()), ("seq_start", pa.int64()),
-    ("seq_end", pa.int64()), ("source_ids", pa.list_(pa.string())), ("head", pa.string()),
-    ("head_by", pa.string()), ("t_start", pa.string()), ("t_end", pa.string()),
-    ("vector", pa.list_(pa.float32())),
-])
-
-
-EDGE_SCHEMA = pa.schema([
-    ("id", pa.string()), ("namespace", pa.string()), ("scheme", pa.string()), ("src", pa.string()),
-    ("dst", pa.string()), ("src_session", pa.string()), ("dst_session", pa.string()),
-    ("weight", pa.float32()), ("etype", pa.string()),
-])
-THREAD_COLUMNS = ["id", "session_id", "scheme", "idx", "seq_start", "seq_end", "source_ids",
-                  "head", "head_by", "t_start", "t_end", "vector"]
-
-
-def declare(space: StrategySpace) -> None:
-    """Tell the space that ``ws_threads`` carries vectors (so its model-tagged name is used even
-    in a process that has not written it yet)."""
-    space.derived.table(THREADS, THREAD_SCHEMA)
 
 
 def thread_id(namespace: str, session_id: str, scheme: str, idx: int) -> str:
@@ -72,7 +49,7 @@ def _iso(ts) -> str:
     return ts.isoformat() if ts is not None else ""
 
 
-def build_threads(env: Env, session_id: str) -> list[dict]:
+def build_threads(env: Env, session_id: str) -> list[Thread]:
     """Thread rows (both schemes) for one session, from its sources and their vectors."""
     sources = spoken(env.space.sources.by_session(session_id))
     if not sources:
@@ -86,50 +63,53 @@ def build_threads(env: Env, session_id: str) -> list[dict]:
     for scheme in SCHEMES:
         for k, seg in enumerate(segment(mat, speakers, texts, scheme)):
             part = sources[seg.start:seg.end]
-            rows.append({
-                "id": thread_id(env.space.namespace, session_id, scheme, k),
-                "session_id": session_id, "scheme": scheme, "idx": k,
-                "seq_start": int(part[0].seq), "seq_end": int(part[-1].seq),
-                "source_ids": [s.id for s in part], "head": seg.head, "head_by": "extractive",
-                "t_start": _iso(part[0].timestamp), "t_end": _iso(part[-1].timestamp),
-                "vector": seg.vector,
-            })
+            rows.append(Thread(
+                thread_id(env.space.namespace, session_id, scheme, k),
+                session_id=session_id, scheme=scheme, idx=k,
+                seq_start=int(part[0].seq), seq_end=int(part[-1].seq),
+                source_ids=[s.id for s in part], head=seg.head, head_by="extractive",
+                t_start=_iso(part[0].timestamp), t_end=_iso(part[-1].timestamp),
+                vector=seg.vector,
+            ))
     if env.llm is not None:
-        llm_heads(env, rows, {s.id: s for s in sources})
+        rows = llm_heads(env, rows, {s.id: s for s in sources})
     return rows
 
 
-def llm_heads(env: Env, rows: list[dict], by_id: dict[str, Source]) -> None:
+def llm_heads(env: Env, rows: list[Thread], by_id: dict[str, Source]) -> list[Thread]:
     """Let the configured LLM write each topic thread's head (the paper's a_j); on any failure
     the extractive head stays. h_j = normalise(centroid + embed(head)) keeps the unit evidence."""
     llm = env.llm
     if llm is None:
-        return
+        return rows
     system = ("Summarise this excerpt of a conversation in one factual sentence (who, what, when). "
               "Output only the sentence.")
+    out = []
     for r in rows:
-        if r["scheme"] != "topic":
+        out.append(r)
+        if r.scheme != "topic":
             continue
-        lines = "\n".join(f"{by_id[i].speaker or '-'}: {by_id[i].text}" for i in r["source_ids"])
+        lines = "\n".join(f"{by_id[i].speaker or '-'}: {by_id[i].text}" for i in r.source_ids)
         try:
             head = " ".join(llm.complete(system, lines).split())[:300]
         except Exception:  # an LLM only improves heads: never fail curation for it
-            log.warning("LLM head failed for %s; keeping the extractive head", r["id"], exc_info=True)
+            log.warning("LLM head failed for %s; keeping the extractive head", r.id, exc_info=True)
             continue
         if head:
-            v = np.asarray(r["vector"]) + np.asarray(env.embed([head])[0])
-            r.update(head=head, head_by="llm", vector=(v / np.linalg.norm(v)).astype(np.float32))
+            v = np.asarray(r.vector) + np.asarray(env.embed([head])[0])
+            out[-1] = replace(r, head=head, head_by="llm",
+                              vector=(v / np.linalg.norm(v)).astype(np.float32))
+    return out
 
 
-def _edge(scheme: str, a: dict, b: dict, w: float, etype: str) -> list[dict]:
+def _edge(scheme: str, a: Thread, b: Thread, w: float, etype: str) -> list[Edge]:
     w = float(min(1.0, max(0.0, w)))
-    return [{"id": f"{scheme}|{x['id']}|{y['id']}", "scheme": scheme, "src": x["id"], "dst": y["id"],
-             "src_session": x["session_id"], "dst_session": y["session_id"], "weight": w,
-             "etype": etype} for x, y in ((a, b), (b, a))]
+    return [Edge(f"{scheme}|{x.id}|{y.id}", scheme, x.id, y.id, x.session_id, y.session_id, w, etype)
+            for x, y in ((a, b), (b, a))]
 
 
-def _cos(a: dict, b: dict) -> float:
-    return float(np.asarray(a["vector"]) @ np.asarray(b["vector"]))
+def _cos(a: Thread, b: Thread) -> float:
+    return float(np.asarray(a.vector) @ np.asarray(b.vector))
 
 
 def session_order(space: StrategySpace) -> list[str]:
@@ -137,13 +117,13 @@ def session_order(space: StrategySpace) -> list[str]:
     return sorted(times, key=lambda sid: (str(times[sid] or ""), sid))
 
 
-def edges_for_session(env: Env, session_id: str, new: list[dict], order: list[str],
-                      cross: bool = True) -> list[dict]:
+def edges_for_session(env: Env, session_id: str, new: list[Thread], order: list[str],
+                      cross: bool = True) -> list[Edge]:
     """Edges of the new threads of ``session_id``: adjacency (within and to the neighbouring
     sessions in time) and, with ``cross``, k-nearest semantic edges to other threads."""
     space, out = env.space, []
     for scheme in SCHEMES:
-        mine = sorted((r for r in new if r["scheme"] == scheme), key=lambda r: r["idx"])
+        mine = sorted((r for r in new if r.scheme == scheme), key=lambda r: r.idx)
         if not mine:
             continue
         for a, b in zip(mine, mine[1:]):
@@ -152,58 +132,52 @@ def edges_for_session(env: Env, session_id: str, new: list[dict], order: list[st
         for other, first_mine in ((pos - 1, True), (pos + 1, False)):
             if pos < 0 or not 0 <= other < len(order):
                 continue
-            theirs = space.derived.rows(THREADS, eq={"session_id": order[other], "scheme": scheme},
-                               columns=THREAD_COLUMNS)
+            theirs = threads(space, eq={"session_id": order[other], "scheme": scheme},
+                             columns=store.THREAD_COLUMNS)
             if theirs:
-                t = max(theirs, key=lambda r: r["idx"]) if first_mine else min(theirs, key=lambda r: r["idx"])
+                t = max(theirs, key=lambda r: r.idx) if first_mine else min(theirs, key=lambda r: r.idx)
                 m = mine[0] if first_mine else mine[-1]
                 out += _edge(scheme, t, m, max(ADJ_FLOOR, _cos(t, m)), "adjacent")
         if not cross:
             continue
-        own = {r["id"] for r in mine}
-        found = space.derived.nearest_many(THREADS, [np.asarray(a["vector"]) for a in mine],
-                                   K_SEM + len(mine), eq={"scheme": scheme},
-                                   columns=["id", "session_id", "vector"])
+        own = {r.id for r in mine}
+        found = nearest_threads(space, [np.asarray(a.vector) for a in mine], K_SEM + len(mine),
+                                scheme)
         for a, near in zip(mine, found):
-            near = [r for r in near if r["id"] not in own and r["similarity"] >= SEM_MIN][:K_SEM]
-            for b in near:
-                out += _edge(scheme, a, b, b["similarity"], "semantic")
+            near = [(r, sim) for r, sim in near if r.id not in own and sim >= SEM_MIN][:K_SEM]
+            for b, sim in near:
+                out += _edge(scheme, a, b, sim, "semantic")
     return out
 
 
-def rebuild_edges(threads: list[dict]) -> list[dict]:
+def rebuild_edges(every: list[Thread]) -> list[Edge]:
     """The whole graph from the thread rows: adjacency in time order and symmetric k-NN."""
-    out: dict[str, dict] = {}
+    out: dict[str, Edge] = {}
     for scheme in SCHEMES:
-        rows = sorted((r for r in threads if r["scheme"] == scheme),
-                      key=lambda r: (r["t_start"], r["session_id"], r["idx"]))
+        rows = sorted((r for r in every if r.scheme == scheme),
+                      key=lambda r: (r.t_start, r.session_id, r.idx))
         for a, b in zip(rows, rows[1:]):
             for e in _edge(scheme, a, b, max(ADJ_FLOOR, _cos(a, b)), "adjacent"):
-                out[e["id"]] = e
+                out[e.id] = e
         if len(rows) < 2:
             continue
-        mat = np.stack([np.asarray(r["vector"], dtype=np.float32) for r in rows])
+        mat = np.stack([np.asarray(r.vector, dtype=np.float32) for r in rows])
         sim = mat @ mat.T
         np.fill_diagonal(sim, -1.0)
         for i in range(len(rows)):
             for j in np.argsort(-sim[i])[:K_SEM]:
                 if sim[i, j] >= SEM_MIN:
                     for e in _edge(scheme, rows[i], rows[int(j)], float(sim[i, j]), "semantic"):
-                        out.setdefault(e["id"], e)   # adjacency wins when both exist
+                        out.setdefault(e.id, e)   # adjacency wins when both exist
     return list(out.values())
 
 
 def curate_session(env: Env, session_id: str) -> dict:
     """Re-segment one session and update the graph around it (idempotent)."""
     space = env.space
-    declare(space)
-    space.derived.delete_rows(EDGES, {"src_session": session_id})
-    space.derived.delete_rows(EDGES, {"dst_session": session_id})
-    space.derived.delete_rows(THREADS, {"session_id": session_id})
-    rows = build_threads(env, session_id)
+    rows = write_session(space, session_id, build_threads(env, session_id))
     if not rows:
         return {"threads": 0, "edges": 0, "rows": [], "edge_rows": []}
-    space.derived.upsert(THREADS, THREAD_SCHEMA, rows)
     edges = edges_for_session(env, session_id, rows, session_order(space))
-    space.derived.upsert(EDGES, EDGE_SCHEMA, edges)
+    store.add_edges(space, edges)
     return {"threads": len(rows), "edges": len(edges), "rows": rows, "edge_rows": edges}

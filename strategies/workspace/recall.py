@@ -122,7 +122,7 @@ def _recollection(request: RecallRequest, s: WorkspaceOptions, snap: Snapshot, w
     picked: list[Source] = [units.rows[i] for i, *_ in chosen]
     heads = []
     if s.heads:
-        heads = [one_line(snap.threads[t]["head"])
+        heads = [one_line(snap.threads[t].head)
                  for t in dict.fromkeys(units.thread_of[i] for i, *_ in chosen)]
     context, verbatim = assemble(picked, heads, request.budget_tokens * 4, width)
     if not picked:
@@ -156,7 +156,7 @@ def _trace(request: RecallRequest, s: WorkspaceOptions, snap: Snapshot, walk: Wa
         "settings": asdict(s),
         "seeds": [{"thread": t, "r0": round(walk.r0[t], 4), "why": walk.why[t]} for t in walk.seeds],
         "neighbourhood": [{"thread": t, "score": round(r, 4), "hop": walk.hop[t],
-                           "units": len(snap.threads[t]["source_ids"])}
+                           "units": len(snap.threads[t].source_ids)}
                           for t, r in walk.r_tilde.items()],
         "demand": {"x_q": roles.query_features(request.query).round(3).tolist(),
                    "delta": dict(zip(roles.ROLES, np.round(delta, 4).tolist()))},
@@ -178,7 +178,7 @@ def _candidates(env: Env, request: RecallRequest, snap: Snapshot, th_ids: list[s
     longer stored are left out."""
     unit_ids, thread_of, pos = [], [], []
     for t in th_ids:
-        src = snap.threads[t]["source_ids"]
+        src = snap.threads[t].source_ids
         for i, u in enumerate(src):
             unit_ids.append(u)
             thread_of.append(t)

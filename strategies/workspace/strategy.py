@@ -59,7 +59,7 @@ from typing import Any, ClassVar, Mapping
 
 from ..base import Env, RecallRequest, Recollection
 from ..render import OPEN, render, render_line, session_header
-from . import cache, graph
+from . import cache, graph, store
 from ...storage.rows import Source
 from ..registry import get
 
@@ -122,7 +122,7 @@ class WorkspaceStrategy:
 
     def has_memory(self, env: Env) -> bool:
         """Whether curation has built any thread in this namespace yet (``auto`` asks)."""
-        return env.space.derived.count_rows(graph.THREADS) > 0
+        return store.counts(env.space)[0] > 0
 
     # -- curation hooks ---------------------------------------------------------------------
     def curate(self, env: Env, session_id: str) -> None:
@@ -136,16 +136,14 @@ class WorkspaceStrategy:
                     progress=None) -> dict:
         """Rebuild the thread graph from the stored threads (adjacency + symmetric k-NN)."""
         space = env.space
-        graph.declare(space)
-        before = space.derived.count_rows(graph.EDGES)
-        threads = space.derived.rows(graph.THREADS)
+        store.declare(space)
+        before = store.counts(space)[1]
+        threads = store.threads(space)
         if progress:
             progress(0, 2, "rebuilding the workspace thread graph")
         edges = graph.rebuild_edges(threads)
         if not dry_run:
-            for scheme in graph.SCHEMES:
-                space.derived.delete_rows(graph.EDGES, {"scheme": scheme})
-            space.derived.upsert(graph.EDGES, graph.EDGE_SCHEMA, edges)
+            store.replace_edges(space, graph.SCHEMES, edges)
             cache.of(env.ns).invalidate()
         if progress:
             progress(2, 2, "workspace thread graph rebuilt")
@@ -158,28 +156,26 @@ class WorkspaceStrategy:
         """Delete every thread citing a forgotten source, and the edges touching it (the forget
         tool then re-queues the session, whose remaining turns are segmented again)."""
         space = env.space
-        graph.declare(space)
-        gone = [r["id"] for r in space.derived.rows(graph.THREADS, columns=["id", "source_ids"])
-                if set(r["source_ids"] or []) & source_ids]
+        store.declare(space)
+        gone = [r.id for r in store.threads(space, columns=["id", "source_ids"])
+                if set(r.source_ids) & source_ids]
         if gone:
-            space.derived.delete_rows(graph.EDGES, {"src": gone})
-            space.derived.delete_rows(graph.EDGES, {"dst": gone})
-            space.derived.delete_rows(graph.THREADS, {"id": gone})
+            store.delete_threads(space, gone)
             cache.of(env.ns).invalidate()
         return len(gone)
 
     def explain(self, env: Env, id: str) -> dict | None:
-        graph.declare(env.space)
-        rows = env.space.derived.rows(graph.THREADS, eq={"id": id}) if id.startswith("thr_") else []
+        store.declare(env.space)
+        rows = store.threads(env.space, eq={"id": id}) if id.startswith("thr_") else []
         if not rows:
             return None
         t = rows[0]
-        srcs = env.space.sources.get(list(t["source_ids"]))
-        edges = env.space.derived.rows(graph.EDGES, eq={"src": id}, columns=["dst", "weight", "etype"])
-        return {"summary": f"workspace thread ({t['scheme']}) of session {t['session_id']!r}: "
-                           f"{len(srcs)} units; head: {t['head']}",
+        srcs = env.space.sources.get(list(t.source_ids))
+        edges = store.edges_from(env.space, id)
+        return {"summary": f"workspace thread ({t.scheme}) of session {t.session_id!r}: "
+                           f"{len(srcs)} units; head: {t.head}",
                 "sources": [{"id": s.id, "ref": s.ref, "text": s.text} for s in srcs],
-                "edges": [{"to": e["dst"], "weight": round(e["weight"], 4), "type": e["etype"]}
+                "edges": [{"to": e.dst, "weight": round(e.weight, 4), "type": e.etype}
                           for e in edges]}
 
     # -- recall ------------------------------------------------------------------------------

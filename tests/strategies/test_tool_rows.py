@@ -16,7 +16,7 @@ import pytest
 from trimem.server.settings import Settings
 from trimem.strategies.aliases import namespace_speakers, speaker_aliases
 from trimem.strategies.wiki.store import SNAP
-from trimem.strategies.workspace.graph import THREADS
+from trimem.strategies.workspace.store import THREADS
 from trimem.tools.recall import recall
 from trimem.tools.remember import Message, remember
 from trimem.tools.runtime import Runtime

@@ -236,13 +236,13 @@ def test_one_recalls_reads_are_shared_by_its_attempts(rt, monkeypatch):
     space = rt.space("default")
     ids = sorted(r["id"] for r in space.derived.rows(store.TRAJ, columns=["id"]))
     reads = _Reads(space, None)  # pyright: ignore[reportArgumentType]
-    assert [r["id"] for r in reads.trajectories(ids[:1], TRAJ_COLS)] == ids[:1]
+    assert [r.id for r in reads.trajectories(ids[:1], TRAJ_COLS)] == ids[:1]
     both = reads.trajectories(ids, TRAJ_COLS)
-    assert {r["id"]: str(dict(r, vector=r["vector"].tolist())) for r in both} == \
+    assert {r.id: str(dict(r.view(TRAJ_COLS), vector=r.vector.tolist())) for r in both} == \
         {r["id"]: str(r) for r in space.derived.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
     calls = []
     space_rows = space.derived.rows
-    monkeypatch.setattr(space.derived, "rows", lambda *a, **k: calls.append(a) or space_rows(*a, **k))
+    monkeypatch.setattr(space, "rows", lambda *a, **k: calls.append(a) or space_rows(*a, **k))
     assert len(reads.trajectories(ids, TRAJ_COLS)) == len(ids) and calls == []   # this recall's
 
 
@@ -272,7 +272,7 @@ def test_the_next_recall_reuses_the_rows_until_the_table_changes(rt):
     say(rt, wiki, *SESSIONS[-1])
     ids = sorted(r["id"] for r in space.derived.rows(store.TRAJ, columns=["id"]))
     fresh = _Reads(space, None).trajectories(ids, TRAJ_COLS)  # pyright: ignore[reportArgumentType]
-    assert {r["id"]: str(dict(r, vector=r["vector"].tolist())) for r in fresh} == \
+    assert {r.id: str(dict(r.view(TRAJ_COLS), vector=r.vector.tolist())) for r in fresh} == \
         {r["id"]: str(r) for r in space.derived.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
     assert any(r is not s for r, s in zip(fresh, rows))
 

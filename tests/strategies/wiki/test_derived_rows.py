@@ -31,7 +31,7 @@ def say(rt, sid, when, turns):
 
 
 def stored(space) -> pa.Table:
-    return space.derived.table(groups.GROUP).to_arrow()
+    return space.derived.table(store.GROUP).to_arrow()
 
 
 def page_view(space) -> dict:
@@ -46,7 +46,7 @@ def test_a_group_row_is_its_state_and_its_sum_in_bytes(home):
     space = rt.space("default")
     data = stored(space)
     assert set(data.column_names) == {"id", "namespace", "kind", "key", "live", "state", "sum"}
-    assert space.name(groups.GROUP).endswith(space.name("sources").rsplit("__", 1)[1])
+    assert space.name(store.GROUP).endswith(space.name("sources").rsplit("__", 1)[1])
     rows = data.to_pylist()
     assert rows and all(len(r["sum"]) in (0, 8 * space.vector_dim) for r in rows if r["live"])
     assert not any(r["sum"] for r in rows if not r["live"])
@@ -85,7 +85,7 @@ def _to_earlier_shape(space) -> dict[str, bytes]:
         out.append({"id": r["id"], "namespace": r["namespace"], "kind": r["kind"],
                     "key": r["key"], "live": r["live"], "state": json.dumps(state),
                     "vector": (v / (np.linalg.norm(v) or 1.0)).astype(np.float32).tolist()})
-    name = space.name(groups.GROUP)
+    name = space.name(store.GROUP)
     space.store.drop_table(name)
     space.store.db.create_table(name, data=pa.Table.from_pylist(out, schema=old))
     return {r["id"]: r["sum"] for r in rows if r["live"]}

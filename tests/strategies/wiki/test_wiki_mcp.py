@@ -51,8 +51,8 @@ async def test_routing_and_recall_explained(client, server):
     qv = server.runtime.env("default").embed_query("Where does Ana live now?")
     f = route.query_features("Where does Ana live now?")
     routed = route.route_pages(space, qv, "Where does Ana live now?", f, 15)
-    assert routed and all(x["page"]["type"] != "index" for x in routed)
-    assert routed[0]["parts"]["S_p"] >= routed[-1]["parts"]["S_p"]
+    assert routed and all(x.page.type != "index" for x in routed)
+    assert routed[0].parts["S_p"] >= routed[-1].parts["S_p"]
     out = payload(await client.call_tool("recall", {"query": "Which city did Ana move to?",
                                                     "strategy": "wiki"}))
     assert out["tokens"] <= 2000

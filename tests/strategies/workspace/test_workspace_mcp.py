@@ -9,7 +9,7 @@ import pytest
 import numpy as np
 
 from helpers import payload
-from trimem.strategies.workspace import cache, graph
+from trimem.strategies.workspace import cache, store
 
 pytestmark = pytest.mark.anyio
 
@@ -35,17 +35,17 @@ async def _load(client, server):
                                                 "session_time": "2024-06-01T10:00:00"}))
     assert server.runtime.curation.wait_idle(60)
     space = server.runtime.space("default")
-    graph.declare(space)
+    store.declare(space)
     return space
 
 
 async def test_recall_explain_forget_consolidate(client, server):
     space = await _load(client, server)
-    threads = [t for t in space.derived.rows(graph.THREADS) if t["scheme"] == "topic"]
+    threads = [t for t in space.derived.rows(store.THREADS) if t["scheme"] == "topic"]
     assert {t["session_id"] for t in threads} == {"s1", "s2"}
     covered = sorted(s for t in threads if t["session_id"] == "s1" for s in t["source_ids"])
     assert len(covered) == len(TRIP)                        # every unit in exactly one thread
-    edges = space.derived.rows(graph.EDGES)
+    edges = space.derived.rows(store.EDGES)
     assert any(e["etype"] == "adjacent" and e["src_session"] != e["dst_session"] for e in edges)
 
     rec = payload(await client.call_tool("recall", {"query": "Who planned the Lisbon trip?",
@@ -73,16 +73,16 @@ async def test_recall_explain_forget_consolidate(client, server):
     assert about["sources"] and "head:" in about["summary"] and about["record"]["edges"]
 
     gone = payload(await client.call_tool("forget", {"refs": ["a4"]}))["source_ids"][0]
-    assert not [t for t in space.derived.rows(graph.THREADS) if gone in t["source_ids"]]
+    assert not [t for t in space.derived.rows(store.THREADS) if gone in t["source_ids"]]
     assert server.runtime.curation.wait_idle(60)           # the rest of s1 is segmented again
-    s1 = [t for t in space.derived.rows(graph.THREADS) if t["session_id"] == "s1" and t["scheme"] == "topic"]
+    s1 = [t for t in space.derived.rows(store.THREADS) if t["session_id"] == "s1" and t["scheme"] == "topic"]
     assert sum(len(t["source_ids"]) for t in s1) == len(TRIP) - 1
-    assert not [e for e in space.derived.rows(graph.EDGES)
-                if e["src"] not in {t["id"] for t in space.derived.rows(graph.THREADS)}]
+    assert not [e for e in space.derived.rows(store.EDGES)
+                if e["src"] not in {t["id"] for t in space.derived.rows(store.THREADS)}]
 
     out = payload(await client.call_tool("consolidate", {"dry_run": False}))
     assert out is not None
-    assert space.derived.count_rows(graph.EDGES) > 0
+    assert space.derived.count_rows(store.EDGES) > 0
 
 
 async def test_workspace_falls_back_to_plain_before_curation(client, server):
@@ -96,7 +96,7 @@ async def test_workspace_falls_back_to_plain_before_curation(client, server):
 def _view(snap) -> dict:
     return {
         "ids": {s: sorted(v) for s, v in snap.ids.items()},
-        "threads": {t: {c: str(v) for c, v in r.items()} for t, r in snap.threads.items()},
+        "threads": {t: {c: str(v) for c, v in r.as_dict(vector=False).items()} for t, r in snap.threads.items()},
         "unit_thread": snap.unit_thread,
         "adj": {s: {t: sorted(nb) for t, nb in a.items() if nb} for s, a in snap.adj.items()},
         "counts": snap.counts,
@@ -110,7 +110,7 @@ async def test_snapshot_is_patched_by_curation_and_equals_a_fresh_read(client, s
                                                 "session_time": "2024-05-01T10:00:00"}))
     assert rt.curation.wait_idle(60)
     space = rt.space("default")
-    graph.declare(space)
+    store.declare(space)
     first = cache.snapshot(cache.of(rt.context("default")), space)
     payload(await client.call_tool("remember", {"messages": msgs(POTTERY, "b"), "session_id": "s2",
                                                 "session_time": "2024-06-01T10:00:00"}))
@@ -120,7 +120,7 @@ async def test_snapshot_is_patched_by_curation_and_equals_a_fresh_read(client, s
     payload(await client.call_tool("remember", {"messages": more, "session_id": "s1"}))
     assert rt.curation.wait_idle(60)                  # s1 is segmented again: threads replaced
     patched = cache.snapshot(cache.of(rt.context("default")), space)
-    assert patched is not first and any(t["session_id"] == "s2" for t in patched.threads.values())
+    assert patched is not first and any(t.session_id == "s2" for t in patched.threads.values())
     assert patched.units is first.units                # patched in place of a re-read
     cache.of(rt.context("default")).invalidate()
     fresh = cache.snapshot(cache.of(rt.context("default")), space)
@@ -140,7 +140,7 @@ async def test_a_recall_during_curation_keeps_the_snapshot_and_a_failed_write_re
     snap = cache.snapshot(snaps, space)
     t = next(iter(snap.threads.values()))
     with snaps.writing():                            # this process is half-way through a write
-        space.derived.delete_rows(graph.THREADS, {"id": [t["id"]]})
+        space.derived.delete_rows(store.THREADS, {"id": [t.id]})
         assert cache.snapshot(snaps, space) is snap   # not a re-read of the half-written graph
     fresh = cache.snapshot(snaps, space)             # the write "failed": no note, counts moved
-    assert fresh is not snap and t["id"] not in fresh.threads
+    assert fresh is not snap and t.id not in fresh.threads
