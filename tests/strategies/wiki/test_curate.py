@@ -242,7 +242,7 @@ def test_one_recalls_reads_are_shared_by_its_attempts(rt, monkeypatch):
         {r["id"]: str(r) for r in space.derived.rows(store.TRAJ, eq={"id": ids}, columns=TRAJ_COLS)}
     calls = []
     space_rows = space.derived.rows
-    monkeypatch.setattr(space, "rows", lambda *a, **k: calls.append(a) or space_rows(*a, **k))
+    monkeypatch.setattr(space.derived, "rows", lambda *a, **k: calls.append(a) or space_rows(*a, **k))
     assert len(reads.trajectories(ids, TRAJ_COLS)) == len(ids) and calls == []   # this recall's
 
 
