@@ -74,14 +74,32 @@ class LogsMixin(SpaceParts):
         return sess.session_time if sess is not None else None
 
     def put_session(self, session: Session) -> None:
+        self._merge_session(session, None)
+
+    def claim_session(self, session: Session, stored: int | None) -> bool:
+        """Write the session's row only if the stored row still counts ``stored`` messages
+        (None: only if there is no row yet); True if written. A compare-and-set across
+        processes with no lock in common (an object-store home): LanceDB evaluates the
+        condition again on the newest version when the commit conflicts with another
+        process's, so of two writers numbering new messages after the same stored ones, one
+        wins and the other reads again."""
+        cond = "target.n_messages < 0" if stored is None else f"target.n_messages = {int(stored)}"
+        return self._merge_session(session, cond)
+
+    def _merge_session(self, session: Session, where: str | None) -> bool:
+        import pyarrow as pa
+
         row = dict(session.as_dict(), namespace=self.namespace, updated_at=self.now())
         tbl = self.table("sessions", SESSIONS, create=True)
+        data = pa.Table.from_pylist([row], schema=SESSIONS)   # its key is not nullable
         with self.writing():
             self.rewrote(tbl)
-            retrying(lambda: tbl.merge_insert("session_id").when_matched_update_all()
-                     .when_not_matched_insert_all().execute([row]), "session", table=tbl)
+            got = retrying(lambda: tbl.merge_insert("session_id")
+                           .when_matched_update_all(where=where)
+                           .when_not_matched_insert_all().execute(data), "session", table=tbl)
         self.touch_copy("sessions")
         self.after_write("sessions")
+        return got.num_updated_rows + got.num_inserted_rows > 0
 
     def list_sessions(self) -> list[Session]:
         tbl = self.table("sessions")
