@@ -2,12 +2,13 @@
 local disk, through the same code as the tools.
 
     python -m trimem.bench.s3 --sessions 20 --queries 20
+    python -m trimem.bench.s3 --procs 2 --exchanges 30 --queries 10   # two machines, s3_procs.py
 
 Needs ``pip install "moto[server]"``. moto keeps objects in memory and answers on loopback, so
 the S3 figures show the cost of the object-store protocol (many small GET / PUT / LIST per
 commit and per search), not of a network: a real bucket adds its round-trip time to each request.
 Also checks that the endpoint refuses an overwrite with ``If-None-Match: *`` (the conditional
-put Lance commits with).
+put Lance commits with); the double makes such puts atomic, as S3's are (``moto_s3.py``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 
 def _pct(xs, p):
@@ -57,33 +59,36 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--queries", type=int, default=20)
+    ap.add_argument("--procs", type=int, default=1,
+                    help="2 or more: that many worker processes on one bucket (bench/s3_procs.py)")
+    ap.add_argument("--exchanges", type=int, default=30, help="with --procs: per worker")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)   # s3_procs.py starts its workers so
+    ap.add_argument("--names", help=argparse.SUPPRESS)
+    ap.add_argument("--barriers", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    import boto3
-    from moto.server import ThreadedMotoServer
+    if args.worker:
+        from .s3_procs import worker
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    srv.start()
-    import logging
+        worker(args.worker, args.names.split(","), args.exchanges, args.queries,
+               Path(args.barriers), Path(args.out))
+        return
+    if args.procs > 1:
+        from .s3_procs import run
 
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    endpoint = f"http://127.0.0.1:{port}"
-    os.environ.update(AWS_ENDPOINT=endpoint, AWS_ACCESS_KEY_ID="testing",
-                      AWS_SECRET_ACCESS_KEY="testing", AWS_REGION="us-east-1", AWS_ALLOW_HTTP="true")
-    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
-    s3.create_bucket(Bucket="bench")
-    s3.put_object(Bucket="bench", Key="probe", Body=b"1")
-    try:
-        s3.put_object(Bucket="bench", Key="probe", Body=b"2", IfNoneMatch="*")
-        conditional = "overwrite allowed (conditional put NOT honoured)"
-    except s3.exceptions.ClientError as exc:
-        conditional = f"refused ({exc.response['Error']['Code']})"
-    out = {"date": time.strftime("%Y-%m-%d"), "if_none_match_overwrite": conditional,
-           "disk": run_one(tempfile.mkdtemp(prefix="trimem-s3bench-"), args.sessions, args.queries),
-           "s3_moto": run_one("s3://bench/trimem", args.sessions, args.queries)}
-    srv.stop()
+        report = run(args.procs, args.exchanges, args.queries)
+        print(json.dumps(report, indent=2, default=str))
+        sys.exit(0 if report["ok"] else 1)
+    from .moto_s3 import MotoS3
+
+    with MotoS3() as s3:
+        s3.client().create_bucket(Bucket="bench")
+        conditional = s3.probe_conditional("bench")
+        os.environ.update(s3.env_for())
+        out = {"date": time.strftime("%Y-%m-%d"), "if_none_match_overwrite": conditional,
+               "disk": run_one(tempfile.mkdtemp(prefix="trimem-s3bench-"), args.sessions,
+                               args.queries),
+               "s3_moto": run_one("s3://bench/trimem", args.sessions, args.queries)}
     print(json.dumps(out, indent=2))
 
 

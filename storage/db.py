@@ -285,8 +285,9 @@ class Store:
 
     def set_meta(self, key: str, value: str) -> None:
         tbl = self.open_table("_meta", META)
+        data = pa.Table.from_pylist([{"key": key, "value": value}], schema=META)
         retrying(lambda: tbl.merge_insert("key").when_matched_update_all()
-                 .when_not_matched_insert_all().execute([{"key": key, "value": value}]), "meta", table=tbl)
+                 .when_not_matched_insert_all().execute(data), "meta", table=tbl)
 
     def _migrate(self) -> None:
         current = int(self.get_meta("schema_version") or 0)
@@ -303,14 +304,16 @@ class Store:
     def register_namespace(self, namespace: str) -> None:
         tbl = self.open_table("_namespaces", NAMESPACES)
         row = {"name": namespace, "key": namespace_key(namespace), "created_at": utcnow()}
-        retrying(lambda: tbl.merge_insert("name").when_not_matched_insert_all().execute([row]),
+        data = pa.Table.from_pylist([row], schema=NAMESPACES)
+        retrying(lambda: tbl.merge_insert("name").when_not_matched_insert_all().execute(data),
                  "register namespace", table=tbl)
 
     def namespaces(self) -> list[str]:
         tbl = self.open_table("_namespaces")
         if tbl is None:
             return []
-        return sorted(r["name"] for r in tbl.search().select(["name"]).limit(None).to_list())
+        # a set: a registry created before its name was a key may hold a name twice
+        return sorted({r["name"] for r in tbl.search().select(["name"]).limit(None).to_list()})
 
     def space(self, namespace: str) -> Space:
         """The handle for one namespace (cached)."""

@@ -57,8 +57,13 @@ def passages_schema(dim: int) -> pa.Schema:
     ])
 
 
+# ``session_id`` is the sessions table's (unenforced) primary key: LanceDB then detects two
+# processes inserting one new session at once (the later commit is tried again and finds the
+# row), which a bucket, without the local folder's cross-process lock, otherwise lets through as
+# two rows. Tables created before keep their schema (and the race).
+PRIMARY_KEY = {b"lance-schema:unenforced-primary-key:position": b"1"}
 SESSIONS = pa.schema([
-    ("session_id", pa.string()),
+    pa.field("session_id", pa.string(), nullable=False, metadata=PRIMARY_KEY),
     ("namespace", pa.string()),
     ("session_time", TS),
     ("first_ts", TS),
@@ -155,8 +160,12 @@ def memories_schema(dim: int) -> pa.Schema:
     ]))
 
 
-META = pa.schema([("key", pa.string()), ("value", pa.string())])
-NAMESPACES = pa.schema([("name", pa.string()), ("key", pa.string()), ("created_at", TS)])
+# keyed like the sessions (PRIMARY_KEY): two processes opening a new bucket, or writing a new
+# namespace's first message, at once store one row, not two
+META = pa.schema([pa.field("key", pa.string(), nullable=False, metadata=PRIMARY_KEY),
+                  ("value", pa.string())])
+NAMESPACES = pa.schema([pa.field("name", pa.string(), nullable=False, metadata=PRIMARY_KEY),
+                        ("key", pa.string()), ("created_at", TS)])
 
 # version -> migration(store). Version 1 is the initial layout: tables are created on demand,
 # so there is nothing to rewrite. A later version appends here, e.g. ``2: add_column_x``.

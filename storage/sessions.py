@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pyarrow as pa
+
 from .core import SpaceCore
 from .db import retrying, sql_in, sql_str
 from .rows import Session
@@ -31,14 +33,30 @@ class Sessions:
         return sess.session_time if sess is not None else None
 
     def put(self, session: Session) -> None:
+        self._merge(session, None)
+
+    def claim(self, session: Session, stored: int | None) -> bool:
+        """Write the session's row only if the stored row still counts ``stored`` messages
+        (None: only if there is no row yet); True if written. A compare-and-set across
+        processes with no lock in common (an object-store home): LanceDB evaluates the
+        condition again on the newest version when the commit conflicts with another
+        process's, so of two writers numbering new messages after the same stored ones, one
+        wins and the other reads again."""
+        cond = "target.n_messages < 0" if stored is None else f"target.n_messages = {int(stored)}"
+        return self._merge(session, cond)
+
+    def _merge(self, session: Session, where: str | None) -> bool:
         row = dict(session.as_dict(), namespace=self.core.namespace, updated_at=self.core.now())
         tbl = self.core.table("sessions", SESSIONS, create=True)
+        data = pa.Table.from_pylist([row], schema=SESSIONS)   # its key is not nullable
         with self.core.writing():
             self.core.rewrote(tbl)
-            retrying(lambda: tbl.merge_insert("session_id").when_matched_update_all()
-                     .when_not_matched_insert_all().execute([row]), "session", table=tbl)
+            got = retrying(lambda: tbl.merge_insert("session_id")
+                           .when_matched_update_all(where=where)
+                           .when_not_matched_insert_all().execute(data), "session", table=tbl)
         self.core.touch_copy("sessions")
         self.core.after_write("sessions")
+        return got.num_updated_rows + got.num_inserted_rows > 0
 
     def all(self) -> list[Session]:
         tbl = self.core.table("sessions")

@@ -6,6 +6,9 @@ acknowledgement point), then the audit entry. What comes before the lock is
 from __future__ import annotations
 
 import logging
+import random
+import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..storage.rows import Session
@@ -20,6 +23,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 LOCK_TRIES = 3   # the locked check-and-write, again after losing the lock while stopped
+RACE_TRIES = 50  # ... after another process claimed the session's next messages first
 
 
 def committed(rt: Runtime, call: Call, prep: Prep, curates: bool) -> tuple[list[dict], list[str]]:
@@ -31,7 +35,8 @@ def committed(rt: Runtime, call: Call, prep: Prep, curates: bool) -> tuple[list[
     space, sid, ns = rt.space(call.ns), call.sid, call.ns
     new_rows: list[dict] = prep.candidates
     memory_ids: list[str] = []
-    for attempt in range(LOCK_TRIES):
+    attempt, raced = 0, 0
+    while attempt < LOCK_TRIES:
         try:
             # one hold of the lock for the checks, the writes and the audit entry
             with space.store.write_lock(ns) as held:
@@ -56,10 +61,21 @@ def committed(rt: Runtime, call: Call, prep: Prep, curates: bool) -> tuple[list[
                 _audit(space, sid, new_rows, len(call.rows) - len(new_rows), memory_ids)
             break
         except LockLost:   # stopped while holding the lock, which another process took over
-            if attempt == LOCK_TRIES - 1:
+            attempt += 1
+            if attempt == LOCK_TRIES:
                 raise
             log.warning("remember: lost the namespace lock while stopped; checking again")
+        except SessionRaced:   # another process numbered messages of this session first
+            raced += 1
+            if raced == RACE_TRIES:
+                raise
+            time.sleep(random.uniform(0.0, min(0.5, 0.02 * raced)))
     return new_rows, memory_ids
+
+
+class SessionRaced(RuntimeError):
+    """Another process wrote the session's row since this call read it (no lock is shared
+    across processes on an object-store home): read what is stored again and renumber."""
 
 
 def _audit(space: Space, sid: str, new_rows: list[dict], already: int,
@@ -84,6 +100,12 @@ def _write(space: Space, sid: str, stime, session: Session | None, offset: int, 
         if held is not None:
             held.check()
 
+    # without a lock across processes (an object-store home, ``held`` None there) the row
+    # count is claimed: numbered after what the session row says unless fewer are stored
+    shared = "://" in space.store.uri
+    counted = session.n_messages if session is not None else None
+    if shared:
+        offset = max(offset, counted or 0)
     now = space.now()
     times, passages = _numbered(new_rows, passages, sid, offset, stime, now)
     # Write order, for crash safety and honest errors: what only describes or derives from the
@@ -97,14 +119,22 @@ def _write(space: Space, sid: str, stime, session: Session | None, offset: int, 
     # session_time, else the session's stored time (for a new session: its earliest message)
     memory_ids = (store_curated(space, plan, sid, by_ref, cur_vecs, stime or session_time)
                   if plan is not None else [])
-    space.sessions.put(_session_row(session, sid, session_time, times, offset + len(new_rows),
-                                   curates, now))
+    row = _session_row(session, sid, session_time, times, offset + len(new_rows), curates, now)
+    if not shared:
+        space.sessions.put(row)
+    elif not space.sessions.claim(row, counted):
+        raise SessionRaced(sid)
     try:
         check()
         space.sources.add(new_rows, passages)
     except BaseException:   # nothing was stored: the session row must not claim otherwise
         try:
-            space.sessions.put(session) if session is not None else space.sessions.delete([sid])
+            if shared:   # unless another process has numbered more messages after these
+                space.sessions.claim(session or replace(row, n_messages=offset), row.n_messages)
+            elif session is not None:
+                space.sessions.put(session)
+            else:
+                space.sessions.delete([sid])
         except Exception as exc:
             log.error("remember: could not restore session %s after a failed write: %s", sid, exc)
         raise

@@ -1,6 +1,6 @@
 """The S3 double keeps S3's promise that Lance's commits rely on: of several concurrent
 ``PutObject`` calls with ``If-None-Match: *`` on one key, exactly one succeeds and the others get
-412. moto alone checks and then writes in two steps (conftest.atomic_conditional_puts); the check
+412. moto alone checks and then writes in two steps (bench/moto_s3.atomic_conditional_puts); the check
 here widens that gap, so without the fix more than one writer wins (checked: all four, in the
 first trial)."""
 
