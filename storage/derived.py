@@ -24,7 +24,7 @@ from .db import ensure_index, retrying, sql_in, sql_str
 from .fts import match_rows
 from .locks import LockBusy
 from .ranking import TIE_EXTRA, fts_config
-from .schema import compressed
+from .schema import DERIVED_FLOAT, compressed
 
 log = logging.getLogger(__name__)
 # a search that finds a derived table's full-text index missing builds it under the namespace's
@@ -45,14 +45,14 @@ def model_bound(schema: pa.Schema) -> bool:
 
 
 def sized(schema: pa.Schema, dim: int | None) -> pa.Schema:
-    """``schema`` with its ``vector`` column as ``dim`` float32s (a strategy declares that a
-    table has vectors, the namespace's bound model says how long they are) and its strings and
-    bytes compressed on disk (``schema.compressed``)."""
+    """``schema`` with its ``vector`` column as ``dim`` float16s (``schema.DERIVED_FLOAT``; a
+    strategy declares that a table has vectors, the namespace's bound model says how long they
+    are) and its strings and bytes compressed on disk (``schema.compressed``)."""
     schema = compressed(schema)
     i = schema.get_field_index("vector")
     if i < 0 or dim is None:
         return schema
-    return schema.set(i, pa.field("vector", pa.list_(pa.float32(), dim)))
+    return schema.set(i, pa.field("vector", pa.list_(DERIVED_FLOAT, dim)))
 
 
 def _where(eq: dict[str, Any] | None, extra: str | None = None,

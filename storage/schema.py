@@ -19,6 +19,16 @@ SCHEMA_VERSION = 1
 
 TS = pa.timestamp("us", tz="UTC")
 
+# The vectors of what strategies derive (memories, and every derived table with a ``vector``
+# column: threads, pages, trajectories ...) are stored as float16: half the bytes of float32
+# (a 384-d vector 768 bytes instead of 1,536; the memories table held 2.2 rows a stored turn,
+# its vectors 3.4 KB a turn). Readers get float32 (``snapshot.matrix``, the rows' ``vector``),
+# LanceDB searches a float16 column with a float32 query and builds its HNSW index over it. The
+# messages' own vectors (``sources``, ``passages``) stay float32: they are the evidence every
+# search ranks first. A table created before keeps its float32 column: writes follow the
+# table's schema, so an old store works unchanged.
+DERIVED_FLOAT = pa.float16()
+
 
 def sources_schema(dim: int) -> pa.Schema:
     """Raw messages: immutable, embedded, full-text indexed. Everything recalled cites these."""
@@ -156,7 +166,7 @@ def memories_schema(dim: int) -> pa.Schema:
         ("lineage", pa.string()),           # JSON: derived_from / merged_into / superseded_by / history
         ("embed_model", pa.string()),
         ("created_at", TS),
-        ("vector", pa.list_(pa.float32(), dim)),
+        ("vector", pa.list_(DERIVED_FLOAT, dim)),   # half precision: see DERIVED_FLOAT
     ]))
 
 

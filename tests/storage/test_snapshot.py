@@ -149,7 +149,10 @@ def test_derived_tables_copies_filter_and_search_as_lancedb_does(tmp_path):
         a = copy.derived.nearest("pages", q, 7, eq, columns=["id", "key"])
         b = lance.derived.nearest("pages", q, 7, eq, columns=["id", "key"])
         assert [r["id"] for r in a] == [r["id"] for r in b], eq
-        assert np.allclose([r["similarity"] for r in a], [r["similarity"] for r in b], atol=1e-5)
+        # derived vectors are stored as float16 (schema.DERIVED_FLOAT): the copy computes over
+        # them in float32, LanceDB in its own precision; the order is the same, the scores agree
+        # to within float16's rounding (~1e-4 on a cosine of unit vectors)
+        assert np.allclose([r["similarity"] for r in a], [r["similarity"] for r in b], atol=1e-3)
     copy.derived.delete_rows("pages", {"key": "k1"})
     assert copy.derived.rows("pages", eq={"key": "k1"}) == []
 
