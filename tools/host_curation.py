@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..strategies import registry
@@ -191,7 +191,7 @@ def rewrite_merge(env, row: Memory, text: str, by: str) -> None:
     text = text[:S.MERGED_MAX_CHARS]
     history = [*row.lineage.get("history", []),
                {"at": env.space.now().isoformat(), "op": "merged_text", "by": by}]
-    env.space.memories.add([dict(row.as_dict(), text=text,
-                                 body=dict(row.body, merged_text_by=by, written_by=by),
-                                 lineage=dict(row.lineage, history=history),
-                                 vector=env.embed([text])[0])])
+    env.space.memories.add([replace(row, text=text,
+                                    body=dict(row.body, merged_text_by=by, written_by=by),
+                                    lineage=dict(row.lineage, history=history),
+                                    vector=env.embed([text])[0])])

@@ -32,7 +32,7 @@ CHILD = textwrap.dedent("""
                                 speaker="assistant", ref="r2")], "s1", None, "default")
     rt.curation.wait_idle()   # the heuristic curation first, as a host's answer comes later
     env = rt.env("default")
-    assert {r["origin"] for r in session_rows(env.space, "s1")} == {"heuristic"}
+    assert {r.origin for r in session_rows(env.space, "s1")} == {"heuristic"}
     real = Memories.add
 
     def add_then_die(self, rows, *a, **kw):   # the first commit lands, then the process dies
@@ -56,7 +56,7 @@ def test_a_kill_during_the_replacement_leaves_one_curation(tmp_path):
     assert done.returncode == -9, done.stderr[-2000:]
     rt = Runtime(Settings(home=str(home), curation=False).to_config())
     try:
-        origins = sorted(r["origin"] for r in session_rows(rt.space("default"), "s1"))
+        origins = sorted(r.origin or "" for r in session_rows(rt.space("default"), "s1"))
     finally:
         rt.close(10)
     print("the session's curation after the kill:", origins)

@@ -9,6 +9,7 @@ import pytest
 
 from trimem.storage import Session, StorageError, open_store
 from trimem.storage.db import namespace_key, sql_str
+from trimem.storage.rows import Memory
 from trimem.storage.schema import SCHEMA_VERSION
 
 
@@ -147,9 +148,9 @@ def test_memories_get_scalar_indexes_and_later_rows_are_still_found(tmp_path):
     now = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
     def mem(i, kind):
-        return {"id": f"mem_{i}", "kind": kind, "origin": "heuristic", "session_id": "s",
-                "timestamp": now, "text": f"memory {i}", "body": {}, "source_ids": [],
-                "refs": [], "lineage": {}, "created_at": now, "vector": emb([f"memory {i}"])[0]}
+        return Memory(id=f"mem_{i}", kind=kind, origin="heuristic", session_id="s",
+                      timestamp=now, text=f"memory {i}", source_ids=[], refs=[], created_at=now,
+                      vector=emb([f"memory {i}"])[0])
 
     sp.memories.add([mem(0, "episode"), mem(1, "fact")])
     assert {"id_idx", "kind_idx", "status_idx"} <= {ix.name for ix in sp.table("memories").list_indices()}

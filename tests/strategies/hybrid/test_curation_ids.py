@@ -21,11 +21,11 @@ TUPLES = [{"subject": "A", "relation": "plans", "object": "a trip", "context": "
 def test_the_same_curation_gets_the_same_ids_and_twins_stay_apart():
     a = build_rows(EPISODES, TUPLES, "s1", NOW, "heuristic", NOW)
     b = build_rows(EPISODES, TUPLES, "s1", NOW, "heuristic", datetime.now(timezone.utc))
-    assert [r["id"] for r in a] == [r["id"] for r in b]
-    assert len({r["id"] for r in a}) == 3            # two equal tuples at two positions
+    assert [r.id for r in a] == [r.id for r in b]
+    assert len({r.id for r in a}) == 3            # two equal tuples at two positions
     other = build_rows(EPISODES, TUPLES, "s2", NOW, "heuristic", NOW)
     sampled = build_rows(EPISODES, TUPLES, "s1", NOW, "sampled", NOW)
-    assert not {r["id"] for r in a} & ({r["id"] for r in other} | {r["id"] for r in sampled})
+    assert not {r.id for r in a} & ({r.id for r in other} | {r.id for r in sampled})
 
 
 def test_a_second_identical_sampled_curation_keeps_one_copy(server):
@@ -45,4 +45,4 @@ def test_a_second_identical_sampled_curation_keeps_one_copy(server):
     again = replace_session(env, "s1", eps, tps, "host-model")
     rows = session_rows(env.space, "s1")
     assert first["added"] == 2 and again["origin"] is None   # a sampled session is kept as is
-    assert sorted(r["origin"] for r in rows) == ["sampled", "sampled"]
+    assert sorted(r.origin or "" for r in rows) == ["sampled", "sampled"]
