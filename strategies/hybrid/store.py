@@ -23,6 +23,7 @@ from ..base import spoken
 from ..ids import stable_id
 from ...storage.rows import Memory
 from . import heuristics
+from .items import Episode, Fact
 from ...providers.base import ProviderError
 from ...providers.llm_none import is_none
 from .llm_curate import curate_session as llm_session
@@ -51,34 +52,34 @@ def llm_usable(llm: LLM | None) -> TypeGuard[LLM]:
     return not is_none(llm)
 
 
-def tuple_text(t: dict) -> str:
-    text = t["text"]
-    missing = [d for d in t.get("dates") or [] if d not in text]
+def tuple_text(t: Fact) -> str:
+    text = t.text
+    missing = [d for d in t.dates or [] if d not in text]
     return text + (f" (on {', '.join(missing)})" if missing else "")
 
 
-def build_rows(episodes: list[dict], tuples: list[dict], session_id: str, when, origin: str,
+def build_rows(episodes: list[Episode], tuples: list[Fact], session_id: str, when, origin: str,
                now, written_by: str | None = None) -> list[Memory]:
     """The memories of one session's curation (without their vectors: ``write`` embeds them)."""
     by = {"written_by": written_by or origin}
     rows = []
     # ids from what the row says and where it sits in the curation, not random: the same
     # curation of the same session names its rows alike in any home (ties rank alike)
-    def row(prefix: str, n: int, kind: str, text: str, body: dict, item: dict) -> Memory:
-        return Memory(id=stable_id(prefix, origin, session_id, str(n), text, *item["source_ids"]),
+    def row(prefix: str, n: int, kind: str, text: str, body: dict, item: Episode | Fact) -> Memory:
+        return Memory(id=stable_id(prefix, origin, session_id, str(n), text, *item.source_ids),
                       kind=kind, text=text, body={**body, "strategy": "hybrid", **by},
-                      timestamp=item.get("timestamp") or when, origin=origin,
-                      session_id=session_id, source_ids=list(item["source_ids"]),
-                      refs=[r for r in item["refs"] if r], status="active", created_at=now,
+                      timestamp=item.timestamp or when, origin=origin,
+                      session_id=session_id, source_ids=list(item.source_ids),
+                      refs=[r for r in item.refs if r], status="active", created_at=now,
                       lineage={"history": [{"at": now.isoformat(), "op": "created", "by": origin}]})
 
     for n, e in enumerate(episodes):
-        rows.append(row("epi", n, "episode", e["details"] or e["summary"],
-                        {"title": e["title"], "summary": e["summary"], "details": e["details"]}, e))
+        rows.append(row("epi", n, "episode", e.details or e.summary,
+                        {"title": e.title, "summary": e.summary, "details": e.details}, e))
     for n, t in enumerate(tuples):
         rows.append(row("fct", n, "fact", tuple_text(t),
-                        {"subject": t["subject"], "relation": t["relation"], "object": t["object"],
-                         "context": t["context"], "dates": t.get("dates") or []}, t))
+                        {"subject": t.subject, "relation": t.relation, "object": t.object,
+                         "context": t.context, "dates": t.dates or []}, t))
     return rows
 
 
@@ -121,7 +122,7 @@ def write(env: Env, rows: list[Memory], replacing: dict[str, list[str]] | None =
         env.space.memories.add([r.with_vector(v) for r, v in zip(rows, vecs)], replacing)
 
 
-def replace_session(env: Env, session_id: str, episodes: list[dict], tuples: list[dict],
+def replace_session(env: Env, session_id: str, episodes: list[Episode], tuples: list[Fact],
                     written_by: str) -> dict:
     """Store the host model's curation of a session (``origin="sampled"``) in place of the
     heuristic / LLM rows it had; a session the host itself curated is left alone."""

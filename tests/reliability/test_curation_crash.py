@@ -21,6 +21,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     from trimem.server.settings import Settings
     from trimem.storage.memories import Memories
+    from trimem.strategies.hybrid.items import Episode, Fact
     from trimem.strategies.hybrid.store import replace_session, session_rows
     from trimem.tools.remember import Message, remember
     from trimem.tools.runtime import Runtime
@@ -40,10 +41,10 @@ CHILD = textwrap.dedent("""
         os.kill(os.getpid(), signal.SIGKILL)
 
     Memories.add = add_then_die
-    eps = [{"title": "t", "summary": "a trip to the coast", "details": "they plan a May trip",
-            "timestamp": None, "source_ids": out.source_ids, "refs": ["r1", "r2"]}]
-    tps = [{"subject": "Ana", "relation": "drives to", "object": "the coast", "context": "c",
-            "source_ids": out.source_ids[1:], "refs": ["r2"], "text": "Ana drives to the coast"}]
+    eps = [Episode(title="t", summary="a trip to the coast", details="they plan a May trip",
+                   source_ids=out.source_ids, refs=["r1", "r2"])]
+    tps = [Fact(subject="Ana", relation="drives to", object="the coast", context="c",
+                source_ids=out.source_ids[1:], refs=["r2"], text="Ana drives to the coast")]
     replace_session(env, "s1", eps, tps, "sampling:host-model")
     print("not killed", flush=True)
 """)

@@ -5,17 +5,19 @@ leaves one copy of each row."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 
+from trimem.strategies.hybrid.items import Episode, Fact
 from trimem.strategies.hybrid.store import build_rows
 
 NOW = datetime(2024, 5, 1, tzinfo=timezone.utc)
-EPISODES = [{"title": "t", "summary": "s", "details": "they planned the trip", "timestamp": None,
-             "source_ids": ["src_1", "src_2"], "refs": ["r1", "r2"]}]
-TUPLES = [{"subject": "A", "relation": "plans", "object": "a trip", "context": "c",
-           "source_ids": ["src_1"], "refs": ["r1"], "text": "A plans a trip"},
-          {"subject": "A", "relation": "plans", "object": "a trip", "context": "c",
-           "source_ids": ["src_1"], "refs": ["r1"], "text": "A plans a trip"}]
+EPISODES = [Episode(title="t", summary="s", details="they planned the trip", timestamp=None,
+                   source_ids=["src_1", "src_2"], refs=["r1", "r2"])]
+TUPLES = [Fact(subject="A", relation="plans", object="a trip", context="c",
+               source_ids=["src_1"], refs=["r1"], text="A plans a trip"),
+          Fact(subject="A", relation="plans", object="a trip", context="c",
+               source_ids=["src_1"], refs=["r1"], text="A plans a trip")]
 
 
 def test_the_same_curation_gets_the_same_ids_and_twins_stay_apart():
@@ -39,8 +41,8 @@ def test_a_second_identical_sampled_curation_keeps_one_copy(server):
                    "s1", None, "default")
     rt.curation.wait_idle()   # the heuristic curation first, as a host's answer comes later
     env = rt.env("default")
-    eps = [dict(EPISODES[0], source_ids=out.source_ids)]
-    tps = [dict(TUPLES[0], source_ids=out.source_ids[:1])]
+    eps = [replace(EPISODES[0], source_ids=out.source_ids)]
+    tps = [replace(TUPLES[0], source_ids=out.source_ids[:1])]
     first = replace_session(env, "s1", eps, tps, "host-model")
     again = replace_session(env, "s1", eps, tps, "host-model")
     rows = session_rows(env.space, "s1")
