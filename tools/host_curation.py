@@ -81,9 +81,8 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
     space = rt.space(namespace)
     job, parts, n_turns = HostJob(), [], 0
     origins: dict[str, set] = {}
-    for r in space.derived.rows("memories", eq={"kind": ["episode", "fact"]},
-                                columns=["session_id", "origin"]):
-        origins.setdefault(r["session_id"], set()).add(r["origin"])
+    for m in space.memories.where({"kind": ["episode", "fact"]}):
+        origins.setdefault(m.session_id, set()).add(m.origin)
     sessions = sorted(space.sessions.all(), key=lambda s: (str(s.session_time or ""), s.session_id))
     for sess in sessions:
         sid = sess.session_id
