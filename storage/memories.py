@@ -87,7 +87,7 @@ class Memories:
         """Memories whose columns hold these values (a value, or any of a list), in the table's
         order; with their vectors if ``vectors``."""
         return self._select(" AND ".join(sql_in(col, val if isinstance(val, list) else [val])
-                                         for col, val in eq.items()), eq, vectors)
+                                         for col, val in eq.items()) or "true", eq, vectors)
 
     def get(self, ids: list[str]) -> list[Memory]:
         by_id = ({r.id: r for r in self._select(sql_in("id", set(ids)), {"id": list(ids)})}

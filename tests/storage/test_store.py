@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -158,6 +159,13 @@ def test_memories_get_scalar_indexes_and_later_rows_are_still_found(tmp_path):
     assert [m.id for m in sp.memories.get(["mem_2", "mem_0", "nope"])] == ["mem_2", "mem_0"]
     found = sp.memories.vector_search("episode", emb(["memory 2"])[0], 5)
     assert found[0][0] == "mem_2" and {i for i, _ in found} == {"mem_0", "mem_2"}
+    # ``where``: rows by column values, their vectors only when asked for
+    eps = sp.memories.where({"kind": "episode", "id": ["mem_2", "mem_1", "mem_0"]}, vectors=True)
+    assert sorted(m.id for m in eps) == ["mem_0", "mem_2"] and all(m.status == "active" for m in eps)
+    assert np.allclose(next(m for m in eps if m.id == "mem_2").vector, emb(["memory 2"])[0])
+    assert all(m.vector is None for m in sp.memories.where({"kind": "fact"}))
+    with pytest.raises(ValueError, match="no vector"):   # a row is never stored without one
+        sp.memories.add([replace(mem(3, "fact"), vector=None)])
 
 
 def test_the_calibration_sample_does_not_depend_on_physical_order(tmp_path):
