@@ -80,7 +80,7 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
         return None
     space = rt.space(namespace)
     job, parts, n_turns = HostJob(), [], 0
-    origins: dict[str, set] = {}
+    origins: dict[str | None, set] = {}
     for m in space.memories.where({"kind": ["episode", "fact"]}):
         origins.setdefault(m.session_id, set()).add(m.origin)
     sessions = sorted(space.sessions.all(), key=lambda s: (str(s.session_time or ""), s.session_id))
