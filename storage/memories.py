@@ -35,20 +35,15 @@ class Memories:
         """The table, or None while it does not exist."""
         return self.core.table("memories")
 
-    def add(self, rows: list[dict], replacing: dict[str, list[str]] | None = None) -> None:
-        """Upsert ``rows``. ``replacing`` ({"session_id": [id], "origin": [...], "kind": [...]}):
+    def add(self, rows: list[Memory], replacing: dict[str, list[str]] | None = None) -> None:
+        """Upsert ``rows`` (each with its vector; ``namespace`` and ``embed_model`` are set
+        here). ``replacing`` ({"session_id": [id], "origin": [...], "kind": [...]}):
         in the same commit, delete that session's rows of those origins and kinds that ``rows``
         does not hold (a curation replacing another: a crash leaves the old or the new, never
         both)."""
         if not rows:
             return
-        for r in rows:
-            r["namespace"] = self.core.namespace
-            r["embed_model"] = self.core.model
-            r["body"] = self.core.dumps(r.get("body") or {})
-            r["lineage"] = self.core.dumps(r.get("lineage") or {})
-            r.setdefault("status", "active")
-            r["vector"] = np.asarray(r["vector"], dtype=np.float32).tolist()
+        data = [self._stored(m) for m in rows]
         tbl = self.core.table("memories", create=True)
         self.core.encode("memories", tbl)
 
@@ -57,27 +52,42 @@ class Memories:
             if replacing:
                 m = m.when_not_matched_by_source_delete(" AND ".join(
                     sql_in(col, vals) for col, vals in sorted(replacing.items())))
-            return m.execute(rows)
+            return m.execute(data)
 
         with self.core.writing():
             self.core.rewrote(tbl)
             retrying(merge, "add memories", table=tbl)
         self.core.touch_copy("memories")
-        self.core.after_write("memories", len(rows))
+        self.core.after_write("memories", len(data))
         self.derived.scalar_indexes("memories", MEMORY_INDEXES)   # once built, once per process
 
-    def _select(self, where: str, eq: dict | None = None) -> list[Memory]:
+    def _stored(self, m: Memory) -> dict:
+        """``m`` as the table stores it: ``body`` and ``lineage`` as JSON, the vector float32."""
+        if m.vector is None:
+            raise ValueError(f"memory {m.id!r} has no vector")
+        return dict(m.as_dict(), namespace=self.core.namespace, embed_model=self.core.model,
+                    body=self.core.dumps(m.body or {}), lineage=self.core.dumps(m.lineage or {}),
+                    vector=np.asarray(m.vector, dtype=np.float32).tolist())
+
+    def _select(self, where: str, eq: dict | None = None, vectors: bool = False) -> list[Memory]:
         """Memories matching ``eq`` (served by the in-process copy when it can, ``snapshot.py``)
-        or else ``where``, the same filter as SQL."""
+        or else ``where``, the same filter as SQL; with their vectors if ``vectors``."""
         tbl = self.core.table("memories")
         if tbl is None:
             return []
         state = self.core.table_copy("memories", tbl) if eq is not None else None
         if state is not None:
             hit = np.flatnonzero(snapshot.eq_mask(state, eq))
-            return [_clean(snapshot.pick(state, int(n), MEMORY_COLUMNS, False)) for n in hit]
-        rows = tbl.search().where(where).select(MEMORY_COLUMNS).limit(None).to_list()
+            return [_clean(snapshot.pick(state, int(n), MEMORY_COLUMNS, vectors)) for n in hit]
+        cols = MEMORY_COLUMNS + ["vector"] if vectors else MEMORY_COLUMNS
+        rows = tbl.search().where(where).select(cols).limit(None).to_list()
         return [_clean(r) for r in rows if r["namespace"] == self.core.namespace]
+
+    def where(self, eq: dict[str, str | list[str]], vectors: bool = False) -> list[Memory]:
+        """Memories whose columns hold these values (a value, or any of a list), in the table's
+        order; with their vectors if ``vectors``."""
+        return self._select(" AND ".join(sql_in(col, val if isinstance(val, list) else [val])
+                                         for col, val in eq.items()) or "true", eq, vectors)
 
     def get(self, ids: list[str]) -> list[Memory]:
         by_id = ({r.id: r for r in self._select(sql_in("id", set(ids)), {"id": list(ids)})}
@@ -136,3 +146,9 @@ class Memories:
         # score come back in physical order, which differs between homes holding the same rows
         return ranked([(r["id"], 1.0 - float(r["_distance"])) for r in rows
                        if r["namespace"] == self.core.namespace], limit)
+
+    def fts_search(self, kind: str, query: str, limit: int,
+                   status: str = "active") -> list[tuple[str, float]]:
+        """BM25 over the texts of ``kind``'s memories of ``status``: (id, score), best first."""
+        hits = self.derived.text_search("memories", query, limit, eq={"kind": kind, "status": status})
+        return [(r["id"], r["bm25"]) for r in hits]

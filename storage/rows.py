@@ -9,9 +9,12 @@ wrapper of the caller's own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # The sources' columns as storage reads them (the vector aside), in the order of ``as_dict``.
 SOURCE_COLUMNS = ["id", "namespace", "session_id", "seq", "ref", "speaker", "timestamp", "text",
@@ -110,38 +113,48 @@ MEMORY_COLUMNS = ["id", "namespace", "kind", "origin", "session_id", "timestamp"
                   "source_ids", "refs", "status", "lineage", "embed_model", "created_at"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Memory:
-    """One derived memory (a row of the ``memories`` table, without its vector): an episode, a
-    fact or another kind a strategy stores, with the sources it was derived from."""
+    """One derived memory (a row of the ``memories`` table): an episode, a fact or another kind
+    a strategy stores, with the sources it was derived from. ``Memories.add`` sets
+    ``namespace`` and ``embed_model`` when it writes one, and needs its ``vector``; a read
+    carries the vector only when asked for (``vectors=True``)."""
 
     id: str
-    namespace: str
     kind: str
-    origin: str | None               # host | llm | heuristic | sampled | consolidation
-    session_id: str | None
-    timestamp: datetime | None
     text: str
-    body: dict[str, Any]             # the kind's own fields, parsed from the stored JSON
-    source_ids: list[str] | None
-    refs: list[str] | None
-    status: str | None               # active | merged | superseded
-    lineage: dict[str, Any]          # parsed from the stored JSON
-    embed_model: str | None
-    created_at: datetime | None
+    namespace: str = ""
+    origin: str | None = None        # host | llm | heuristic | sampled | consolidation
+    session_id: str | None = None
+    timestamp: datetime | None = None
+    body: dict[str, Any] = field(default_factory=dict)     # the kind's own fields (stored as JSON)
+    source_ids: list[str] | None = None
+    refs: list[str] | None = None
+    status: str | None = "active"    # active | merged | superseded
+    lineage: dict[str, Any] = field(default_factory=dict)  # stored as JSON
+    embed_model: str | None = None
+    created_at: datetime | None = None
+    # the embedding of ``text`` (as LanceDB returns it, or as an embedder made it); not compared
+    vector: list[float] | np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> Memory:
         """From a row as LanceDB returns it, ``body`` and ``lineage`` already parsed."""
-        return cls(row["id"], row.get("namespace") or "", row["kind"], row.get("origin"),
-                   row.get("session_id"), row.get("timestamp"), row.get("text") or "",
-                   row.get("body") or {}, row.get("source_ids"), row.get("refs"),
-                   row.get("status"), row.get("lineage") or {}, row.get("embed_model"),
-                   row.get("created_at"))
+        return cls(id=row["id"], namespace=row.get("namespace") or "", kind=row["kind"],
+                   origin=row.get("origin"), session_id=row.get("session_id"),
+                   timestamp=row.get("timestamp"), text=row.get("text") or "",
+                   body=row.get("body") or {}, source_ids=row.get("source_ids"),
+                   refs=row.get("refs"), status=row.get("status"),
+                   lineage=row.get("lineage") or {}, embed_model=row.get("embed_model"),
+                   created_at=row.get("created_at"), vector=row.get("vector"))
 
     def with_source_ids(self, source_ids: list[str]) -> Memory:
         return replace(self, source_ids=source_ids)
 
+    def with_vector(self, vector: list[float] | np.ndarray) -> Memory:
+        return replace(self, vector=vector)
+
     def as_dict(self) -> dict[str, Any]:
-        """The row by column name (``body`` and ``lineage`` parsed): what a tool shows of it."""
+        """The row by column name (``body`` and ``lineage`` parsed, no vector): what a tool
+        shows of it."""
         return {k: getattr(self, k) for k in MEMORY_COLUMNS}

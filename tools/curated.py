@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..storage.rows import Memory
 from ..strategies.ids import stable_id
 from . import validate as v
 from .errors import ToolFailure
@@ -102,17 +103,14 @@ def store_curated(space: Space, plan: CuratedPlan, session_id: str, by_ref: dict
         if mid in held:
             continue
         held.add(mid)
-        rows.append({
-            "id": mid,
-            "kind": m["kind"],
-            "origin": "host", "session_id": session_id, "timestamp": m["timestamp"] or session_time or now,
-            "text": m["text"], "body": m["body"], "refs": m["refs"],
-            "source_ids": [by_ref[r] for r in m["refs"]], "status": "active",
-            "lineage": {"history": [{"at": now.isoformat(), "op": "created", "by": "host"}]},
-            "created_at": now, "vector": vec,
-        })
+        rows.append(Memory(
+            id=mid, kind=m["kind"], origin="host", session_id=session_id,
+            timestamp=m["timestamp"] or session_time or now, text=m["text"], body=m["body"],
+            refs=m["refs"], source_ids=[by_ref[r] for r in m["refs"]], status="active",
+            lineage={"history": [{"at": now.isoformat(), "op": "created", "by": "host"}]},
+            created_at=now, vector=vec))
     space.memories.add(rows)
-    return [r["id"] for r in rows]
+    return [r.id for r in rows]
 
 
 def memory_id(namespace: str, session_id: str, m: dict) -> str:

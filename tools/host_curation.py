@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..strategies import registry
@@ -80,10 +80,9 @@ def plan_job(rt: Runtime, namespace: str) -> HostJob | None:
         return None
     space = rt.space(namespace)
     job, parts, n_turns = HostJob(), [], 0
-    origins: dict[str, set] = {}
-    for r in space.derived.rows("memories", eq={"kind": ["episode", "fact"]},
-                                columns=["session_id", "origin"]):
-        origins.setdefault(r["session_id"], set()).add(r["origin"])
+    origins: dict[str | None, set] = {}
+    for m in space.memories.where({"kind": ["episode", "fact"]}):
+        origins.setdefault(m.session_id, set()).add(m.origin)
     sessions = sorted(space.sessions.all(), key=lambda s: (str(s.session_time or ""), s.session_id))
     for sess in sessions:
         sid = sess.session_id
@@ -191,7 +190,7 @@ def rewrite_merge(env, row: Memory, text: str, by: str) -> None:
     text = text[:S.MERGED_MAX_CHARS]
     history = [*row.lineage.get("history", []),
                {"at": env.space.now().isoformat(), "op": "merged_text", "by": by}]
-    env.space.memories.add([dict(row.as_dict(), text=text,
-                                 body=dict(row.body, merged_text_by=by, written_by=by),
-                                 lineage=dict(row.lineage, history=history),
-                                 vector=env.embed([text])[0])])
+    env.space.memories.add([replace(row, text=text,
+                                    body=dict(row.body, merged_text_by=by, written_by=by),
+                                    lineage=dict(row.lineage, history=history),
+                                    vector=env.embed([text])[0])])

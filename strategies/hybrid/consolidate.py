@@ -27,10 +27,10 @@ starts, never at start-up. Choices the paper leaves open:
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import warnings
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -39,6 +39,7 @@ from .rules import llm_plan, merged_text, rule_plan
 from .store import KINDS, llm_usable
 
 if TYPE_CHECKING:
+    from ...storage.rows import Memory
     from ..space_api import StrategySpace
     from ..base import Env
 
@@ -47,16 +48,10 @@ MIN_UMAP = 16
 SMALL = 4096   # umap's own cut: below it, umap computes every pairwise distance (exact neighbours)
 
 
-def _active(space: StrategySpace, kind: str) -> tuple[list[dict], np.ndarray]:
-    if space.memories.table() is None:
-        return [], np.zeros((0, 0), np.float32)
-    rows = space.derived.rows("memories", eq={"kind": kind, "status": "active"})
-    for r in rows:
-        r["body"] = json.loads(r["body"]) if r.get("body") else {}
-        r["lineage"] = json.loads(r["lineage"]) if r.get("lineage") else {}
-    rows.sort(key=lambda r: r["id"])
-    vecs = np.asarray([r["vector"] for r in rows], dtype=np.float32)
-    return rows, vecs
+def _active(space: StrategySpace, kind: str) -> tuple[list[Memory], np.ndarray]:
+    rows = sorted(space.memories.where({"kind": kind, "status": "active"}, vectors=True),
+                  key=lambda r: r.id)
+    return rows, np.asarray([r.vector for r in rows], dtype=np.float32)
 
 
 def cluster(vecs: np.ndarray, min_cluster_size: int) -> np.ndarray:
@@ -127,11 +122,11 @@ def consolidate(env: Env, dry_run: bool = False, min_cluster_size: int = 10, pro
                 log.warning("LLM consolidation of a cluster failed (%s); using rules", exc)
         if plan is None:
             plan = rule_plan(kind, rows, vecs)
-        by_id = {r["id"]: r for r in rows}
+        by_id = {r.id: r for r in rows}
         for op in plan:
             if op["op"] == "merge":   # the survivor's new text: the model's, else the rule's
                 op["merged_text"] = op.pop("text", None) or merged_text(
-                    [by_id[op["into"]]["text"]] + [by_id[i]["text"] for i in op["ids"]])
+                    [by_id[op["into"]].text] + [by_id[i].text for i in op["ids"]])
                 op["text_by"] = op.get("text_by") or "heuristic"
             ops.append(dict(op, kind=kind, cluster=g))
     if not dry_run and ops:
@@ -149,48 +144,53 @@ def consolidate(env: Env, dry_run: bool = False, min_cluster_size: int = 10, pro
             "dry_run": dry_run, "duration_s": round(time.perf_counter() - t0, 3)}
 
 
+def _logged(lineage: dict, key: str, entry: dict) -> dict:
+    """A copy of ``lineage`` with ``entry`` appended to its list ``key`` (made if absent)."""
+    return {**lineage, key: [*lineage.get(key, []), entry]}
+
+
 def apply(space: StrategySpace, ops: list[dict], embed=None) -> None:
     """Write the plan: statuses and lineage, and each survivor of a merge gets the merged text
     (re-embedded with ``embed``); the retired rows keep their texts and vectors."""
     ids = {i for op in ops for i in op["ids"] + [op["into"]]}
-    rows = {r["id"]: r for r in space.derived.rows("memories", eq={"id": sorted(ids)})}
-    for r in rows.values():
-        r["body"] = json.loads(r["body"]) if r.get("body") else {}
-        r["lineage"] = json.loads(r["lineage"]) if r.get("lineage") else {}
+    new = {r.id: r for r in space.memories.where({"id": sorted(ids)}, vectors=True)}
     now = space.now().isoformat()
     for op in ops:
-        keep = rows.get(op["into"])
-        if keep is None:
+        into = op["into"]
+        if into not in new:
             continue
         for i in op["ids"]:
-            gone = rows.get(i)
+            gone = new.get(i)
             if gone is None:
                 continue
-            lin = gone["lineage"]
+            keep = new[into]
             if op["op"] == "merge":
-                gone["status"], lin["merged_into"] = "merged", keep["id"]
-                keep["lineage"].setdefault("absorbed", []).append(
-                    {"id": i, "source_ids": gone["source_ids"], "refs": gone["refs"], "at": now})
+                gone = replace(gone, status="merged", lineage={**gone.lineage, "merged_into": into})
+                new[into] = replace(keep, lineage=_logged(keep.lineage, "absorbed", {
+                    "id": i, "source_ids": gone.source_ids, "refs": gone.refs, "at": now}))
             else:
-                gone["status"], lin["superseded_by"] = "superseded", keep["id"]
-                keep["lineage"].setdefault("supersedes", []).append({"id": i, "at": now})
-            lin.setdefault("history", []).append({"at": now, "op": op["op"], "into": keep["id"],
-                                                  "why": op["why"]})
+                gone = replace(gone, status="superseded",
+                               lineage={**gone.lineage, "superseded_by": into})
+                new[into] = replace(keep, lineage=_logged(keep.lineage, "supersedes",
+                                                          {"id": i, "at": now}))
+            new[i] = replace(gone, lineage=_logged(gone.lineage, "history", {
+                "at": now, "op": op["op"], "into": into, "why": op["why"]}))
     rewritten = []
     for op in ops:
-        keep = rows.get(op["into"])
+        keep = new.get(op["into"])
         if op["op"] != "merge" or keep is None or not op.get("merged_text"):
             continue
-        keep["lineage"].setdefault("text_before", keep["text"])
-        keep["text"] = op["merged_text"]
-        keep["body"]["merged_text_by"] = op["text_by"]
-        keep["lineage"].setdefault("history", []).append(
-            {"at": now, "op": "merged_text", "by": op["text_by"]})
-        rewritten.append(keep)
+        lin = keep.lineage if "text_before" in keep.lineage else {**keep.lineage,
+                                                                  "text_before": keep.text}
+        new[keep.id] = replace(keep, text=op["merged_text"],
+                               body={**keep.body, "merged_text_by": op["text_by"]},
+                               lineage=_logged(lin, "history", {"at": now, "op": "merged_text",
+                                                                "by": op["text_by"]}))
+        rewritten.append(keep.id)
     if rewritten and embed is not None:
-        for keep, vec in zip(rewritten, embed([k["text"] for k in rewritten])):
-            keep["vector"] = vec
-    space.memories.add(list(rows.values()))
+        for i, vec in zip(rewritten, embed([new[i].text for i in rewritten])):
+            new[i] = new[i].with_vector(vec)
+    space.memories.add(list(new.values()))
     space.log.audit("consolidate", sorted(ids), {"strategy": "hybrid", "operations": ops})
 
 
@@ -201,31 +201,29 @@ def restore(env: Env, memory_id: str) -> dict:
     ``released_from``: the survivor, which no longer lists it); an active memory is left as it
     is (``changed`` false). Users reach it through ``trimem restore MEMORY_ID``."""
     space = env.space
-    got = space.derived.rows("memories", eq={"id": memory_id})
+    got = space.memories.where({"id": memory_id}, vectors=True)
     if not got:
         raise KeyError(f"no memory {memory_id!r}")
     row = got[0]
-    row["body"], row["lineage"] = json.loads(row["body"] or "{}"), json.loads(row["lineage"] or "{}")
-    if row["status"] == "active":
+    if row.status == "active":
         return {"id": memory_id, "status": "active", "changed": False}
-    lin, now = row["lineage"], space.now().isoformat()
+    lin, now = dict(row.lineage), space.now().isoformat()
     other_id = lin.pop("merged_into", None) or lin.pop("superseded_by", None)
-    changed = [row]
-    for other in space.derived.rows("memories", eq={"id": other_id}) if other_id else []:
-        other["body"] = json.loads(other["body"] or "{}")
-        olin = other["lineage"] = json.loads(other["lineage"] or "{}")
-        for key in ("absorbed", "supersedes"):
-            olin[key] = [a for a in olin.get(key, []) if a["id"] != memory_id]
-        olin.setdefault("history", []).append({"at": now, "op": "released", "id": memory_id})
+    changed = []
+    for other in space.memories.where({"id": other_id}, vectors=True) if other_id else []:
+        olin = {**other.lineage, **{key: [a for a in other.lineage.get(key, [])
+                                          if a["id"] != memory_id]
+                                    for key in ("absorbed", "supersedes")}}
+        olin = _logged(olin, "history", {"at": now, "op": "released", "id": memory_id})
         if not olin.get("absorbed") and "text_before" in olin:   # its own text again
-            other["text"] = olin.pop("text_before")
-            other["body"].pop("merged_text_by", None)
-            other["vector"] = env.embed([other["text"]])[0]
-        changed.append(other)
-    lin.setdefault("history", []).append({"at": now, "op": "restored", "was": row["status"],
-                                          "from": other_id})
-    was, row["status"] = row["status"], "active"
-    space.memories.add(changed)
+            text = olin.pop("text_before")
+            body = {k: v for k, v in other.body.items() if k != "merged_text_by"}
+            other = replace(other, text=text, body=body, vector=env.embed([text])[0])
+        changed.append(replace(other, lineage=olin))
+    lin = _logged(lin, "history", {"at": now, "op": "restored", "was": row.status,
+                                   "from": other_id})
+    was = row.status
+    space.memories.add([replace(row, status="active", lineage=lin)] + changed)
     space.log.audit("restore", [memory_id] + ([other_id] if other_id else []),
                 {"strategy": "hybrid", "from": other_id, "was": was})
     return {"id": memory_id, "status": "active", "changed": True, "was": was,

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..speakers import addressee
 from .dates import resolve
+from .items import Episode, Fact
 from ...storage.rows import Source
 
 WINDOW, MIN_SEG, MAX_SEG = 3, 4, 14
@@ -91,7 +92,7 @@ def other_speaker(turns: list[Source], speaker: str | None) -> str | None:
     return names.most_common(1)[0][0] if names else None
 
 
-def turn_tuples(turn: Source, other: str | None, when) -> list[dict]:
+def turn_tuples(turn: Source, other: str | None, when) -> list[Fact]:
     """The tuples of one turn (``when``: the session time, to resolve relative dates)."""
     speaker = turn.speaker or "someone"
     out = []
@@ -101,8 +102,8 @@ def turn_tuples(turn: Source, other: str | None, when) -> list[dict]:
         rewritten, dates = resolve(third_person(sent, speaker, other), when)
         rel, obj = split_relation(rewritten, speaker)
         text = rewritten if rel != "said" else f"{speaker} said: {rewritten}"
-        out.append({"subject": speaker, "relation": rel, "object": obj, "context": turn.text,
-                    "dates": dates, "text": text})
+        out.append(Fact(subject=speaker, relation=rel, object=obj, context=turn.text,
+                        dates=dates, text=text, source_ids=[turn.id], refs=[turn.ref or turn.id]))
     return out
 
 
@@ -136,7 +137,7 @@ def title_of(texts: list[str], k: int = 4) -> str:
 
 
 def episode_of(turns: list[Source], vectors: np.ndarray, when, speakers: list[str],
-               to: dict[str, str | None] | None = None) -> dict:
+               to: dict[str, str | None] | None = None) -> Episode:
     """One episode from a segment's turns (with their vectors); ``to``: turn id -> the person
     it speaks to (``speakers.addressee``; default: the first other speaker)."""
     centroid = vectors.mean(axis=0)
@@ -165,13 +166,14 @@ def episode_of(turns: list[Source], vectors: np.ndarray, when, speakers: list[st
         size += len(scored[i][2]) + 1
     details = " ".join(scored[i][2] for i in sorted(keep))
     names = " & ".join(speakers[:3])
-    return {"title": f"{names}: {title_of([t.text for t in turns])}" if names
-            else title_of([t.text for t in turns]),
-            "summary": summary, "details": details}
+    return Episode(title=f"{names}: {title_of([t.text for t in turns])}" if names
+                   else title_of([t.text for t in turns]),
+                   summary=summary, details=details, source_ids=[t.id for t in turns],
+                   refs=[t.ref or t.id for t in turns])
 
 
 def curate_session(turns: list[Source], vectors: dict[str, np.ndarray], when,
-                   dim: int | None = None) -> tuple[list, list]:
+                   dim: int | None = None) -> tuple[list[Episode], list[Fact]]:
     """(episodes, tuples) of a session's turns (source rows ordered by seq); each carries the
     ``source_ids`` and ``refs`` of the turns it came from. ``dim``: the model's vector size, for
     turns without a vector (default: the size of those in ``vectors``)."""
@@ -183,15 +185,6 @@ def curate_session(turns: list[Source], vectors: dict[str, np.ndarray], when,
     dim = dim or next((len(v) for v in vectors.values()), None)
     assert dim is not None, "curate_session needs dim or vectors"   # np.zeros(None) fails anyway
     mat = np.stack([vectors.get(t.id, np.zeros(dim, np.float32)) for t in turns])
-    episodes = []
-    for a, b in segment(mat):
-        seg = turns[a:b]
-        ep = episode_of(seg, mat[a:b], when, speakers, to)
-        ep.update(source_ids=[t.id for t in seg], refs=[t.ref or t.id for t in seg])
-        episodes.append(ep)
-    tuples = []
-    for t in turns:
-        for tup in turn_tuples(t, to[t.id], when):
-            tup.update(source_ids=[t.id], refs=[t.ref or t.id])
-            tuples.append(tup)
+    episodes = [episode_of(turns[a:b], mat[a:b], when, speakers, to) for a, b in segment(mat)]
+    tuples = [tup for t in turns for tup in turn_tuples(t, to[t.id], when)]
     return episodes, tuples

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from .items import Episode, Fact
 from .llm_schema import EpisodesOut, TuplesOut, link
 from ...storage.rows import Source
 
@@ -54,10 +55,12 @@ def render_turns(turns: list[Source], when: datetime | None) -> str:
                             for t in turns)
 
 
-def curate_session(llm, turns: list[Source], when: datetime | None) -> tuple[list, list]:
-    """(episodes, tuples) in the same shape as :func:`heuristics.curate_session`, plus a
-    ``timestamp`` per item. Provider errors propagate: the caller falls back to heuristics."""
-    episodes, tuples = [], []
+def curate_session(llm, turns: list[Source],
+                   when: datetime | None) -> tuple[list[Episode], list[Fact]]:
+    """(episodes, tuples) as :func:`heuristics.curate_session` makes them, with a
+    ``timestamp`` each. Provider errors propagate: the caller falls back to heuristics."""
+    episodes: list[Episode] = []
+    tuples: list[Fact] = []
     for i in range(0, len(turns), CHUNK_TURNS):
         chunk = turns[i:i + CHUNK_TURNS]
         by_ref = {(t.ref or t.id): t for t in chunk}

@@ -20,6 +20,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 from ...storage.rows import Source
+from .items import Episode, Fact
 from ..model_bounds import first, most_episodes, most_facts
 
 M = TypeVar("M", bound=BaseModel)
@@ -127,33 +128,35 @@ def when(text: str, fallback: datetime | None) -> datetime | None:
     return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
 
 
-def _cited(refs: list[str], by_label: dict[str, Source], chunk: list[Source]) -> tuple[list, list]:
+def _cited(refs: list[str], by_label: dict[str, Source],
+           chunk: list[Source]) -> tuple[list[str], list[str]]:
     """Source ids and refs of the turns cited; none valid -> the whole chunk (coarser, still true)."""
     rows = [by_label[r] for r in dict.fromkeys(refs) if r in by_label] or chunk
     return [r.id for r in rows], [r.ref or r.id for r in rows]
 
 
 def link(episodes: list[EpisodeOut], tuples: list[TupleOut], by_label: dict[str, Source],
-         chunk: list[Source], session_time: datetime | None) -> tuple[list[dict], list[dict]]:
-    """Validated model items as the episode / tuple dicts ``store.build_rows`` writes: the
+         chunk: list[Source], session_time: datetime | None) -> tuple[list[Episode], list[Fact]]:
+    """Validated model items as the episodes and tuples ``store.build_rows`` writes: the
     first of them, as many as ``chunk`` (the turns shown) allows (``model_bounds``)."""
-    eps, tps = [], []
+    eps: list[Episode] = []
+    tps: list[Fact] = []
     for e in episodes:
         if not (e.title.strip() or e.summary.strip()):
             continue
         sids, refs = _cited(e.turn_refs, by_label, chunk)
-        eps.append({"title": e.title.strip(), "summary": e.summary.strip(),
-                    "details": e.details.strip() or e.summary.strip(),
-                    "timestamp": when(e.timestamp, session_time), "source_ids": sids, "refs": refs})
+        eps.append(Episode(title=e.title.strip(), summary=e.summary.strip(),
+                           details=e.details.strip() or e.summary.strip(),
+                           timestamp=when(e.timestamp, session_time), source_ids=sids, refs=refs))
     for t in tuples:
         if not (t.subject.strip() and t.relation.strip() and t.object.strip()):
             continue
         sids, refs = _cited(t.turn_refs, by_label, chunk)
         ts = when(t.timestamp, session_time)
-        tps.append({"subject": t.subject.strip(), "relation": t.relation.strip(),
-                    "object": t.object.strip(), "context": t.context.strip(),
-                    "dates": [ts.strftime("%-d %B %Y")] if ts else [],
-                    "text": f"{t.subject.strip()} {t.relation.strip()} {t.object.strip()}",
-                    "timestamp": ts, "source_ids": sids, "refs": refs})
+        tps.append(Fact(subject=t.subject.strip(), relation=t.relation.strip(),
+                        object=t.object.strip(), context=t.context.strip(),
+                        dates=[ts.strftime("%-d %B %Y")] if ts else [],
+                        text=f"{t.subject.strip()} {t.relation.strip()} {t.object.strip()}",
+                        timestamp=ts, source_ids=sids, refs=refs))
     return (first(eps, most_episodes(chunk), "episodes"),
             first(tps, most_facts(chunk), "relational tuples"))

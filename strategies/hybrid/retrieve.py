@@ -69,16 +69,15 @@ def search_memories(env: Env, request: RecallRequest, qv, kind: str, n: int, fts
     lexical = []
     if fts and request.query.strip():
         try:
-            lexical = space.derived.text_search("memories", request.query, n,
-                                        eq={"kind": kind, "status": "active"})
+            lexical = space.memories.fts_search(kind, request.query, n)
         except Exception:  # a missing/partial FTS index must not fail a recall
             lexical = []
-        lists["bm25"] = [r["id"] for r in lexical]
+        lists["bm25"] = [i for i, _ in lexical]
     parts = rrf(lists)
     for i, s in dense:
         parts[i]["cosine"] = round(s, 4)
-    for r in lexical:
-        parts[r["id"]]["bm25"] = round(r["bm25"], 4)
+    for i, s in lexical:
+        parts[i]["bm25"] = round(s, 4)
     order = list(parts)
     # a survivor of a merge still quotes the turns of the rows it absorbed
     rows = [r.with_source_ids(list(dict.fromkeys(list(r.source_ids or []) + [

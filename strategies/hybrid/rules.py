@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from .llm_schema import MERGED_MAX_CHARS
+from ...storage.rows import Memory
 
 DUP, DUP_EPISODE, RELATED = 0.88, 0.90, 0.75
 STATE = {"is", "was", "are", "lives", "live", "lived", "works", "work", "worked", "has", "have",
@@ -61,18 +62,24 @@ def _components(n: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
     return [c for c in comps.values() if len(c) > 1]
 
 
-def _newest(rows: list[dict], idx: list[int]) -> int:
-    return max(idx, key=lambda i: (rows[i]["timestamp"], len(rows[i]["text"]), rows[i]["id"]))
+def _newest(rows: list[Memory], idx: list[int]) -> int:
+    return max(idx, key=lambda i: (rows[i].timestamp, len(rows[i].text), rows[i].id))
 
 
-def rule_plan(kind: str, rows: list[dict], vecs: np.ndarray) -> list[dict]:
+def _seconds_apart(a: Memory, b: Memory) -> float:
+    """From ``b``'s timestamp to ``a``'s (the rows ``rule_plan`` compares are dated)."""
+    assert a.timestamp is not None and b.timestamp is not None
+    return (a.timestamp - b.timestamp).total_seconds()
+
+
+def rule_plan(kind: str, rows: list[Memory], vecs: np.ndarray) -> list[dict]:
     sims = vecs @ vecs.T
-    subj = [norm((r.get("body") or {}).get("subject", "")) for r in rows]
+    subj = [norm(r.body.get("subject", "")) for r in rows]
     ops, retired = _merges(kind, rows, sims, subj)
     return ops if kind != "fact" else ops + _supersessions(rows, sims, subj, retired)
 
 
-def _merges(kind: str, rows: list[dict], sims: np.ndarray, subj: list[str]) -> tuple[list[dict], set[int]]:
+def _merges(kind: str, rows: list[Memory], sims: np.ndarray, subj: list[str]) -> tuple[list[dict], set[int]]:
     """Near-duplicates (facts: of the same subject) merged into the newest of each group."""
     dup = DUP if kind == "fact" else DUP_EPISODE
     pairs = [(a, b) for a in range(len(rows)) for b in range(a + 1, len(rows))
@@ -82,18 +89,18 @@ def _merges(kind: str, rows: list[dict], sims: np.ndarray, subj: list[str]) -> t
         keep = _newest(rows, comp)
         gone = [i for i in comp if i != keep]
         retired.update(gone)
-        ops.append({"op": "merge", "ids": [rows[i]["id"] for i in gone], "into": rows[keep]["id"],
+        ops.append({"op": "merge", "ids": [rows[i].id for i in gone], "into": rows[keep].id,
                     "why": f"near-duplicates (cosine >= {dup})",
                     "similarity": round(float(min(sims[keep, i] for i in gone)), 4)})
     return ops, retired
 
 
-def _supersessions(rows: list[dict], sims: np.ndarray, subj: list[str], retired: set[int]) -> list[dict]:
+def _supersessions(rows: list[Memory], sims: np.ndarray, subj: list[str], retired: set[int]) -> list[dict]:
     """Facts of one subject and state relation: the newest object supersedes a related older
     one (a day or more before) that says otherwise."""
     groups: dict[tuple[str, str], list[int]] = {}
     for i, r in enumerate(rows):
-        rel, head = relation_key((r.get("body") or {}).get("relation", ""))
+        rel, head = relation_key(r.body.get("relation", ""))
         if i not in retired and head in STATE:
             groups.setdefault((subj[i], rel), []).append(i)
     ops = []
@@ -101,14 +108,14 @@ def _supersessions(rows: list[dict], sims: np.ndarray, subj: list[str], retired:
         if len(idx) < 2:
             continue
         keep = _newest(rows, idx)
-        obj = norm(rows[keep]["body"].get("object", ""))
+        obj = norm(rows[keep].body.get("object", ""))
         gone = [i for i in idx if i != keep and sims[keep, i] >= RELATED
-                and norm(rows[i]["body"].get("object", "")) != obj
-                and (rows[keep]["timestamp"] - rows[i]["timestamp"]).total_seconds() >= 86400]
+                and norm(rows[i].body.get("object", "")) != obj
+                and _seconds_apart(rows[keep], rows[i]) >= 86400]
         if gone:
             retired.update(gone)
-            ops.append({"op": "supersede", "ids": [rows[i]["id"] for i in gone],
-                        "into": rows[keep]["id"],
+            ops.append({"op": "supersede", "ids": [rows[i].id for i in gone],
+                        "into": rows[keep].id,
                         "why": f"same subject and relation ({s!r} {rel!r}), newer object"})
     return ops
 
@@ -137,12 +144,12 @@ class ClusterPlan(BaseModel):
     operations: list[Operation]
 
 
-def llm_plan(llm, kind: str, rows: list[dict]) -> list[dict]:
+def llm_plan(llm, kind: str, rows: list[Memory]) -> list[dict]:
     """The model's plan for one cluster, keeping only operations that name rows of it."""
-    listing = "\n".join(f"[{r['id']}] ({r['timestamp'].date() if r.get('timestamp') else '?'}) "
-                        f"{r['text'][:400]}" for r in rows)
+    listing = "\n".join(f"[{r.id}] ({r.timestamp.date() if r.timestamp else '?'}) "
+                        f"{r.text[:400]}" for r in rows)
     plan = llm.structured(CONSOLIDATION_PROMPT, f"{kind} entries:\n{listing}", ClusterPlan)
-    known, used, ops = {r["id"] for r in rows}, set(), []
+    known, used, ops = {r.id for r in rows}, set(), []
     for op in plan.operations:
         ids = [i for i in dict.fromkeys(op.ids) if i in known and i != op.into and i not in used]
         if op.into not in known or op.into in used or not ids:

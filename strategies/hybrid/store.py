@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from ..base import spoken
 from ..ids import stable_id
+from ...storage.rows import Memory
 from . import heuristics
+from .items import Episode, Fact
 from ...providers.base import ProviderError
 from ...providers.llm_none import is_none
 from .llm_curate import curate_session as llm_session
@@ -37,13 +39,9 @@ DERIVED_ORIGINS = ("heuristic", "llm")
 KEPT_ORIGINS = ("host", "sampled")   # written by the host (or its model): curation keeps them
 
 
-def session_rows(space: StrategySpace, session_id: str) -> list[dict]:
+def session_rows(space: StrategySpace, session_id: str) -> list[Memory]:
     """Every hybrid memory row (any status) of one session."""
-    if space.memories.table() is None:
-        return []
-    rows = space.derived.rows("memories", eq={"session_id": session_id, "kind": list(KINDS)},
-                      columns=["id", "origin", "kind", "status"])
-    return rows
+    return space.memories.where({"session_id": session_id, "kind": list(KINDS)})
 
 
 def llm_usable(llm: LLM | None) -> TypeGuard[LLM]:
@@ -54,50 +52,45 @@ def llm_usable(llm: LLM | None) -> TypeGuard[LLM]:
     return not is_none(llm)
 
 
-def tuple_text(t: dict) -> str:
-    text = t["text"]
-    missing = [d for d in t.get("dates") or [] if d not in text]
+def tuple_text(t: Fact) -> str:
+    text = t.text
+    missing = [d for d in t.dates or [] if d not in text]
     return text + (f" (on {', '.join(missing)})" if missing else "")
 
 
-def build_rows(episodes: list[dict], tuples: list[dict], session_id: str, when, origin: str,
-               now, written_by: str | None = None) -> list[dict]:
+def build_rows(episodes: list[Episode], tuples: list[Fact], session_id: str, when, origin: str,
+               now, written_by: str | None = None) -> list[Memory]:
+    """The memories of one session's curation (without their vectors: ``write`` embeds them)."""
     by = {"written_by": written_by or origin}
     rows = []
     # ids from what the row says and where it sits in the curation, not random: the same
     # curation of the same session names its rows alike in any home (ties rank alike)
-    def rid(prefix: str, n: int, text: str, item: dict) -> str:
-        return stable_id(prefix, origin, session_id, str(n), text, *item["source_ids"])
+    def row(prefix: str, n: int, kind: str, text: str, body: dict, item: Episode | Fact) -> Memory:
+        return Memory(id=stable_id(prefix, origin, session_id, str(n), text, *item.source_ids),
+                      kind=kind, text=text, body={**body, "strategy": "hybrid", **by},
+                      timestamp=item.timestamp or when, origin=origin,
+                      session_id=session_id, source_ids=list(item.source_ids),
+                      refs=[r for r in item.refs if r], status="active", created_at=now,
+                      lineage={"history": [{"at": now.isoformat(), "op": "created", "by": origin}]})
 
     for n, e in enumerate(episodes):
-        text = e["details"] or e["summary"]
-        rows.append({"id": rid("epi", n, text, e), "kind": "episode", "text": text,
-                     "body": {"title": e["title"], "summary": e["summary"], "details": e["details"],
-                              "strategy": "hybrid", **by},
-                     "timestamp": e.get("timestamp") or when, **_common(e, session_id, origin, now)})
+        rows.append(row("epi", n, "episode", e.details or e.summary,
+                        {"title": e.title, "summary": e.summary, "details": e.details}, e))
     for n, t in enumerate(tuples):
-        rows.append({"id": rid("fct", n, tuple_text(t), t), "kind": "fact", "text": tuple_text(t),
-                     "body": {"subject": t["subject"], "relation": t["relation"],
-                              "object": t["object"], "context": t["context"],
-                              "dates": t.get("dates") or [], "strategy": "hybrid", **by},
-                     "timestamp": t.get("timestamp") or when, **_common(t, session_id, origin, now)})
+        rows.append(row("fct", n, "fact", tuple_text(t),
+                        {"subject": t.subject, "relation": t.relation, "object": t.object,
+                         "context": t.context, "dates": t.dates or []}, t))
     return rows
-
-
-def _common(item: dict, session_id: str, origin: str, now) -> dict:
-    return {"origin": origin, "session_id": session_id, "source_ids": list(item["source_ids"]),
-            "refs": [r for r in item["refs"] if r], "status": "active", "created_at": now,
-            "lineage": {"history": [{"at": now.isoformat(), "op": "created", "by": origin}]}}
 
 
 def curate(env: Env, session_id: str) -> dict:
     """(Re)build the hybrid memories of one session; returns what was done (for logs/tests)."""
     space = env.space
     existing = session_rows(space, session_id)
-    stale = [r["id"] for r in existing if r["origin"] in DERIVED_ORIGINS]
+    stale = [r.id for r in existing if r.origin in DERIVED_ORIGINS]
     if stale:
         space.memories.delete(stale)
-    kept = next((r["origin"] for r in existing if r["origin"] in KEPT_ORIGINS), None)
+    kept = next((r.origin for r in existing if r.origin in KEPT_ORIGINS), None)
     if kept:
         return {"origin": kept, "removed": len(stale), "added": 0}
     turns = spoken(space.sources.by_session(session_id))
@@ -122,21 +115,20 @@ def curate(env: Env, session_id: str) -> dict:
             "episodes": len(episodes), "facts": len(tuples)}
 
 
-def write(env: Env, rows: list[dict], replacing: dict[str, list[str]] | None = None) -> None:
+def write(env: Env, rows: list[Memory], replacing: dict[str, list[str]] | None = None) -> None:
+    """Embed ``rows``' texts and store them."""
     if rows:
-        vecs = env.embed([r["text"] for r in rows])
-        for r, v in zip(rows, vecs):
-            r["vector"] = v
-        env.space.memories.add(rows, replacing)
+        vecs = env.embed([r.text for r in rows])
+        env.space.memories.add([r.with_vector(v) for r, v in zip(rows, vecs)], replacing)
 
 
-def replace_session(env: Env, session_id: str, episodes: list[dict], tuples: list[dict],
+def replace_session(env: Env, session_id: str, episodes: list[Episode], tuples: list[Fact],
                     written_by: str) -> dict:
     """Store the host model's curation of a session (``origin="sampled"``) in place of the
     heuristic / LLM rows it had; a session the host itself curated is left alone."""
     space = env.space
     existing = session_rows(space, session_id)
-    if any(r["origin"] in KEPT_ORIGINS for r in existing) or not (episodes or tuples):
+    if any(r.origin in KEPT_ORIGINS for r in existing) or not (episodes or tuples):
         return {"origin": None, "added": 0}
     now = space.now()
     rows = build_rows(episodes, tuples, session_id, space.sessions.time(session_id), "sampled", now,
@@ -144,10 +136,10 @@ def replace_session(env: Env, session_id: str, episodes: list[dict], tuples: lis
     # one commit writes the new rows and deletes the heuristic / LLM ones: a crash leaves the
     # old curation or the new, never both. A row the session already holds under the same
     # (stable) id is kept as it is, neither written twice nor deleted.
-    have = {r["id"] for r in existing}
-    fresh = [r for r in rows if r["id"] not in have]
-    new = {r["id"] for r in rows}
-    stale = [r["id"] for r in existing if r["origin"] in DERIVED_ORIGINS and r["id"] not in new]
+    have = {r.id for r in existing}
+    fresh = [r for r in rows if r.id not in have]
+    new = {r.id for r in rows}
+    stale = [r.id for r in existing if r.origin in DERIVED_ORIGINS and r.id not in new]
     if fresh:
         write(env, fresh, replacing={"session_id": [session_id], "origin": list(DERIVED_ORIGINS),
                                      "kind": list(KINDS)})

@@ -21,6 +21,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     from trimem.server.settings import Settings
     from trimem.storage.memories import Memories
+    from trimem.strategies.hybrid.items import Episode, Fact
     from trimem.strategies.hybrid.store import replace_session, session_rows
     from trimem.tools.remember import Message, remember
     from trimem.tools.runtime import Runtime
@@ -32,7 +33,7 @@ CHILD = textwrap.dedent("""
                                 speaker="assistant", ref="r2")], "s1", None, "default")
     rt.curation.wait_idle()   # the heuristic curation first, as a host's answer comes later
     env = rt.env("default")
-    assert {r["origin"] for r in session_rows(env.space, "s1")} == {"heuristic"}
+    assert {r.origin for r in session_rows(env.space, "s1")} == {"heuristic"}
     real = Memories.add
 
     def add_then_die(self, rows, *a, **kw):   # the first commit lands, then the process dies
@@ -40,10 +41,10 @@ CHILD = textwrap.dedent("""
         os.kill(os.getpid(), signal.SIGKILL)
 
     Memories.add = add_then_die
-    eps = [{"title": "t", "summary": "a trip to the coast", "details": "they plan a May trip",
-            "timestamp": None, "source_ids": out.source_ids, "refs": ["r1", "r2"]}]
-    tps = [{"subject": "Ana", "relation": "drives to", "object": "the coast", "context": "c",
-            "source_ids": out.source_ids[1:], "refs": ["r2"], "text": "Ana drives to the coast"}]
+    eps = [Episode(title="t", summary="a trip to the coast", details="they plan a May trip",
+                   source_ids=out.source_ids, refs=["r1", "r2"])]
+    tps = [Fact(subject="Ana", relation="drives to", object="the coast", context="c",
+                source_ids=out.source_ids[1:], refs=["r2"], text="Ana drives to the coast")]
     replace_session(env, "s1", eps, tps, "sampling:host-model")
     print("not killed", flush=True)
 """)
@@ -56,7 +57,7 @@ def test_a_kill_during_the_replacement_leaves_one_curation(tmp_path):
     assert done.returncode == -9, done.stderr[-2000:]
     rt = Runtime(Settings(home=str(home), curation=False).to_config())
     try:
-        origins = sorted(r["origin"] for r in session_rows(rt.space("default"), "s1"))
+        origins = sorted(r.origin or "" for r in session_rows(rt.space("default"), "s1"))
     finally:
         rt.close(10)
     print("the session's curation after the kill:", origins)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 from trimem.storage import Session, StorageError, open_store
 from trimem.storage.db import namespace_key, sql_str
+from trimem.storage.rows import Memory
 from trimem.storage.schema import SCHEMA_VERSION
 
 
@@ -147,9 +149,9 @@ def test_memories_get_scalar_indexes_and_later_rows_are_still_found(tmp_path):
     now = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
     def mem(i, kind):
-        return {"id": f"mem_{i}", "kind": kind, "origin": "heuristic", "session_id": "s",
-                "timestamp": now, "text": f"memory {i}", "body": {}, "source_ids": [],
-                "refs": [], "lineage": {}, "created_at": now, "vector": emb([f"memory {i}"])[0]}
+        return Memory(id=f"mem_{i}", kind=kind, origin="heuristic", session_id="s",
+                      timestamp=now, text=f"memory {i}", source_ids=[], refs=[], created_at=now,
+                      vector=emb([f"memory {i}"])[0])
 
     sp.memories.add([mem(0, "episode"), mem(1, "fact")])
     assert {"id_idx", "kind_idx", "status_idx"} <= {ix.name for ix in sp.table("memories").list_indices()}
@@ -157,6 +159,14 @@ def test_memories_get_scalar_indexes_and_later_rows_are_still_found(tmp_path):
     assert [m.id for m in sp.memories.get(["mem_2", "mem_0", "nope"])] == ["mem_2", "mem_0"]
     found = sp.memories.vector_search("episode", emb(["memory 2"])[0], 5)
     assert found[0][0] == "mem_2" and {i for i, _ in found} == {"mem_0", "mem_2"}
+    # ``where``: rows by column values, their vectors only when asked for
+    eps = sp.memories.where({"kind": "episode", "id": ["mem_2", "mem_1", "mem_0"]}, vectors=True)
+    assert sorted(m.id for m in eps) == ["mem_0", "mem_2"] and all(m.status == "active" for m in eps)
+    vec = next(m for m in eps if m.id == "mem_2").vector
+    assert vec is not None and np.allclose(vec, emb(["memory 2"])[0])
+    assert all(m.vector is None for m in sp.memories.where({"kind": "fact"}))
+    with pytest.raises(ValueError, match="no vector"):   # a row is never stored without one
+        sp.memories.add([replace(mem(3, "fact"), vector=None)])
 
 
 def test_the_calibration_sample_does_not_depend_on_physical_order(tmp_path):

@@ -24,5 +24,5 @@ def test_group_chat_tuples_name_the_person_answered():
     rng = np.random.default_rng(0)
     vecs = {t.id: rng.normal(size=8).astype(np.float32) for t in turns}
     _, tuples = curate_session(turns, vecs, None)
-    last = [x["object"] for x in tuples if x["source_ids"] == ["t4"]]
+    last = [x.object for x in tuples if x.source_ids == ["t4"]]
     assert last == ["Lou saved the picnic with those plates and napkins."]   # not "Kit saved"

@@ -47,12 +47,13 @@ def test_tuples_take_the_speaker_as_subject_and_resolve_dates():
     tups = H.turn_tuples(turn, "Melanie", datetime(2023, 5, 8, tzinfo=timezone.utc))
     assert len(tups) == 1                      # "Thanks!" carries no content: no tuple
     t = tups[0]
-    assert (t["subject"], t["relation"]) == ("Caroline", "went to")
-    assert "7 May 2023" in t["object"] and t["dates"] == ["7 May 2023"]
-    assert t["context"] == turn.text and t["text"].startswith("Caroline went to")
+    assert (t.subject, t.relation) == ("Caroline", "went to")
+    assert "7 May 2023" in t.object and t.dates == ["7 May 2023"]
+    assert t.context == turn.text and t.text.startswith("Caroline went to")
+    assert t.source_ids == ["x"]
     other = H.turn_tuples(source(id="y", speaker="Ben",
                                  text="That sounds lovely for your family trip."), "Ana", None)
-    assert other and other[0]["relation"] == "said" and "Ana's family" in other[0]["text"]
+    assert other and other[0].relation == "said" and "Ana's family" in other[0].text
 
 
 def test_segments_cut_at_topic_shifts_and_stay_within_bounds():

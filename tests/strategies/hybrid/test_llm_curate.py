@@ -113,11 +113,13 @@ def test_llm_consolidation_plan_is_checked_against_the_cluster(llm_server):
     from datetime import datetime, timezone
 
     from trimem.providers.openai_compat import OpenAILLM
+    from trimem.storage.rows import Memory
     from trimem.strategies.hybrid.rules import CONSOLIDATION_PROMPT, llm_plan
 
     url = f"http://127.0.0.1:{llm_server.server_address[1]}/v1"
     when = datetime(2023, 5, 8, tzinfo=timezone.utc)
-    rows = [{"id": f"fct_{k}", "text": f"fact number {k}", "timestamp": when} for k in range(4)]
+    rows = [Memory(id=f"fct_{k}", kind="fact", text=f"fact number {k}", timestamp=when)
+            for k in range(4)]
     ops = llm_plan(OpenAILLM(url, None, "fake"), "fact", rows)
     assert llm_server.requests[-1]["messages"][0]["content"] == CONSOLIDATION_PROMPT
     # an invented id is dropped; a row already used by an earlier operation is not reused

@@ -3,6 +3,8 @@ source quotes, honest ``sources``, and ``explain(recall_id)``."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from helpers import error_text, payload
@@ -101,8 +103,9 @@ async def test_undated_memories_are_outside_any_time_window(client, server, reme
     env = rt.env("undated")
     fact = next(m for m in env.space.memories.of_kind("fact") if "Madrid" in m.text)
     qv = env.embed_query("Ana lives in Madrid")
-    env.space.memories.add([dict(fact.as_dict(), id="fct_undated", timestamp=None, vector=qv,
-                                 refs=list(fact.refs or []), source_ids=list(fact.source_ids))])
+    env.space.memories.add([replace(fact, id="fct_undated", timestamp=None, vector=qv,
+                                    refs=list(fact.refs or []),
+                                    source_ids=list(fact.source_ids or []))])
     assert env.space.memories.get(["fct_undated"])[0].timestamp is None
     found = {}
     for name, window in {"none": {}, "since": {"since": fact.timestamp.replace(year=1900)},
