@@ -35,7 +35,9 @@ from . import turnmap
 from .claims import build_snapshots, opener_of
 from . import store
 from .store import (
+    Claim,
     Snapshot,
+    Trajectory,
     delete_trajectories,
     ensure,
     index_tables,
@@ -157,9 +159,9 @@ def curate_session(space: StrategySpace, st: WikiState, session_id: str, llm=Non
     b.trajs.update(trajs)
     placed = [(s, b.append(s)[0]) for s in sorted(snaps, key=order_key)]
     w = write(space, st, b, full=False)
-    turnmap.note_append(st.maps, space, snaps, w["rows"])
+    turnmap.note_append(st.maps, space, snaps, w.rows)
     if in_step:
-        token = update(space, placed, w["fresh"], w["changed"])
+        token = update(space, placed, w.fresh, w.changed)
     else:
         token = rebuild_all(space)["token"]
     cache.put(token, index, b.trajs, b.touched)
@@ -178,7 +180,17 @@ def replay(space: StrategySpace, st: WikiState, m: int) -> dict:
     return {"mode": "replay", "snapshots": len(snaps), "trajectories": len(b.trajs)}
 
 
-def write(space: StrategySpace, st: WikiState, b: Builder, full: bool) -> dict:
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What ``write`` stored: the new claims, the older ones whose status changed, and the
+    rows of the trajectories touched."""
+
+    fresh: list[Claim]
+    changed: list[Claim]
+    rows: list[Trajectory]
+
+
+def write(space: StrategySpace, st: WikiState, b: Builder, full: bool) -> Written:
     touched = [b.trajs[t] for t in sorted(b.touched)]
     snap_ids = sorted({x.id for T in touched for x in T.snapshots})
     by_id = {s.id: s for s in store.snapshots(space, eq={"id": snap_ids})}
@@ -204,7 +216,7 @@ def write(space: StrategySpace, st: WikiState, b: Builder, full: bool) -> dict:
     put_trajectories(space, rows)
     if full:
         st.maps.invalidate()   # again: a recall in between may have read half a replay
-    return {"fresh": claims, "changed": changed, "rows": rows}
+    return Written(claims, changed, rows)
 
 
 def forget_sources(space: StrategySpace, st: WikiState, source_ids: set[str], m: int = 15) -> int:

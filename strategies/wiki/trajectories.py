@@ -82,6 +82,24 @@ class Placed:
         return cls(d["id"], d["session_id"], d["idx"], datetime.fromisoformat(t) if t else None)
 
 
+@dataclass(frozen=True, slots=True)
+class Active:
+    """An active claim as a trajectory's state keeps it: what the edit ops compare."""
+
+    id: str
+    subject: str
+    slot: str | None
+    toks: set[str]
+
+    def dump(self) -> dict:
+        return {"id": self.id, "subject": self.subject, "slot": self.slot,
+                "toks": sorted(self.toks)}
+
+    @classmethod
+    def load(cls, d: dict) -> Active:
+        return cls(d["id"], d["subject"], d["slot"], set(d["toks"]))
+
+
 class Traj:
     """In-memory state of one trajectory while snapshots are appended."""
 
@@ -90,7 +108,7 @@ class Traj:
         self.snapshots: list[Placed] = []
         self.recent: list[tuple[set, set, set]] = []
         self.slots: dict[str, str] = dict(slots or {})
-        self.active: dict[str, dict] = {}       # claim id -> {subject, slot, toks}
+        self.active: dict[str, Active] = {}     # claim id -> its subject, slot, stems
         self.head: np.ndarray | None = None
         self.last: np.ndarray | None = None
         self.sum: np.ndarray | None = None
@@ -143,7 +161,7 @@ class Builder:
             self.touched.add(tid)
             best = Traj(hid("trj", s.id), continues=tid, slots=old.slots)
             best.active = {k: v for k, v in old.active.items()
-                           if v["id"] in set(best.slots.values())}
+                           if v.id in set(best.slots.values())}
             self._new(best)
         elif tid is None or parts["g"] < self.theta:
             best = self._new(Traj(hid("trj", s.id)))
@@ -173,10 +191,10 @@ class Builder:
             op = "deprecate" if c.ends else "revise"
         else:
             for cid, a in T.active.items():
-                if a["subject"] != c.subject or not toks:
+                if a.subject != c.subject or not toks:
                     continue
-                j = tx.jaccard(toks, a["toks"])
-                if c.ends and len(toks & a["toks"]) >= len(a["toks"]) / 3:
+                j = tx.jaccard(toks, a.toks)
+                if c.ends and len(toks & a.toks) >= len(a.toks) / 3:
                     target, op = cid, "deprecate"
                     break
                 if j >= 0.7:
@@ -192,8 +210,7 @@ class Builder:
         if c.slot:
             T.slots[c.slot] = c.id
         if not (op == "deprecate" and not c.slot):
-            T.active[c.id] = {"id": c.id, "subject": c.subject, "slot": c.slot or None,
-                              "toks": toks}
+            T.active[c.id] = Active(c.id, c.subject, c.slot or None, toks)
         self.claims[c.id] = replace(c, op=op, target=target or "", status="active", by="")
 
     # -- persistence of trajectory states (for incremental appends) -------------------------
@@ -205,7 +222,7 @@ class Builder:
         """Make stored trajectories known to this builder (their edit state and g terms), with
         the vectors of all their snapshots asked for at once."""
         parsed = {tid: json.loads(state) for tid, state in states.items()}
-        need = [x["id"] for d in parsed.values() if "sum" not in d for x in d["snapshots"]]  # state JSON
+        need = [x["id"] for d in parsed.values() if "sum" not in d for x in d["snapshots"]]
         got = self.vectors(need) if need and self.vectors is not None else {}
         for tid, d in parsed.items():
             T = self.trajs[tid] = _traj(tid, d, got)
@@ -224,7 +241,7 @@ def dump_state(T: Traj) -> str:
     return json.dumps({"continues": T.continues, "closed": T.closed, "slots": T.slots,
                        "snapshots": [x.dump() for x in T.snapshots],
                        "recent": [[sorted(a), sorted(b), sorted(c)] for a, b, c in T.recent],
-                       "active": [dict(a, toks=sorted(a["toks"])) for a in T.active.values()]})
+                       "active": [a.dump() for a in T.active.values()]})
 
 
 def traj_from_state(tid: str, state: str, vectors: VectorsOf | None = None) -> Traj:
@@ -238,7 +255,7 @@ def _traj(tid: str, d: dict, vectors: dict[str, np.ndarray]) -> Traj:
     T.closed = d["closed"]
     T.snapshots = [Placed.load(x) for x in d["snapshots"]]
     T.recent = [(set(a), set(b), set(c)) for a, b, c in d["recent"]]
-    T.active = {a["id"]: dict(a, toks=set(a["toks"])) for a in d["active"]}
+    T.active = {a["id"]: Active.load(a) for a in d["active"]}
     if "sum" in d:      # a state written when states kept the vectors
         T.head, T.last, T.sum = (_unb64(d[k]) for k in ("head", "last", "sum"))
         return T
