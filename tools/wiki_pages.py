@@ -40,11 +40,11 @@ def page_list(space: Space, with_text: bool = False) -> list[dict]:
 
 def page_with_claims(space: Space, page_id: str) -> tuple[dict | None, list[dict], dict[str, list[dict]]]:
     """(page, its trajectories, trajectory id -> claims) or (None, [], {})."""
-    from ..strategies.wiki.store import CLAIM, ensure, pages, trajectories  # lazy: lancedb, not at start-up
+    from ..strategies.wiki import store  # lazy: lancedb (wiki store), not at start-up
 
-    ensure(space)
+    store.ensure(space)
     cols = ["id", "type", "title", "text", "trajectory_ids"]
-    rows = pages(space, eq={"id": page_id}, columns=cols)
+    rows = store.pages(space, eq={"id": page_id}, columns=cols)
     if not rows:
         return None, [], {}
     p = rows[0].view(cols)    # what the view shows: the page's columns by name
@@ -52,12 +52,12 @@ def page_with_claims(space: Space, page_id: str) -> tuple[dict | None, list[dict
     if not ids:
         return p, [], {}
     cols = ["id", "title", "n"]
-    by_id = {t.id: t.view(cols) for t in trajectories(space, eq={"id": ids}, columns=cols)}
+    by_id = {t.id: t.view(cols) for t in store.trajectories(space, eq={"id": ids}, columns=cols)}
     claims: dict[str, list[dict]] = {}
-    for c in space.derived.rows(CLAIM, eq={"trajectory_id": ids},
-                        columns=["id", "trajectory_id", "position", "timestamp", "speaker",
-                                 "text", "op", "status", "by", "target", "ref"]):
-        claims.setdefault(c["trajectory_id"], []).append(c)
+    cols = ["id", "trajectory_id", "position", "timestamp", "speaker", "text", "op", "status",
+            "by", "target", "ref"]
+    for c in store.claims(space, eq={"trajectory_id": ids}, columns=cols):
+        claims.setdefault(c.trajectory_id, []).append(c.view(cols))
     return p, [by_id[i] for i in ids if i in by_id], claims
 
 

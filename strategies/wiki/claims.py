@@ -32,9 +32,9 @@ context", "links to raw source messages"):
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
+from dataclasses import replace
 
 import numpy as np
 from pydantic import BaseModel
@@ -43,6 +43,7 @@ from . import dates
 from . import text as tx
 from ...storage.rows import Source
 from ..model_bounds import most_claims
+from .rows import Claim, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -167,20 +168,20 @@ def slot_of(sentence: str, subject: str) -> str | None:
     return None
 
 
-def make_claim(row: Source, k: int, sentence: str, when) -> dict:
+def make_claim(row: Source, k: int, sentence: str, when) -> Claim:
     names = tx.named_entities(sentence)
     subj = subject_of(sentence, row.speaker, names)
     ts = row.timestamp or when
-    return {"id": hid("clm", row.id, str(k), sentence), "text": sentence,
-            "speaker": row.speaker or "", "subject": subj, "source_id": row.id,
-            "ref": row.ref or "", "session_id": row.session_id,
-            "timestamp": ts.isoformat() if ts is not None else None,
-            "names": names, "heads": tx.noun_heads(sentence), "facets": tx.facets(sentence),
-            "dates": dates.resolve(sentence, when or ts), "slot": slot_of(sentence, subj),
-            "ends": bool(END.search(sentence.lower()))}
+    return Claim(hid("clm", row.id, str(k), sentence), text=sentence,
+                 speaker=row.speaker or "", subject=subj, source_id=row.id,
+                 ref=row.ref or "", session_id=row.session_id,
+                 timestamp=ts.isoformat() if ts is not None else "",
+                 names=names, heads=tx.noun_heads(sentence), facets=tx.facets(sentence),
+                 dates=dates.resolve(sentence, when or ts), slot=slot_of(sentence, subj) or "",
+                 ends=bool(END.search(sentence.lower())))
 
 
-def claims_of(row: Source, when) -> list[dict]:
+def claims_of(row: Source, when) -> list[Claim]:
     return [make_claim(row, k, s, when) for k, s in enumerate(sentences(row.text))]
 
 
@@ -196,7 +197,7 @@ class _LLMClaims(BaseModel):
     claims: list[_LLMClaim]
 
 
-def llm_claims(llm, rows: list[Source], when) -> list[dict] | None:
+def llm_claims(llm, rows: list[Source], when) -> list[Claim] | None:
     """Claims of one exchange from the LLM's structured output, the first of each message's as
     many as its size allows (``model_bounds``); None on any provider failure."""
     lines = "\n".join(f"[{i}] {r.speaker or '?'}: {r.text}" for i, r in enumerate(rows))
@@ -216,11 +217,9 @@ def llm_claims(llm, rows: list[Source], when) -> list[dict] | None:
             continue
         per_message[c.message_index] += 1
         cl = make_claim(rows[c.message_index], 1000 + k, c.text.strip(), when)
-        if c.subject:
-            cl["subject"] = c.subject
-        cl["slot"] = f"{cl['subject'].lower()}|{c.state}" if c.state else cl["slot"]
-        cl["ends"] = c.ends_state
-        out.append(cl)
+        subject = c.subject or cl.subject
+        out.append(replace(cl, subject=subject, ends=c.ends_state,
+                           slot=f"{subject.lower()}|{c.state}" if c.state else cl.slot))
     if dropped:
         log.warning("a model's answer held %d claims more than the size of the messages they "
                     "cite allows; kept the first of each message's", dropped)
@@ -228,7 +227,7 @@ def llm_claims(llm, rows: list[Source], when) -> list[dict] | None:
 
 
 def build_snapshots(session_id: str, rows: list[Source], session_time, vectors: dict,
-                    llm=None, opener=_FIRST, idx0: int = 0, dim: int | None = None) -> list[dict]:
+                    llm=None, opener=_FIRST, idx0: int = 0, dim: int | None = None) -> list[Snapshot]:
     """One snapshot per exchange of ``rows`` (ordered by seq): the whole session, or the messages
     appended to it since its last curation (then ``opener`` is the session's first speaker and
     ``idx0`` the number of its earlier exchanges). ``dim``: the model's vector size, for an
@@ -241,18 +240,16 @@ def build_snapshots(session_id: str, rows: list[Source], session_time, vectors: 
         if claims is None:
             claims = [c for r in ex for c in claims_of(r, when)]
         v = snapshot_vector([r.id for r in ex], vectors, dim)
-        names = sorted({n for c in claims for n in c["names"]})
-        heads = sorted({h for c in claims for h in c["heads"]})
-        snaps.append({
-            "id": hid("snp", session_id, ex[0].id), "session_id": session_id,
-            "seq": int(ex[0].seq or 0), "idx": idx,
-            "timestamp": ex[0].timestamp or session_time, "session_time": session_time,
-            "speakers": sorted({r.speaker or "" for r in ex}),
-            "source_ids": [r.id for r in ex], "refs": [r.ref or "" for r in ex],
-            "text": "\n".join(f"{r.speaker or '-'}: {r.text}" for r in ex),
-            "claims": json.dumps(claims, ensure_ascii=False), "names": names, "heads": heads,
-            "facets": sorted({f for c in claims for f in c["facets"]}),
-            "vector": v})
+        snaps.append(Snapshot(
+            hid("snp", session_id, ex[0].id), session_id=session_id,
+            seq=int(ex[0].seq or 0), idx=idx,
+            timestamp=ex[0].timestamp or session_time, session_time=session_time,
+            speakers=sorted({r.speaker or "" for r in ex}),
+            source_ids=[r.id for r in ex], refs=[r.ref or "" for r in ex],
+            text="\n".join(f"{r.speaker or '-'}: {r.text}" for r in ex), claims=claims,
+            names=sorted({n for c in claims for n in c.names}),
+            heads=sorted({h for c in claims for h in c.heads}),
+            facets=sorted({f for c in claims for f in c.facets}), vector=v))
     return snaps
 
 

@@ -26,19 +26,18 @@ then, and pages whose count of snapshots differs from the trajectories' are rebu
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..base import spoken
 from ..nscache import NamespaceCache
 from . import turnmap
 from .claims import build_snapshots, opener_of
+from . import store
 from .store import (
-    CLAIM,
-    CLAIM_SCHEMA,
-    SNAP,
-    SNAP_SCHEMA,
-    claim_row,
+    Claim,
+    Snapshot,
+    Trajectory,
     delete_trajectories,
     ensure,
     index_tables,
@@ -107,24 +106,24 @@ def slotted_claims(ns, space: StrategySpace) -> turnmap.SlottedClaims:
     return turnmap.SlottedClaims(turnmap.turn_maps(state_of(ns).maps, space))
 
 
-def new_snapshots(space: StrategySpace, session_id: str, llm=None) -> list[dict]:
+def new_snapshots(space: StrategySpace, session_id: str, llm=None) -> list[Snapshot]:
     """Snapshots for the session's messages no snapshot covers yet (stored here), plus any of
     its snapshots that no trajectory holds (a crash between the two writes)."""
     rows = spoken(space.sources.by_session(session_id))
-    have = space.derived.rows(SNAP, eq={"session_id": session_id}, columns=["id", "idx", "source_ids"])
-    covered = {i for s in have for i in s["source_ids"]}
+    have = store.snapshots(space, eq={"session_id": session_id}, columns=["id", "idx", "source_ids"])
+    covered = {i for s in have for i in s.source_ids}
     new = [r for r in rows if r.id not in covered]
     out = []
     if new:
         when = space.sessions.time(session_id) or rows[0].timestamp
         out = build_snapshots(session_id, new, when, space.sources.vectors([r.id for r in new]),
                               llm, opener=opener_of(rows),
-                              idx0=max((s["idx"] for s in have), default=-1) + 1, dim=space.dim)
+                              idx0=max((s.idx for s in have), default=-1) + 1, dim=space.dim)
         put_snapshots(space, out)
     if have:
         placed = {i for t in trajectories(space, contains={"sessions": session_id},
                                           columns=["id", "snapshot_ids"]) for i in t.snapshot_ids}
-        lost = [s["id"] for s in have if s["id"] not in placed]
+        lost = [s.id for s in have if s.id not in placed]
         out += load_snapshots(space, lost) if lost else []
     return out
 
@@ -160,9 +159,9 @@ def curate_session(space: StrategySpace, st: WikiState, session_id: str, llm=Non
     b.trajs.update(trajs)
     placed = [(s, b.append(s)[0]) for s in sorted(snaps, key=order_key)]
     w = write(space, st, b, full=False)
-    turnmap.note_append(st.maps, space, snaps, w["rows"])
+    turnmap.note_append(st.maps, space, snaps, w.rows)
     if in_step:
-        token = update(space, placed, w["fresh"], w["changed"])
+        token = update(space, placed, w.fresh, w.changed)
     else:
         token = rebuild_all(space)["token"]
     cache.put(token, index, b.trajs, b.touched)
@@ -181,48 +180,57 @@ def replay(space: StrategySpace, st: WikiState, m: int) -> dict:
     return {"mode": "replay", "snapshots": len(snaps), "trajectories": len(b.trajs)}
 
 
-def write(space: StrategySpace, st: WikiState, b: Builder, full: bool) -> dict:
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What ``write`` stored: the new claims, the older ones whose status changed, and the
+    rows of the trajectories touched."""
+
+    fresh: list[Claim]
+    changed: list[Claim]
+    rows: list[Trajectory]
+
+
+def write(space: StrategySpace, st: WikiState, b: Builder, full: bool) -> Written:
     touched = [b.trajs[t] for t in sorted(b.touched)]
-    snap_ids = sorted({x["id"] for T in touched for x in T.snapshots})
-    cols = [c for c in SNAP_SCHEMA.names if c != "vector"]
-    by_id = {s["id"]: s for s in space.derived.rows(SNAP, eq={"id": snap_ids}, columns=cols)}
-    rows = [traj_row(T, [by_id[x["id"]] for x in T.snapshots if x["id"] in by_id])
+    snap_ids = sorted({x.id for T in touched for x in T.snapshots})
+    by_id = {s.id: s for s in store.snapshots(space, eq={"id": snap_ids})}
+    rows = [traj_row(T, [by_id[x.id] for x in T.snapshots if x.id in by_id])
             for T in touched]
-    claims = [claim_row(c) for c in b.claims.values()]
+    claims = list(b.claims.values())
     changed = []
     if b.status:
-        old = {r["id"]: r for r in space.derived.rows(CLAIM, eq={"id": sorted(b.status)})}
-        for cid, ch in b.status.items():
+        old = {r.id: r for r in store.claims(space, eq={"id": sorted(b.status)})}
+        for cid, (status, by) in b.status.items():
             if cid in old:
-                changed.append({k: v for k, v in dict(old[cid], **ch).items() if k != "namespace"})
+                changed.append(replace(old[cid], status=status, by=by))
     if full:
         st.maps.invalidate()
         keep = {T.id for T in b.trajs.values()}
         stale = [r.id for r in trajectories(space, columns=["id"]) if r.id not in keep]
         if stale:
             delete_trajectories(space, stale)
-        stale = [r["id"] for r in space.derived.rows(CLAIM, columns=["id"]) if r["id"] not in b.claims]
+        stale = [c.id for c in store.claims(space, columns=["id"]) if c.id not in b.claims]
         if stale:
-            space.derived.delete_rows(CLAIM, {"id": stale})
-    space.derived.upsert(CLAIM, CLAIM_SCHEMA, claims + changed)
+            store.delete_claims(space, stale)
+    store.put_claims(space, claims + changed)
     put_trajectories(space, rows)
     if full:
         st.maps.invalidate()   # again: a recall in between may have read half a replay
-    return {"fresh": claims, "changed": changed, "rows": rows}
+    return Written(claims, changed, rows)
 
 
 def forget_sources(space: StrategySpace, st: WikiState, source_ids: set[str], m: int = 15) -> int:
     """Delete the snapshots and claims citing ``source_ids``; replay the rest; pages follow."""
     ensure(space)
-    snaps = [s for s in space.derived.rows(SNAP, columns=["id", "source_ids"])
-             if source_ids & set(s["source_ids"])]
-    gone = {s["id"] for s in snaps}
-    claims = [c["id"] for c in space.derived.rows(CLAIM, columns=["id", "source_id", "snapshot_id"])
-              if c["source_id"] in source_ids or c["snapshot_id"] in gone]
+    snaps = [s for s in store.snapshots(space, columns=["id", "source_ids"])
+             if source_ids & set(s.source_ids)]
+    gone = {s.id for s in snaps}
+    claims = [c.id for c in store.claims(space, columns=["id", "source_id", "snapshot_id"])
+              if c.source_id in source_ids or c.snapshot_id in gone]
     if not snaps and not claims:
         return 0
-    space.derived.delete_rows(SNAP, {"id": sorted(gone)})
-    space.derived.delete_rows(CLAIM, {"id": claims})
+    store.delete_snapshots(space, sorted(gone))
+    store.delete_claims(space, claims)
     st.maps.invalidate()
     replay(space, st, m)
     return len(snaps) + len(claims)

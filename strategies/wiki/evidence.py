@@ -25,13 +25,12 @@ so counting them would let any retry vouch for itself.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import store
 from . import text as tx
-from .store import SNAP
 from ...storage.rows import Source
 
 if TYPE_CHECKING:
@@ -45,16 +44,16 @@ def provenance(space: StrategySpace, packed_rows: list[Source], owner: dict[str,
     """The (trajectory, snapshot, claims, ref, timestamp) record of each packed turn (``s_of``:
     source id -> snapshot id, from ``turnmap.TurnMaps``)."""
     want = sorted({s_of[r.id] for r in packed_rows if r.id in s_of})
-    snaps = space.derived.rows(SNAP, eq={"id": want}, columns=["id", "source_ids", "claims"]) if want else []
-    by_snap = {s["id"]: s for s in snaps}
+    snaps = store.snapshots(space, eq={"id": want}, columns=["id", "source_ids", "claims"]) if want else []
+    by_snap = {s.id: s for s in snaps}
     by_src = {r.id: by_snap[s_of[r.id]] for r in packed_rows
               if s_of.get(r.id) in by_snap}
     out = []
     for r in packed_rows:
         s = by_src.get(r.id)
-        claims = [c["id"] for c in json.loads(s["claims"]) if c["source_id"] == r.id] if s else []
+        claims = [c.id for c in s.claims if c.source_id == r.id] if s else []
         out.append({"source_id": r.id, "ref": r.ref, "timestamp": r.timestamp,
-                    "trajectory": owner.get(r.id), "snapshot": s["id"] if s else None,
+                    "trajectory": owner.get(r.id), "snapshot": s.id if s else None,
                     "claims": claims})
     return out
 

@@ -33,6 +33,7 @@ from .store import GroupRow, group_rows, upgrade_groups
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
+    from .store import Claim, Snapshot
 
 BUF, MAX_LINES, MAX_HIST, MAX_NAMES = 80, 40, 20, 50
 # a page's group linking more trajectories keeps its sum (3 KB at 384 dimensions); on LoCoMo
@@ -52,20 +53,19 @@ def clip(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + " …"
 
 
-def claim_line(c: dict) -> str:
+def claim_line(c: Claim) -> str:
     when = ""
-    ds = json.loads(c["dates"]) if c.get("dates") else []
-    if ds:
-        when = f" (≈{dt.label(ds[0])})"
-    elif c.get("timestamp"):
-        when = f" ({c['timestamp'][:10]})"
-    return (f"- {one_line(c['subject'])}: {one_line(clip(c['text']))}{when} "
-            f"[{one_line(c['ref'] or c['source_id'])}]")
+    if c.dates:
+        when = f" (≈{dt.label(c.dates[0])})"
+    elif c.timestamp:
+        when = f" ({c.timestamp[:10]})"
+    return (f"- {one_line(c.subject)}: {one_line(clip(c.text))}{when} "
+            f"[{one_line(c.ref or c.source_id)}]")
 
 
-def hist_line(c: dict, new: dict | None) -> str:
-    by = f" by: {one_line(clip(new['text']))} [{one_line(new['ref'])}]" if new else ""
-    return f"{claim_line(c)} — {c['status']}{by}"
+def hist_line(c: Claim, new: Claim | None) -> str:
+    by = f" by: {one_line(clip(new.text))} [{one_line(new.ref)}]" if new else ""
+    return f"{claim_line(c)} — {c.status}{by}"
 
 
 class Group:
@@ -114,32 +114,32 @@ class Group:
         self.trajs.add(tid)
         return new
 
-    def add_snapshot(self, s: dict) -> None:
+    def add_snapshot(self, s: Snapshot) -> None:
         """Snapshot ``s`` is about this group: its vector joins the sum, its time the span."""
-        self.v += np.asarray(s["vector"], dtype=np.float64)
-        if s.get("timestamp") is not None:
-            t = s["timestamp"].isoformat()
+        self.v += np.asarray(s.vector, dtype=np.float64)
+        if s.timestamp is not None:
+            t = s.timestamp.isoformat()
             self.first = min(self.first, t) if self.first else t
             self.last = max(self.last, t) if self.last else t
 
     # -- claims -----------------------------------------------------------------------------
-    def add_claim(self, c: dict, by: dict | None) -> None:
-        if c["status"] == "active":
-            self._add_active([c["timestamp"] or "", c["id"], claim_line(c)])
+    def add_claim(self, c: Claim, by: Claim | None) -> None:
+        if c.status == "active":
+            self._add_active([c.timestamp, c.id, claim_line(c)])
         else:
             self._add_hist(c, by)
-        if c["names"]:
-            self.names = sorted(set(self.names) | set(c["names"]))[:MAX_NAMES]
-        self.facets |= set(c["facets"])
+        if c.names:
+            self.names = sorted(set(self.names) | set(c.names))[:MAX_NAMES]
+        self.facets |= set(c.facets)
         if self.kind == "inventory":
-            self.sessions.add(c["session_id"])
+            self.sessions.add(c.session_id)
             if len(self.snaps) < 2:
-                self.snaps.add(c["snapshot_id"])
+                self.snaps.add(c.snapshot_id)
 
-    def move_claim(self, c: dict, by: dict | None) -> None:
+    def move_claim(self, c: Claim, by: Claim | None) -> None:
         """An active claim of this group was revised or deprecated (``c``: its new row)."""
         self.n_act -= 1
-        self.act = [x for x in self.act if x[1] != c["id"]]
+        self.act = [x for x in self.act if x[1] != c.id]
         self._add_hist(c, by)
 
     def _add_active(self, item: list) -> None:
@@ -150,17 +150,16 @@ class Group:
             buf.pop()       # below every buffered claim while unbuffered ones exist: not top-BUF
         self.act = buf[:BUF]
 
-    def _add_hist(self, c: dict, by: dict | None) -> None:
+    def _add_hist(self, c: Claim, by: Claim | None) -> None:
         self.n_hist += 1
-        item = [c["timestamp"] or "", c["id"], hist_line(c, by)]
+        item = [c.timestamp, c.id, hist_line(c, by)]
         self.hist = sorted(self.hist + [item], key=lambda x: (x[0], x[1]))[:MAX_HIST]
 
     def needs_refill(self) -> bool:
         return len(self.act) < min(MAX_LINES, self.n_act)
 
-    def refill(self, active_claims: list[dict]) -> None:
-        self.act = _newest_first([[c["timestamp"] or "", c["id"], claim_line(c)]
-                                  for c in active_claims])[:BUF]
+    def refill(self, active_claims: list[Claim]) -> None:
+        self.act = _newest_first([[c.timestamp, c.id, claim_line(c)] for c in active_claims])[:BUF]
 
     # -- the page ---------------------------------------------------------------------------
     def content(self, title: str) -> str:

@@ -35,15 +35,13 @@ are found out of step with the trajectories). Both run the same group operations
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import TYPE_CHECKING
-
 
 from ..frame import one_line
 from . import text as tx
 from .groups import Group
-from .store import PAGE, PAGE_SCHEMA, Page
+from .store import PAGE, PAGE_SCHEMA, Claim, Page, Snapshot
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -62,40 +60,37 @@ def is_hub(n_links: int, n_all: int) -> bool:
 
 
 # -- which groups a trajectory and a claim belong to --------------------------------------------
-def snap_keys(s: dict) -> dict[tuple[str, str], list[tuple[str, str]]]:
+def snap_keys(s: Snapshot) -> dict[tuple[str, str], list[tuple[str, str]]]:
     """The groups snapshot row ``s`` is about, each with its (role, spelling) mentions; the
     trajectory holding ``s`` is linked to them all (a trajectory's keys are its snapshots')."""
     out: dict[tuple[str, str], list] = {}
-    for role, col in (("spk", "speakers"), ("name", "names"), ("head", "heads")):
-        for x in s[col]:
+    for role, xs in (("spk", s.speakers), ("name", s.names), ("head", s.heads)):
+        for x in xs:
             if x:
                 out.setdefault(("entity", x.lower()), []).append((role, x))
-    for f in s["facets"]:
+    for f in s.facets:
         out.setdefault(("topic", f), [])
-    out.setdefault(("topic", f"session {s['session_id']}"), [])
-    claims = json.loads(s["claims"]) if isinstance(s["claims"], str) else s["claims"]
-    for c in claims:
-        for f in c["facets"]:
+    out.setdefault(("topic", f"session {s.session_id}"), [])
+    for c in s.claims:
+        for f in c.facets:
             if f in tx.INVENTORY_FACETS:
-                out.setdefault(("inventory", f"{c['subject']}|{f}"), [])
+                out.setdefault(("inventory", f"{c.subject}|{f}"), [])
     out[INDEX] = []
     return out
 
 
-def claim_keys(c: dict) -> set[tuple[str, str]]:
-    ks = {("entity", x.lower()) for x in [c["speaker"], c["subject"], *c["names"], *c["heads"]]
-          if x}
-    ks |= {("topic", f) for f in c["facets"]}
-    if c["dates"] != "[]" or "events" in c["facets"]:
-        ks.add(("topic", f"session {c['session_id']}"))
-    ks |= {("inventory", f"{c['subject']}|{f}") for f in c["facets"]
-           if f in tx.INVENTORY_FACETS}
+def claim_keys(c: Claim) -> set[tuple[str, str]]:
+    ks = {("entity", x.lower()) for x in [c.speaker, c.subject, *c.names, *c.heads] if x}
+    ks |= {("topic", f) for f in c.facets}
+    if c.dates or "events" in c.facets:
+        ks.add(("topic", f"session {c.session_id}"))
+    ks |= {("inventory", f"{c.subject}|{f}") for f in c.facets if f in tx.INVENTORY_FACETS}
     return ks
 
 
-def accepts(g: Group, c: dict) -> bool:
+def accepts(g: Group, c: Claim) -> bool:
     """Whether claim ``c`` (one of whose keys is ``g``'s) is on ``g``'s page."""
-    return g.kind != "entity" or c["trajectory_id"] in g.trajs
+    return g.kind != "entity" or c.trajectory_id in g.trajs
 
 
 def mention(g: Group, roles: list[tuple[str, str]], tid: str) -> None:
@@ -107,15 +102,15 @@ def mention(g: Group, roles: list[tuple[str, str]], tid: str) -> None:
             g.head_trajs.add(tid)
 
 
-def note_claim(groups: dict, c: dict) -> None:
+def note_claim(groups: dict, c: Claim) -> None:
     """Counters that decide whether an entity has a page: claims naming it, session dates."""
-    for n in {n.lower() for n in c["names"]}:
+    for n in {n.lower() for n in c.names}:
         if ("entity", n) in groups:
             groups[("entity", n)].name_claims += 1
-    key = ("topic", f"session {c['session_id']}")
-    if c["timestamp"] and key in groups:
+    key = ("topic", f"session {c.session_id}")
+    if c.timestamp and key in groups:
         g = groups[key]
-        g.date = min(g.date, c["timestamp"][:10]) if g.date else c["timestamp"][:10]
+        g.date = min(g.date, c.timestamp[:10]) if g.date else c.timestamp[:10]
 
 
 def is_live(g: Group) -> bool:

@@ -41,13 +41,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from . import store
 from . import text as tx
 from .claims import END, stated
-from .store import CLAIM
 
 if TYPE_CHECKING:
     from ...storage.rows import Source
     from ..space_api import StrategySpace
+    from .store import Claim
 
 COLS = ["id", "source_id", "slot", "text", "timestamp"]
 # words by which a query asks about a state (general English; compared as ``text.stem`` stems)
@@ -87,35 +88,37 @@ def changes(space: StrategySpace, ids: list[str], claims: Claims | None = None) 
     if not ids:
         return {}
     claims = claims or _Table(space)
-    mine = _valued(sorted(claims.by_source(sorted(set(ids))), key=lambda c: c["id"]))
-    slots = sorted({c["slot"] for c in mine})
+    mine = _valued(sorted(claims.by_source(sorted(set(ids))), key=lambda c: c.id))
+    slots = sorted({v.claim.slot for v in mine})
     if not slots:
         return {}
-    latest: dict[str, tuple[datetime, str, dict]] = {}
-    for c in _valued(sorted(claims.by_slot(slots), key=lambda c: c["id"])):
-        t = _time(c["timestamp"])
-        if t is None or c["past"]:
+    latest: dict[str, tuple[datetime, str, _Stated]] = {}
+    for v in _valued(sorted(claims.by_slot(slots), key=lambda c: c.id)):
+        c = v.claim
+        t = _time(c.timestamp)
+        if t is None or v.past:
             continue
-        if c["slot"] not in latest or (t, c["source_id"]) > latest[c["slot"]][:2]:
-            latest[c["slot"]] = (t, c["source_id"], c)
+        if c.slot not in latest or (t, c.source_id) > latest[c.slot][:2]:
+            latest[c.slot] = (t, c.source_id, v)
     out: dict[str, Change] = {}
-    for c in mine:
-        t, last = _time(c["timestamp"]), latest.get(c["slot"])
-        if t is None or last is None or last[1] == c["source_id"] or t >= last[0]:
+    for v in mine:
+        c = v.claim
+        t, last = _time(c.timestamp), latest.get(c.slot)
+        if t is None or last is None or last[1] == c.source_id or t >= last[0]:
             continue
-        if not _superseded(c, last[2]):
+        if not _superseded(v, last[2]):
             continue
-        had = out.get(c["source_id"])
+        had = out.get(c.source_id)
         if had is None or (had.when is not None and had.when < last[0]):
-            out[c["source_id"]] = Change(last[1], last[0], c["slot"])
+            out[c.source_id] = Change(last[1], last[0], c.slot)
     # a turn that also states a slot's latest value is current for that slot: not superseded
     current = {v[1] for v in latest.values()}
     return {i: ch for i, ch in out.items() if i not in current}
 
 
 class Claims(Protocol):
-    def by_source(self, ids: list[str]) -> list[dict]: ...
-    def by_slot(self, slots: list[str]) -> list[dict]: ...
+    def by_source(self, ids: list[str]) -> list[Claim]: ...
+    def by_slot(self, slots: list[str]) -> list[Claim]: ...
 
 
 class _Table:
@@ -124,30 +127,39 @@ class _Table:
     def __init__(self, space: StrategySpace):
         self.space = space
 
-    def by_source(self, ids: list[str]) -> list[dict]:
-        return [c for c in self.space.derived.rows(CLAIM, eq={"source_id": ids}, columns=COLS) if c["slot"]]
+    def by_source(self, ids: list[str]) -> list[Claim]:
+        return [c for c in store.claims(self.space, eq={"source_id": ids}, columns=COLS) if c.slot]
 
-    def by_slot(self, slots: list[str]) -> list[dict]:
-        return self.space.derived.rows(CLAIM, eq={"slot": slots}, columns=COLS)
+    def by_slot(self, slots: list[str]) -> list[Claim]:
+        return store.claims(self.space, eq={"slot": slots}, columns=COLS)
 
 
-def _valued(rows: list[dict]) -> list[dict]:
-    """The claims that state a value of their slot, with ``value`` and ``past`` added."""
+@dataclass(frozen=True, slots=True)
+class _Stated:
+    """A claim that states a value of its slot (``claims.stated``): the value's stems, and
+    whether it is said of the past."""
+
+    claim: Claim
+    value: set[str]
+    past: bool
+
+
+def _valued(rows: list[Claim]) -> list[_Stated]:
+    """The claims that state a value of their slot."""
     out = []
     for c in rows:
-        got = stated(c["text"], c["slot"]) if c["slot"] else None
+        got = stated(c.text, c.slot) if c.slot else None
         if got is not None:
-            out.append(dict(c, value=set(got[0]), past=got[1]))
+            out.append(_Stated(c, set(got[0]), got[1]))
     return out
 
 
-def _superseded(old: dict, new: dict) -> bool:
-    """Whether ``new`` (a later claim of the same slot) changes the value ``old`` stated (both
-    from ``_valued``)."""
-    ends_new, ends_old = (bool(END.search(c["text"].lower())) for c in (new, old))
+def _superseded(old: _Stated, new: _Stated) -> bool:
+    """Whether ``new`` (a later claim of the same slot) changes the value ``old`` stated."""
+    ends_new, ends_old = (bool(END.search(c.claim.text.lower())) for c in (new, old))
     if ends_new and not ends_old:
         return True
-    return bool(old["value"] and new["value"] and not old["value"] & new["value"])
+    return bool(old.value and new.value and not old.value & new.value)
 
 
 def current_first(order: list[str], found: dict[str, Change], query: str) -> list[str]:

@@ -18,13 +18,14 @@ replay: its curation appends the stored snapshots like any other.
 
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ...storage.rows import Source
 from ..base import spoken
 from .claims import build_snapshots, exchanges, opener_of
-from .store import SNAP, ensure, put_snapshots
+from . import store
+from .store import ensure, put_snapshots
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -75,27 +76,24 @@ def write_claims(space: StrategySpace, session_id: str, by_label: dict[str, Sour
         snap = build_snapshots(session_id, ex, when, vectors, _Given(items) if items else None,
                                opener=opener, idx0=k)[0]
         if items:
-            got = json.loads(snap["claims"])
-            for c in got:
-                c["written_by"] = written_by
-            snap["claims"] = json.dumps(got, ensure_ascii=False)
-            used += len(got)
+            snap = replace(snap, claims=[replace(c, written_by=written_by) for c in snap.claims])
+            used += len(snap.claims)
         snaps.append(snap)
     if not used:
         return 0
-    keep = {s["id"] for s in snaps}
-    stale = [s["id"] for s in space.derived.rows(SNAP, eq={"session_id": session_id}, columns=["id"])
-             if s["id"] not in keep]
+    keep = {s.id for s in snaps}
+    stale = [s.id for s in store.snapshots(space, eq={"session_id": session_id}, columns=["id"])
+             if s.id not in keep]
     if stale:     # the session was cut into exchanges differently before (appended messages)
-        space.derived.delete_rows(SNAP, {"id": stale})
+        store.delete_snapshots(space, stale)
     put_snapshots(space, snaps)
     return used
 
 
 def written_by(space: StrategySpace, snapshot_id: str, claim_id: str) -> str | None:
     """Who wrote a claim, when another model did (``None``: the sentence heuristics)."""
-    rows = space.derived.rows(SNAP, eq={"id": snapshot_id}, columns=["id", "claims"])
-    for c in json.loads(rows[0]["claims"]) if rows else []:
-        if c.get("id") == claim_id:
-            return c.get("written_by")
+    rows = store.snapshots(space, eq={"id": snapshot_id}, columns=["id", "claims"])
+    for c in rows[0].claims if rows else []:
+        if c.id == claim_id:
+            return c.written_by
     return None

@@ -16,8 +16,13 @@ O(its snapshots x open trajectories) arithmetic and no reads of the other trajec
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .rows import Snapshot
+    from .trajectories import Placed, Traj
 
 W = {"ent": 0.25, "fac": 0.15, "lex": 0.20, "temp": 0.15, "sem": 0.25, "drift": 0.50,
      "slot": 0.20}
@@ -70,7 +75,7 @@ class TrajIndex:
                 setattr(self, k, np.zeros((len(self.alive), self.dim), np.float32))
 
     # -- updates --------------------------------------------------------------------------
-    def add(self, tid: str, T) -> int:
+    def add(self, tid: str, T: Traj) -> int:
         """Register trajectory ``T`` (a ``Traj``, possibly with snapshots already)."""
         if self.n == len(self.alive):
             self._alloc(2 * self.n)
@@ -94,9 +99,9 @@ class TrajIndex:
         self.add_slots(p, T.slots)
         return p
 
-    def _last(self, p: int, x: dict) -> None:
-        self.sess[p], self.idx[p] = x["session_id"], x["idx"]
-        self.ts[p] = x["timestamp"].timestamp() if x.get("timestamp") is not None else np.nan
+    def _last(self, p: int, x: Placed | Snapshot) -> None:
+        self.sess[p], self.idx[p] = x.session_id, x.idx
+        self.ts[p] = x.timestamp.timestamp() if x.timestamp is not None else np.nan
 
     def _window(self, p: int, terms) -> None:
         self.recent[p].append(terms)
@@ -120,10 +125,10 @@ class TrajIndex:
                 self.slots[p].add(sl)
                 self.spost.setdefault(sl, set()).add(p)
 
-    def push(self, tid: str, s: dict, terms, slots) -> None:
+    def push(self, tid: str, s: Snapshot, terms, slots) -> None:
         """Snapshot ``s`` was appended to ``tid``."""
         p = self.pos[tid]
-        v = np.asarray(s["vector"], dtype=np.float32)
+        v = np.asarray(s.vector, dtype=np.float32)
         self._fit(v)
         if not self.length[p]:
             self.head[p], self.sum[p] = v, 0.0
@@ -148,7 +153,7 @@ class TrajIndex:
         hits = [p for t in terms for p in self.post[k].get(t, ())]
         return np.bincount(hits, minlength=self.n).astype(float) if hits else np.zeros(self.n)
 
-    def best(self, s: dict, terms, slots: set) -> tuple[str | None, dict]:
+    def best(self, s: Snapshot, terms, slots: set) -> tuple[str | None, dict]:
         """The open trajectory maximising g(s, T), with g's parts; (None, {g: -1}) if none."""
         if not self.n or not self.alive[:self.n].any():
             return None, {"g": -1.0}
@@ -156,11 +161,11 @@ class TrajIndex:
         p = int(np.argmax(parts["g"]))
         return self.ids[p], {k: float(x[p]) for k, x in parts.items()}
 
-    def scores(self, s: dict, terms, slots: set) -> dict[str, np.ndarray]:
+    def scores(self, s: Snapshot, terms, slots: set) -> dict[str, np.ndarray]:
         """g(s, T) and its parts for every trajectory (position order; -inf if closed)."""
         n = self.n
         es, fs, ws = terms
-        v = np.asarray(s["vector"], dtype=np.float32)
+        v = np.asarray(s.vector, dtype=np.float32)
         self._fit(v)
         slot = np.zeros(n, bool)
         for sl in slots:
@@ -173,11 +178,11 @@ class TrajIndex:
             fac = np.where(slot, 1.0, np.nan_to_num(jac))
             lex = np.where((sz[:, 2] > 0) & bool(ws),
                            cw / np.sqrt(len(ws) * np.maximum(sz[:, 2], 1)), 0.0)
-        ts = s["timestamp"].timestamp() if s.get("timestamp") is not None else np.nan
+        ts = s.timestamp.timestamp() if s.timestamp is not None else np.nan
         days = np.abs(ts - self.ts[:n]) / 86400.0
         days = np.where(np.isnan(days), 30.0, days)
-        adj = (np.asarray(self.sess, dtype=object) == s["session_id"]) & \
-            (self.idx[:n] == s["idx"] - 1)
+        adj = (np.asarray(self.sess, dtype=object) == s.session_id) & \
+            (self.idx[:n] == s.idx - 1)
         temp = np.where(adj, 1.0, 0.5 * np.exp(-days / 30))
         sums = self.sum[:n]
         norms = np.linalg.norm(sums, axis=1)

@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -48,15 +49,55 @@ from . import text as tx
 from .claims import hid
 from .tindex import TrajIndex, W  # noqa: F401  (W: the weights of g, re-exported)
 
+if TYPE_CHECKING:
+    from .rows import Claim, Snapshot
+
 VectorsOf = Callable[[list[str]], dict[str, np.ndarray]]   # snapshot ids -> their vectors
 
 THETA = 0.42
 M_DEFAULT = 15
 
 
-def snap_terms(s: dict) -> tuple[set, set, set]:
-    ents = set(s["names"]) | set(s["heads"])
-    return ents, set(s["facets"]), set(tx.tokens(s["text"]))
+def snap_terms(s: Snapshot) -> tuple[set, set, set]:
+    ents = set(s.names) | set(s.heads)
+    return ents, set(s.facets), set(tx.tokens(s.text))
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """A snapshot as a trajectory's state keeps it: what g's temporal part reads of its last."""
+
+    id: str
+    session_id: str
+    idx: int
+    timestamp: datetime | None
+
+    def dump(self) -> dict:
+        return {"id": self.id, "session_id": self.session_id, "idx": self.idx,
+                "timestamp": self.timestamp.isoformat() if self.timestamp else None}
+
+    @classmethod
+    def load(cls, d: dict) -> Placed:
+        t = d["timestamp"]
+        return cls(d["id"], d["session_id"], d["idx"], datetime.fromisoformat(t) if t else None)
+
+
+@dataclass(frozen=True, slots=True)
+class Active:
+    """An active claim as a trajectory's state keeps it: what the edit ops compare."""
+
+    id: str
+    subject: str
+    slot: str | None
+    toks: set[str]
+
+    def dump(self) -> dict:
+        return {"id": self.id, "subject": self.subject, "slot": self.slot,
+                "toks": sorted(self.toks)}
+
+    @classmethod
+    def load(cls, d: dict) -> Active:
+        return cls(d["id"], d["subject"], d["slot"], set(d["toks"]))
 
 
 class Traj:
@@ -64,10 +105,10 @@ class Traj:
 
     def __init__(self, tid: str, continues: str = "", slots: dict | None = None):
         self.id, self.continues, self.closed = tid, continues, False
-        self.snapshots: list[dict] = []
+        self.snapshots: list[Placed] = []
         self.recent: list[tuple[set, set, set]] = []
         self.slots: dict[str, str] = dict(slots or {})
-        self.active: dict[str, dict] = {}       # claim id -> {subject, slot, toks}
+        self.active: dict[str, Active] = {}     # claim id -> its subject, slot, stems
         self.head: np.ndarray | None = None
         self.last: np.ndarray | None = None
         self.sum: np.ndarray | None = None
@@ -91,8 +132,8 @@ class Builder:
         self.load = load
         self.vectors = vectors
         self.trajs: dict[str, Traj] = {}
-        self.claims: dict[str, dict] = {}        # new claim rows, by id
-        self.status: dict[str, dict] = {}        # claim id -> {status, by} for older claims
+        self.claims: dict[str, Claim] = {}       # new claim rows, by id
+        self.status: dict[str, tuple[str, str]] = {}   # older claim id -> (status, by)
         self.touched: set[str] = set()
 
     def traj(self, tid: str) -> Traj:
@@ -107,10 +148,10 @@ class Builder:
         self.index.add(T.id, T)
         return T
 
-    def append(self, s: dict) -> tuple[str, dict]:
+    def append(self, s: Snapshot) -> tuple[str, dict]:
         terms = snap_terms(s)
-        claims = json.loads(s["claims"]) if isinstance(s["claims"], str) else s["claims"]
-        slots = {c["slot"] for c in claims if c.get("slot")}
+        claims = s.claims
+        slots = {c.slot for c in claims if c.slot}
         tid, parts = self.index.best(s, terms, slots)
         full = tid is not None and self.index.length[self.index.pos[tid]] >= self.m
         if full and tid is not None and parts["g"] >= self.theta:
@@ -118,62 +159,59 @@ class Builder:
             old.closed = True
             self.index.close(tid)
             self.touched.add(tid)
-            best = Traj(hid("trj", s["id"]), continues=tid, slots=old.slots)
+            best = Traj(hid("trj", s.id), continues=tid, slots=old.slots)
             best.active = {k: v for k, v in old.active.items()
-                           if v["id"] in set(best.slots.values())}
+                           if v.id in set(best.slots.values())}
             self._new(best)
         elif tid is None or parts["g"] < self.theta:
-            best = self._new(Traj(hid("trj", s["id"])))
+            best = self._new(Traj(hid("trj", s.id)))
         else:
             best = self.traj(tid)
         self._push(best, s, terms, claims)
         self.index.push(best.id, s, terms, best.slots)
         return best.id, parts
 
-    def _push(self, T: Traj, s: dict, terms, claims: list[dict]) -> None:
-        v = s["vector"]
+    def _push(self, T: Traj, s: Snapshot, terms, claims: list[Claim]) -> None:
+        v = s.vector
         if T.head is None or T.sum is None:   # the first snapshot (both are set together)
             T.head, T.sum = v.copy(), np.zeros_like(v)
         T.last, T.sum = v, T.sum + v
-        T.snapshots.append({k: s[k] for k in ("id", "session_id", "idx", "timestamp")})
+        T.snapshots.append(Placed(s.id, s.session_id, s.idx, s.timestamp))
         T.recent = (T.recent + [terms])[-3:]
         for c in claims:
-            self._edit(T, dict(c, snapshot_id=s["id"], trajectory_id=T.id,
-                               position=len(T.snapshots) - 1))
+            self._edit(T, replace(c, snapshot_id=s.id, trajectory_id=T.id,
+                                  position=len(T.snapshots) - 1))
         self.touched.add(T.id)
 
-    def _edit(self, T: Traj, c: dict) -> None:
-        toks = set(tx.tokens(c["text"]))
-        c.update(op="add", target="", status="active", by="")
-        target = None
-        if c.get("slot") and c["slot"] in T.slots and T.slots[c["slot"]] in T.active:
-            target = T.slots[c["slot"]]
-            c["op"] = "deprecate" if c.get("ends") else "revise"
+    def _edit(self, T: Traj, c: Claim) -> None:
+        toks = set(tx.tokens(c.text))
+        op, target = "add", None
+        if c.slot and c.slot in T.slots and T.slots[c.slot] in T.active:
+            target = T.slots[c.slot]
+            op = "deprecate" if c.ends else "revise"
         else:
             for cid, a in T.active.items():
-                if a["subject"] != c["subject"] or not toks:
+                if a.subject != c.subject or not toks:
                     continue
-                j = tx.jaccard(toks, a["toks"])
-                if c.get("ends") and len(toks & a["toks"]) >= len(a["toks"]) / 3:
-                    target, c["op"] = cid, "deprecate"
+                j = tx.jaccard(toks, a.toks)
+                if c.ends and len(toks & a.toks) >= len(a.toks) / 3:
+                    target, op = cid, "deprecate"
                     break
                 if j >= 0.7:
-                    target, c["op"] = cid, "revise"
+                    target, op = cid, "revise"
                     break
         if target is not None:
-            c["target"] = target
             T.active.pop(target, None)
-            change = {"status": "deprecated" if c["op"] == "deprecate" else "revised", "by": c["id"]}
+            status = "deprecated" if op == "deprecate" else "revised"
             if target in self.claims:
-                self.claims[target].update(change)
+                self.claims[target] = replace(self.claims[target], status=status, by=c.id)
             else:
-                self.status[target] = change
-        if c.get("slot"):
-            T.slots[c["slot"]] = c["id"]
-        if not (c["op"] == "deprecate" and not c.get("slot")):
-            T.active[c["id"]] = {"id": c["id"], "subject": c["subject"], "slot": c.get("slot"),
-                                 "toks": toks}
-        self.claims[c["id"]] = c
+                self.status[target] = (status, c.id)
+        if c.slot:
+            T.slots[c.slot] = c.id
+        if not (op == "deprecate" and not c.slot):
+            T.active[c.id] = Active(c.id, c.subject, c.slot or None, toks)
+        self.claims[c.id] = replace(c, op=op, target=target or "", status="active", by="")
 
     # -- persistence of trajectory states (for incremental appends) -------------------------
     @staticmethod
@@ -201,10 +239,9 @@ def dump_state(T: Traj) -> str:
     """The edit state; not the vectors (head, last, sum): they are the trajectory's snapshots',
     added up again when it is loaded (``traj_from_state``)."""
     return json.dumps({"continues": T.continues, "closed": T.closed, "slots": T.slots,
-                       "snapshots": [dict(x, timestamp=x["timestamp"].isoformat()
-                                          if x["timestamp"] else None) for x in T.snapshots],
+                       "snapshots": [x.dump() for x in T.snapshots],
                        "recent": [[sorted(a), sorted(b), sorted(c)] for a, b, c in T.recent],
-                       "active": [dict(a, toks=sorted(a["toks"])) for a in T.active.values()]})
+                       "active": [a.dump() for a in T.active.values()]})
 
 
 def traj_from_state(tid: str, state: str, vectors: VectorsOf | None = None) -> Traj:
@@ -216,15 +253,14 @@ def traj_from_state(tid: str, state: str, vectors: VectorsOf | None = None) -> T
 def _traj(tid: str, d: dict, vectors: dict[str, np.ndarray]) -> Traj:
     T = Traj(tid, d["continues"], d["slots"])
     T.closed = d["closed"]
-    T.snapshots = [dict(x, timestamp=datetime.fromisoformat(x["timestamp"])
-                        if x["timestamp"] else None) for x in d["snapshots"]]
+    T.snapshots = [Placed.load(x) for x in d["snapshots"]]
     T.recent = [(set(a), set(b), set(c)) for a, b, c in d["recent"]]
-    T.active = {a["id"]: dict(a, toks=set(a["toks"])) for a in d["active"]}
+    T.active = {a["id"]: Active.load(a) for a in d["active"]}
     if "sum" in d:      # a state written when states kept the vectors
         T.head, T.last, T.sum = (_unb64(d[k]) for k in ("head", "last", "sum"))
         return T
     for x in T.snapshots:   # as ``Builder._push`` added them
-        v = vectors.get(x["id"])
+        v = vectors.get(x.id)
         if v is None:
             continue
         if T.head is None or T.sum is None:

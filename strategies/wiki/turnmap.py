@@ -20,15 +20,15 @@ and then kept current:
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...storage.budget import ENTRY_BYTES, sample_bytes
+from ...storage.budget import ENTRY_BYTES, SAMPLE, sample_bytes
 from ..nscache import NamespaceCache
+from . import store
 from .revisions import COLS
-from .store import SNAP, Trajectory, count_trajectories, trajectories
+from .store import SNAP, Claim, Snapshot, Trajectory, count_trajectories, trajectories
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -44,9 +44,9 @@ class TurnMaps:
     inv: dict[str, list[tuple[str, frozenset]]] = field(default_factory=dict)
     # ^ claim subject (lower case) -> [(source id, the claim's facets)]
     snaps: set[str] = field(default_factory=set)                  # snapshot ids read
-    slotted: dict[str, list[dict]] = field(default_factory=dict)
-    # ^ source id -> its claims that have a slot (``revisions.COLS``), as ``by_slot`` below
-    by_slot: dict[str, list[dict]] = field(default_factory=dict)    # slot -> its claims
+    slotted: dict[str, list[Claim]] = field(default_factory=dict)
+    # ^ source id -> its claims that have a slot, as ``by_slot`` below
+    by_slot: dict[str, list[Claim]] = field(default_factory=dict)    # slot -> its claims
     counts: tuple = ()
     gen: int = 0
     checked: float = 0.0
@@ -60,7 +60,17 @@ class TurnMaps:
         entries += len(self.inv) + sum(len(v) for v in self.inv.values())
         claims = [c for v in self.by_slot.values() for c in v]
         return ENTRY_BYTES * (entries + len(self.slotted) + len(self.by_slot)) + \
-            sample_bytes(claims)
+            _claim_bytes(claims)
+
+
+def _claim_bytes(claims: list[Claim]) -> int:
+    """What ``claims`` take, estimated as ``budget.sample_bytes`` does for the fields
+    ``revisions`` reads of them (``COLS``) as dicts."""
+    if not claims:
+        return 0
+    sample = claims[::max(1, len(claims) // SAMPLE)][:SAMPLE]
+    return sample_bytes([{k: getattr(c, k) for k in COLS} for c in sample]) * \
+        len(claims) // len(sample)
 
 
 def _counts(space: StrategySpace) -> tuple:
@@ -80,13 +90,13 @@ def turn_maps(cache: NamespaceCache, space: StrategySpace) -> TurnMaps:
     m = TurnMaps(counts=counts, gen=gen, checked=time.monotonic())
     for t in trajectories(space, columns=["id", "source_ids"]):
         _set_members(m, t.id, list(t.source_ids))
-    for s in space.derived.rows(SNAP, columns=["id", "source_ids", "claims"]):
+    for s in store.snapshots(space, columns=["id", "source_ids", "claims"]):
         _add_snapshot(m, s)
     cache.put(m)
     return m
 
 
-def note_append(cache: NamespaceCache, space: StrategySpace, snapshots: list[dict],
+def note_append(cache: NamespaceCache, space: StrategySpace, snapshots: list[Snapshot],
                 traj_rows: list[Trajectory]) -> None:
     """Apply what an append-mode curation just wrote (new snapshots, the rewritten rows of the
     trajectories they joined) to the cached maps, if any are cached and current. The maps are
@@ -101,7 +111,7 @@ def note_append(cache: NamespaceCache, space: StrategySpace, snapshots: list[dic
     for t in traj_rows:
         _set_members(m, t.id, list(t.source_ids))
     for s in snapshots:
-        if s["id"] not in m.snaps:   # a re-placed snapshot is already in the maps
+        if s.id not in m.snaps:   # a re-placed snapshot is already in the maps
             _add_snapshot(m, s)
     cache.replace(space, old, m)
 
@@ -115,17 +125,15 @@ def _set_members(m: TurnMaps, tid: str, ids: list[str]) -> None:
         m.t_of[i] = tid
 
 
-def _add_snapshot(m: TurnMaps, s: dict) -> None:
-    m.snaps.add(s["id"])
-    for i in s["source_ids"]:
-        m.s_of[i] = s["id"]
-    claims = json.loads(s["claims"]) if isinstance(s["claims"], str) else s["claims"]
-    for c in claims:
-        m.inv.setdefault(c["subject"].lower(), []).append((c["source_id"], frozenset(c["facets"])))
-        if c.get("slot"):   # what ``revisions.changes`` reads: a snapshot's claims are the
-            row = {k: c.get(k) for k in COLS}   # rows curation writes to wiki_claims
-            m.slotted.setdefault(c["source_id"], []).append(row)
-            m.by_slot.setdefault(c["slot"], []).append(row)
+def _add_snapshot(m: TurnMaps, s: Snapshot) -> None:
+    m.snaps.add(s.id)
+    for i in s.source_ids:
+        m.s_of[i] = s.id
+    for c in s.claims:
+        m.inv.setdefault(c.subject.lower(), []).append((c.source_id, frozenset(c.facets)))
+        if c.slot:   # what ``revisions.changes`` reads: a snapshot's claims are the rows
+            m.slotted.setdefault(c.source_id, []).append(c)   # curation writes to wiki_claims
+            m.by_slot.setdefault(c.slot, []).append(c)
 
 
 class SlottedClaims:
@@ -138,8 +146,8 @@ class SlottedClaims:
     def __init__(self, m: TurnMaps):
         self._m = m
 
-    def by_source(self, ids: list[str]) -> list[dict]:
+    def by_source(self, ids: list[str]) -> list[Claim]:
         return [c for i in ids for c in self._m.slotted.get(i, ())]
 
-    def by_slot(self, slots: list[str]) -> list[dict]:
+    def by_slot(self, slots: list[str]) -> list[Claim]:
         return [c for k in slots for c in self._m.by_slot.get(k, ())]

@@ -34,7 +34,7 @@ from .pages import (
     snap_keys,
 )
 from . import store
-from .store import CLAIM, Page, ensure, load_snapshots, order_key
+from .store import Claim, Page, Snapshot, ensure, load_snapshots, order_key
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -45,20 +45,16 @@ def sync_state(space: StrategySpace) -> dict | None:
     return Group(*INDEX, rows[0].state, dim=space.vector_dim).sync if rows else None
 
 
-def _claims(rows) -> list[dict]:
-    return [{k: v for k, v in c.items() if k != "namespace"} for c in rows]
-
-
-def _replacements(space: StrategySpace, claims: list[dict]) -> dict[str, dict]:
-    by = {c["id"]: c for c in claims}
-    missing = sorted({c["by"] for c in claims if c["by"]} - set(by))
+def _replacements(space: StrategySpace, claims: list[Claim]) -> dict[str, Claim]:
+    by = {c.id: c for c in claims}
+    missing = sorted({c.by for c in claims if c.by} - set(by))
     if missing:
-        by.update({c["id"]: c for c in _claims(space.derived.rows(CLAIM, eq={"id": missing}))})
+        by.update({c.id: c for c in store.claims(space, eq={"id": missing})})
     return by
 
 
-def update(space: StrategySpace, placed: list[tuple[dict, str]], fresh: list[dict],
-           changed: list[dict]) -> str:
+def update(space: StrategySpace, placed: list[tuple[Snapshot, str]], fresh: list[Claim],
+           changed: list[Claim]) -> str:
     """Fold one curation into the wiki. ``placed``: the new snapshots with the trajectory each
     joined, ``fresh``: the claims it created, ``changed``: older claims it revised or deprecated
     (rows as written)."""
@@ -76,20 +72,20 @@ def update(space: StrategySpace, placed: list[tuple[dict, str]], fresh: list[dic
             mention(g, roles, tid)
     by = _replacements(space, fresh + changed)
     added = defaultdict(set)
-    for c in _older(space, joined, {c["id"] for c in fresh}):
-        for key in claim_keys(c) & joined[c["trajectory_id"]]:
-            groups[key].add_claim(c, by.get(c["by"]))
-            added[key].add(c["id"])
-    for c in sorted(fresh, key=lambda c: c["id"]):
+    for c in _older(space, joined, {c.id for c in fresh}):
+        for key in claim_keys(c) & joined[c.trajectory_id]:
+            groups[key].add_claim(c, by.get(c.by))
+            added[key].add(c.id)
+    for c in sorted(fresh, key=lambda c: c.id):
         note_claim(groups, c)
         for key in claim_keys(c):
             if accepts(groups[key], c):
-                groups[key].add_claim(c, by.get(c["by"]))
-                added[key].add(c["id"])
+                groups[key].add_claim(c, by.get(c.by))
+                added[key].add(c.id)
     for c in changed:
         for key in claim_keys(c):
-            if accepts(groups[key], c) and c["id"] not in added[key]:
-                groups[key].move_claim(c, by.get(c["by"]))
+            if accepts(groups[key], c) and c.id not in added[key]:
+                groups[key].move_claim(c, by.get(c.by))
     idx = groups[INDEX]
     idx.sync = {"token": uuid.uuid4().hex,
                 "assigned": (idx.sync or {}).get("assigned", 0) + len(placed)}
@@ -97,23 +93,22 @@ def update(space: StrategySpace, placed: list[tuple[dict, str]], fresh: list[dic
     return idx.sync["token"]
 
 
-def _older(space: StrategySpace, joined: dict[str, set], fresh_ids: set[str]) -> list[dict]:
+def _older(space: StrategySpace, joined: dict[str, set], fresh_ids: set[str]) -> list[Claim]:
     """Earlier claims of trajectories new to an entity that name it only as their subject (an
     LLM's subject; the heuristic subject is a speaker or a name, so the trajectory had the key)."""
     if not joined:
         return []
-    hit = [c["id"] for c in space.derived.rows(CLAIM, eq={"trajectory_id": sorted(joined)},
-                                       columns=["id", "subject", "trajectory_id"])
-           if c["id"] not in fresh_ids and ("entity", c["subject"].lower()) in
-           joined[c["trajectory_id"]]]
-    return _claims(space.derived.rows(CLAIM, eq={"id": hit})) if hit else []
+    hit = [c.id for c in store.claims(space, eq={"trajectory_id": sorted(joined)},
+                                      columns=["id", "subject", "trajectory_id"])
+           if c.id not in fresh_ids and ("entity", c.subject.lower()) in joined[c.trajectory_id]]
+    return store.claims(space, eq={"id": hit}) if hit else []
 
 
 def rebuild_all(space: StrategySpace) -> dict:
     """Recompute every group and page from all snapshots, trajectories and claims."""
     ensure(space)
     trajs = store.trajectories(space, columns=["id", "snapshot_ids", "n"])
-    claims = _claims(space.derived.rows(CLAIM))
+    claims = store.claims(space)
     if not trajs:
         old = store.page_ids(space)
         if old:
@@ -123,21 +118,21 @@ def rebuild_all(space: StrategySpace) -> dict:
             store.delete_groups(space, old)
         return {"pages": 0, "token": None}
     owner = {i: t.id for t in trajs for i in t.snapshot_ids}
-    by = {c["id"]: c for c in claims}
+    by = {c.id: c for c in claims}
     groups: dict[tuple[str, str], Group] = {}
-    for s in sorted(load_snapshots(space), key=lambda s: s["id"]):
-        if s["id"] not in owner:
+    for s in sorted(load_snapshots(space), key=lambda s: s.id):
+        if s.id not in owner:
             continue
         for key, roles in snap_keys(s).items():
             g = groups.setdefault(key, Group(*key, dim=space.vector_dim))
-            g.link(owner[s["id"]])
+            g.link(owner[s.id])
             g.add_snapshot(s)
-            mention(g, roles, owner[s["id"]])
-    for c in sorted(claims, key=lambda c: c["id"]):
+            mention(g, roles, owner[s.id])
+    for c in sorted(claims, key=lambda c: c.id):
         note_claim(groups, c)
         for key in claim_keys(c):
             if key in groups and accepts(groups[key], c):
-                groups[key].add_claim(c, by.get(c["by"]))
+                groups[key].add_claim(c, by.get(c.by))
     token = uuid.uuid4().hex
     groups[INDEX].sync = {"token": token, "assigned": sum(t.n for t in trajs)}
     n = _write(space, groups, full=True)
@@ -225,7 +220,7 @@ def resum(space: StrategySpace, g: Group) -> None:
     g.v = np.zeros_like(g.v)
     for s in sorted(load_snapshots(space, ids), key=order_key):
         if key in snap_keys(s):
-            g.v += np.asarray(s["vector"], dtype=np.float64)
+            g.v += np.asarray(s.vector, dtype=np.float64)
     g.partial = False
 
 
@@ -235,5 +230,4 @@ def _refill(space: StrategySpace, g: Group) -> None:
     if len(g.trajs) <= 500:
         eq["trajectory_id"] = sorted(g.trajs)
     key = (g.kind, g.key)
-    g.refill([c for c in _claims(space.derived.rows(CLAIM, eq=eq))
-              if key in claim_keys(c) and accepts(g, c)])
+    g.refill([c for c in store.claims(space, eq=eq) if key in claim_keys(c) and accepts(g, c)])

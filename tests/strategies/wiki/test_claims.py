@@ -26,12 +26,12 @@ def test_claims_entities_facets_and_slots():
                  text="I moved to Berlin last month! My dog Rex loves the park. Ok"
                       " [image: a dog in a park]")
     cl = claims.claims_of(row, WHEN)
-    assert [c["text"] for c in cl] == ["I moved to Berlin last month!", "My dog Rex loves the park.",
+    assert [c.text for c in cl] == ["I moved to Berlin last month!", "My dog Rex loves the park.",
                                        "[image: a dog in a park]"]
     first = cl[0]
-    assert first["names"] == ["Berlin"] and first["slot"] == "ana|residence"
-    assert first["dates"][0]["start"] == "2023-04-01" and first["ref"] == "r1"
-    assert "pets" in cl[1]["facets"] and "Rex" in cl[1]["names"] and "rex" in cl[1]["heads"]
+    assert first.names == ["Berlin"] and first.slot == "ana|residence"
+    assert first.dates[0]["start"] == "2023-04-01" and first.ref == "r1"
+    assert "pets" in cl[1].facets and "Rex" in cl[1].names and "rex" in cl[1].heads
     assert text.named_entities("Hey Mel! Thanks, Caroline's LGBTQ group") == ["Mel", "Caroline", "LGBTQ"]
 
 

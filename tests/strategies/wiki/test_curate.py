@@ -136,7 +136,7 @@ def test_a_curation_after_a_lost_write_repairs_itself(rt):
     wiki2 = WikiStrategy()                       # a new process: no in-memory index
     wiki2.curate(rt.env("default"), sid)
     placed = {i for t in space.derived.rows(store.TRAJ) for i in t["snapshot_ids"]}
-    assert {s["id"] for s in lost} <= placed
+    assert {s.id for s in lost} <= placed
     assert "Rex chewed my new running shoes again." in \
         space.derived.rows(pages.PAGE, eq={"id": "wiki-entity-rex"})[0]["text"]
 

@@ -198,11 +198,10 @@ def test_a_small_pages_group_keeps_no_sum_and_its_page_vector_is_the_same_bit_fo
 
 def _snapshots_to_earlier_shape(space) -> dict[str, np.ndarray]:
     """Rewrite the snapshots table as a store that kept their vectors held it."""
-    rows = store.load_snapshots(space)
+    rows = [dict(s.as_dict(), namespace=s.namespace, vector=s.vector.tolist())
+            for s in store.load_snapshots(space)]
     name = space.name(store.SNAP)
     old = store.SNAP_SCHEMA.append(pa.field("vector", pa.list_(pa.float32(), space.vector_dim)))
-    for r in rows:
-        r["vector"] = r["vector"].tolist()
     space.store.drop_table(name)
     space.store.db.create_table(name, data=pa.Table.from_pylist(rows, schema=old))
     return {r["id"]: np.asarray(r["vector"], np.float32) for r in rows}
@@ -218,9 +217,9 @@ def test_a_snapshot_row_holds_no_vector_and_reads_the_one_it_was_made_with(home)
     made = {}
     for sid, _, _ in WIKI_SESSIONS:
         rows = space.sources.by_session(sid)
-        made.update({s["id"]: s["vector"] for s in claims.build_snapshots(
+        made.update({s.id: s.vector for s in claims.build_snapshots(
             sid, rows, space.sessions.time(sid), space.sources.vectors([r.id for r in rows]))})
-    read = {s["id"]: s["vector"] for s in store.load_snapshots(space)}
+    read = {s.id: s.vector for s in store.load_snapshots(space)}
     assert read.keys() == made.keys()
     assert all(read[i].dtype == np.float32 and read[i].tobytes() == made[i].tobytes() for i in read)
     rt.close()
@@ -235,7 +234,7 @@ def test_a_snapshots_table_of_the_earlier_shape_is_read_and_upgraded(home):
 
     rt = runtime(home)
     space = rt.space("default")
-    read = {s["id"]: s["vector"] for s in store.load_snapshots(space)}
+    read = {s.id: s.vector for s in store.load_snapshots(space)}
     assert {i: v.tobytes() for i, v in read.items()} == {i: v.tobytes() for i, v in kept.items()}
     before = page_view(space)
     say(rt, *WIKI_SESSIONS[2])
@@ -288,7 +287,7 @@ def test_a_trajectories_table_with_its_snapshots_text_is_upgraded_and_curation_g
         say(rt, *s)
     space = rt.space("default")
     rows = space.derived.rows(store.TRAJ)
-    texts = {s["id"]: s["text"] for s in store.load_snapshots(space)}
+    texts = {s.id: s.text for s in store.load_snapshots(space)}
     for r in rows:
         r["text"] = "\n".join(texts[i] for i in r["snapshot_ids"])
     old = store.TRAJ_SCHEMA.insert(3, pa.field("text", pa.string()))

@@ -48,9 +48,10 @@ def test_a_claim_states_a_value_only_in_the_first_person(text, slot, says):
 ])
 def test_a_later_claim_changes_a_value_only_if_it_states_another_or_ends_it(old, new, changed):
     from trimem.strategies.wiki.revisions import _superseded, _valued
+    from trimem.strategies.wiki.store import Claim
 
     slot = "u|job" if "job" in old or "work" in old else "u|residence"
-    a, b = _valued([{"text": old, "slot": slot}, {"text": new, "slot": slot}])
+    a, b = _valued([Claim("a", text=old, slot=slot), Claim("b", text=new, slot=slot)])
     assert _superseded(a, b) is changed
 
 
@@ -143,7 +144,7 @@ def _both(rt, ids):
     maps, table = slotted_claims(env.ns, env.space), _Table(env.space)
     rows = {"maps": maps.by_source(ids), "table": table.by_source(ids)}
     keys = ("id", "source_id", "slot", "text", "timestamp")
-    got = {k: sorted(tuple(c[f] for f in keys) for c in v) for k, v in rows.items()}
+    got = {k: sorted(tuple(getattr(c, f) for f in keys) for c in v) for k, v in rows.items()}
     return got, changes(env.space, ids, maps), changes(env.space, ids, table)
 
 

@@ -1,8 +1,8 @@
 """Trajectory append, bounded length and claim edit ops (add / revise / deprecate)."""
 
 import json
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 import numpy as np
 import pytest
@@ -10,17 +10,18 @@ import pytest
 from source_rows import source
 
 from trimem.strategies.wiki import claims, trajectories as trj
+from trimem.strategies.wiki.store import Snapshot
 
 T0 = datetime(2023, 1, 1, tzinfo=timezone.utc)
 
 
-def snap(k, text, vec, session="s", idx=0, days=0) -> dict[str, Any]:
+def snap(k, text, vec, session="s", idx=0, days=0) -> Snapshot:
     when = T0 + timedelta(days=days)
     row = source(id=f"src{k}", session_id=session, seq=idx, speaker="Ana", ref=f"r{k}",
                  timestamp=when, text=text)
     v = np.asarray(vec, dtype=np.float32)
     s = claims.build_snapshots(session, [row], when, {row.id: v / np.linalg.norm(v)})[0]
-    return dict(s, idx=idx)
+    return replace(s, idx=idx)
 
 
 def test_revise_and_deprecate_keep_history():
@@ -30,11 +31,11 @@ def test_revise_and_deprecate_keep_history():
     b.append(snap(2, "I just moved to Lisbon with my job.", v, "s2", 0, 30))
     b.append(snap(3, "I am no longer living in Lisbon, I moved out.", v, "s3", 0, 60))
     assert len(b.trajs) == 1
-    ops = [(c["text"], c["op"], c["status"]) for c in b.claims.values()]
+    ops = [(c.text, c.op, c.status) for c in b.claims.values()]
     assert ops[0][1:] == ("add", "revised")
     assert ops[1][1:] == ("revise", "revised") or ops[1][1:] == ("revise", "deprecated")
     assert ops[2][1] == "deprecate"
-    assert all(c["source_id"] for c in b.claims.values())      # nothing deleted, all sourced
+    assert all(c.source_id for c in b.claims.values())      # nothing deleted, all sourced
 
 
 def test_unrelated_snapshot_starts_a_new_trajectory_and_length_is_bounded():
@@ -53,7 +54,7 @@ def test_state_round_trip_gives_the_same_result():
     v = [1.0] + [0.0] * 383
     a = trj.Builder()
     a.append(snap(1, "I moved to Berlin.", v, "s1", 0, 0))
-    vecs = {s["id"]: s["vector"] for s in [snap(1, "I moved to Berlin.", v, "s1", 0, 0)]}
+    vecs = {s.id: s.vector for s in [snap(1, "I moved to Berlin.", v, "s1", 0, 0)]}
     b = trj.Builder(vectors=lambda ids: {i: vecs[i] for i in ids if i in vecs})
     b.load_states({T.id: trj.Builder.dump_state(T) for T in a.trajs.values()})
     for T in a.trajs.values():
@@ -61,7 +62,7 @@ def test_state_round_trip_gives_the_same_result():
         for k in ("head", "last", "sum"):
             assert getattr(b.trajs[T.id], k).tobytes() == getattr(T, k).tobytes()
     s2 = snap(2, "I moved to Lisbon.", v, "s2", 0, 10)
-    assert a.append(dict(s2))[0] == b.append(dict(s2))[0]
+    assert a.append(s2)[0] == b.append(s2)[0]
     assert json.loads(trj.Builder.dump_state(a.trajs[next(iter(a.trajs))]))["slots"] == \
         json.loads(trj.Builder.dump_state(b.trajs[next(iter(b.trajs))]))["slots"]
 
@@ -72,11 +73,11 @@ def g_reference(s, T) -> float:
 
     es, fs, ws = trj.snap_terms(s)
     et, ft, wt = (set().union(*(r[k] for r in T.recent)) for k in range(3))
-    slot = bool({c["slot"] for c in json.loads(s["claims"]) if c["slot"]} & set(T.slots))
+    slot = bool({c.slot for c in s.claims if c.slot} & set(T.slots))
     last = T.snapshots[-1]
-    adjacent = last["session_id"] == s["session_id"] and last["idx"] == s["idx"] - 1
-    days = abs((s["timestamp"] - last["timestamp"]).total_seconds()) / 86400
-    v = s["vector"]
+    adjacent = last.session_id == s.session_id and last.idx == s.idx - 1
+    days = abs((s.timestamp - last.timestamp).total_seconds()) / 86400
+    v = s.vector
     p = {"ent": len(es & et) / len(es) if es else 0.0,
          "fac": 1.0 if slot else (len(fs & ft) / len(fs | ft) if fs and ft else 0.0),
          "lex": len(ws & wt) / math.sqrt(len(ws) * len(wt)) if ws and wt else 0.0,
@@ -98,8 +99,7 @@ def test_vectorised_g_equals_the_formula_for_every_trajectory():
         b.append(snap(k, t, rng.normal(size=384), f"s{k % 3}", k // 3, days=5 * k))
     s = snap(99, "Rex and Ben went hiking near Berlin, I moved again.", rng.normal(size=384),
              "s2", 3, days=50)
-    got = b.index.scores(s, trj.snap_terms(s), {c["slot"] for c in json.loads(s["claims"])
-                                                 if c["slot"]})["g"]
+    got = b.index.scores(s, trj.snap_terms(s), {c.slot for c in s.claims if c.slot})["g"]
     for tid, p in b.index.pos.items():
         T = b.trajs[tid]
         want = -np.inf if T.closed else g_reference(s, T)
