@@ -152,8 +152,10 @@ def traj_row(T: Traj, snaps: list[Snapshot]) -> Trajectory:
     claims = [c for s in snaps for c in s.claims]
     names = [n for c in claims for n in c.names]
     heads = [h for c in claims for h in c.heads]
-    top = sorted(set(names), key=lambda n: -names.count(n))[:3] or \
-        sorted(set(heads), key=lambda h: -heads.count(h))[:3]
+    # the most frequent first, ties in order of first mention (a set's order would change with
+    # each process's string hashing, and the title with it)
+    top = sorted(dict.fromkeys(names), key=lambda n: -names.count(n))[:3] or \
+        sorted(dict.fromkeys(heads), key=lambda h: -heads.count(h))[:3]
     times = [s.timestamp for s in snaps if s.timestamp is not None]
     return Trajectory(
         T.id, title=", ".join(top) or (claims[0].text[:60] if claims else T.id),

@@ -1,6 +1,7 @@
 """Trajectory append, bounded length and claim edit ops (add / revise / deprecate)."""
 
 import json
+import os
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -120,3 +121,22 @@ def test_a_state_of_the_earlier_shape_with_its_vectors_is_read_as_it_is():
     b.load_states({T.id: json.dumps(old)})
     for k in ("head", "last", "sum"):
         assert getattr(b.trajs[T.id], k).tobytes() == getattr(T, k).tobytes()
+
+
+def test_a_trajectory_title_is_the_same_in_every_process():
+    """Names mentioned equally often are titled in order of first mention: not in a set's order,
+    which follows each process's string hashing (the title was seen to differ between two runs
+    of the same ingest)."""
+    import subprocess
+    import sys
+
+    code = ("from trimem.strategies.wiki.rows import Claim, Snapshot\n"
+            "from trimem.strategies.wiki.store import traj_row\n"
+            "from trimem.strategies.wiki.trajectories import Traj\n"
+            "names = ['Wren', 'Okafor', 'Lisbon', 'Tamsin', 'Quill', 'Harbour']\n"
+            "claims = [Claim(f'c{i}', text='x', names=[n]) for i, n in enumerate(names)]\n"
+            "print(traj_row(Traj('t1'), [Snapshot('s1', claims=claims)]).title)\n")
+    titles = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip()
+              for seed in range(6)}
+    assert titles == {"Wren, Okafor, Lisbon"}
