@@ -199,3 +199,8 @@ TOOL_SPEAKER = "tool"
 def spoken(rows: list[Source]) -> list[Source]:
     """``rows`` without the tool rows (see ``TOOL_SPEAKER``), in their order."""
     return [r for r in rows if r.speaker != TOOL_SPEAKER]
+
+
+class StrategyFailure(RuntimeError):
+    """A strategy's step that failed before it wrote anything; ``str(exc)`` says why, for the
+    user (``tools/`` passes it on as the tool's error)."""

@@ -25,7 +25,7 @@ from .namespaces import require
 from .params import Bool, Int
 from .runtime import Runtime
 from ..strategies import registry
-from ..strategies.base import Consolidates
+from ..strategies.base import Consolidates, StrategyFailure
 
 if TYPE_CHECKING:
     from ..storage.space import Space
@@ -93,7 +93,11 @@ def run_consolidation(rt: Runtime, namespace: str = "default", dry_run: bool = F
         clusters = 0
         active, extra_after = [0, 0], {}
         for strat in registry.with_hook(Consolidates):
-            out = strat.consolidate(env, dry_run, min_cluster_size, report)
+            try:
+                out = strat.consolidate(env, dry_run, min_cluster_size, report)
+            except StrategyFailure as exc:
+                raise ToolFailure(f"{strat.name} consolidation stopped before writing anything: "
+                                  f"{exc}") from exc
             clusters += int(out.get("clusters", 0))
             ops += [dict(op, strategy=strat.name) for op in out.get("operations", [])]
             if "active_before" in out:   # non-destructive: compression is of the *active* memories

@@ -3,8 +3,8 @@
 Clustering is the paper's: the stored memories' embeddings (here the MiniLM vectors already in
 the table, 384-d, instead of text-embedding-3-small's 1536-d) are reduced by UMAP (cosine,
 10 neighbours, 5 components, min_dist 0) and clustered by HDBSCAN (Euclidean, excess of mass,
-``min_cluster_size``, min_samples 1). umap/hdbscan (and numba) are imported here only, when a run
-starts, never at start-up. Choices the paper leaves open:
+``min_cluster_size``, min_samples 1), in a short-lived child process (``cluster_child.py``):
+umap, hdbscan, numba and sklearn are never imported by the server. Choices the paper leaves open:
 
 * Episodes and tuples are clustered separately (a merge never crosses the two stores); a store
   too small for UMAP (< ``MIN_UMAP`` rows) is clustered on its raw unit vectors; ``random_state``
@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .cluster_proc import labels_in_child
 from .rules import llm_plan, merged_text, rule_plan
 from .store import KINDS, llm_usable
 
@@ -55,25 +55,10 @@ def _active(space: StrategySpace, kind: str) -> tuple[list[Memory], np.ndarray]:
 
 
 def cluster(vecs: np.ndarray, min_cluster_size: int) -> np.ndarray:
-    """HDBSCAN labels (-1 = noise) of UMAP-reduced ``vecs`` (appendix C)."""
-    import hdbscan  # lazy: hdbscan, consolidation only
-
-    n = len(vecs)
-    if n < max(2, min_cluster_size):
-        return np.full(n, -1)
-    if n >= MIN_UMAP:
-        import umap  # lazy: umap (seconds to import), consolidation only
-
-        k = min(10, n - 1)
-        reducer = umap.UMAP(n_neighbors=k, n_components=5, metric="cosine", min_dist=0.0,
-                            random_state=42, n_jobs=1, **_exact_neighbours(vecs, k))
-        with warnings.catch_warnings():   # handed neighbours: no index for transform(), unused
-            warnings.filterwarnings("ignore", message=r"precomputed_knn\[2\]")
-            emb = reducer.fit_transform(vecs)
-    else:
-        emb = vecs
-    return hdbscan.HDBSCAN(min_cluster_size=min_cluster_size, min_samples=1, metric="euclidean",
-                           cluster_selection_method="eom").fit_predict(emb)
+    """HDBSCAN labels (-1 = noise) of UMAP-reduced ``vecs`` (appendix C), computed in a child
+    process (:mod:`.cluster_proc`; the implementation: :func:`.cluster_child.labels_here`), so
+    that the server never imports umap, numba, sklearn or hdbscan."""
+    return labels_in_child(vecs, min_cluster_size)
 
 
 def _exact_neighbours(vecs: np.ndarray, k: int) -> dict:
