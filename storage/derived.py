@@ -159,6 +159,16 @@ class Derived:
         self.core.touch_copy(kind)
         self.core.after_write(kind, len(rows))
 
+    def stored_vector(self, kind: str, vector: Any) -> list[float]:
+        """``vector`` as ``kind``'s table keeps it and a reader gets it back: rounded to float16
+        in a table this version creates (``DERIVED_FLOAT``), float32 in one an earlier version
+        created. For a strategy that keeps in memory what it writes (a patched snapshot must
+        equal a fresh read)."""
+        tbl = self.table(kind)
+        kept = tbl.schema.field("vector").type.value_type if tbl is not None else DERIVED_FLOAT
+        v = np.asarray(vector, dtype=np.float32)
+        return (v.astype(np.float16).astype(np.float32) if kept == pa.float16() else v).tolist()
+
     def scalar_indexes(self, kind: str, columns: dict[str, str], rebuild: bool = False) -> None:
         """Scalar indexes on a derived table's filter columns (``{"id": "btree", "status":
         "bitmap"}``), so lookups by id or key do not scan the whole table as it grows. Built once

@@ -129,12 +129,12 @@ def edges_from(space: StrategySpace, thread_id: str) -> list[Edge]:
 
 def write_session(space: StrategySpace, session_id: str, rows: list[Thread]) -> list[Thread]:
     """Replace the session's threads (and drop the edges touching them) by ``rows``; returns the
-    rows as stored (the head as the float32 values the table keeps)."""
+    rows as stored (each vector as the values the table keeps: float16, read as float32)."""
     declare(space)
     space.derived.delete_rows(EDGES, {"src_session": session_id})
     space.derived.delete_rows(EDGES, {"dst_session": session_id})
     space.derived.delete_rows(THREADS, {"session_id": session_id})
-    rows = [replace(r, vector=np.asarray(r.vector, dtype=np.float32).tolist(),
+    rows = [replace(r, vector=space.derived.stored_vector(THREADS, r.vector),
                     namespace=space.namespace) for r in rows]
     if rows:
         space.derived.upsert(THREADS, THREAD_SCHEMA, [r.as_dict() for r in rows])
