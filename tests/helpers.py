@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from mcp.types import CallToolResult, ReadResourceResult, TextContent, TextResourceContents
@@ -76,3 +77,14 @@ def full_and_ranking_only(strategy: str, env, query: str, budget: int = 500):
     assert lean.sources == full.sources and lean.route_reason == full.route_reason
     assert lean.abstain == full.abstain
     return full, lean
+
+
+def listing(root) -> set[tuple[str, int, int]]:
+    """Every file under ``root``: its relative path, size and modification time (a store's
+    files compared before and after something that must write nothing)."""
+    out = set()
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            st = os.stat(os.path.join(dirpath, f))
+            out.add((os.path.relpath(os.path.join(dirpath, f), root), st.st_size, st.st_mtime_ns))
+    return out

@@ -12,7 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from helpers import payload
+from helpers import listing, payload
 
 from trimem.strategies.hybrid import cluster_proc
 from trimem.strategies.hybrid.cluster_child import labels_here
@@ -36,15 +36,6 @@ async def store(client) -> None:
                       context="said in passing", timestamp=when) for j, t in enumerate(SAID)]
         payload(await client.call_tool("remember", {"messages": msgs, "session_id": sid,
                                                     "session_time": when, "curated": {"facts": facts}}))
-
-
-def listing(root) -> set[tuple[str, int, int]]:
-    out = set()
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            st = os.stat(os.path.join(dirpath, f))
-            out.add((os.path.relpath(os.path.join(dirpath, f), root), st.st_size, st.st_mtime_ns))
-    return out
 
 
 def blobs(n_per: int, centres: int, seed: int = 5) -> np.ndarray:
@@ -90,7 +81,7 @@ async def test_a_consolidation_whose_child_fails_writes_nothing(client, server, 
 SERVER = textwrap.dedent("""
     import anyio, json, sys
     from mcp import Client
-    from helpers import payload
+    from helpers import payload, listing
     from test_cluster_child import store
     from trimem.server.app import build_server
     from trimem.server.settings import Settings

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 import pytest
 
-from helpers import payload
+from helpers import listing, payload
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -19,15 +18,6 @@ FILLER = ["Ana plays the violin in a small orchestra", "Ben collects vintage pos
           "Ana grows tomatoes on her balcony", "Ben repairs old bicycles in his garage",
           "Ana paints watercolour landscapes", "Ben runs five kilometres before work",
           "Ana speaks three languages fluently", "Ben builds wooden furniture as a hobby"]
-
-
-def listing(root) -> set[tuple[str, int, int]]:
-    out = set()
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            st = os.stat(os.path.join(dirpath, f))
-            out.add((os.path.relpath(os.path.join(dirpath, f), root), st.st_size, st.st_mtime_ns))
-    return out
 
 
 def fact(s, r, o, ref):
