@@ -237,6 +237,39 @@ def cold_start(home: str, runs: int, query: str) -> dict:
         shutil.rmtree(empty, ignore_errors=True)
 
 
+class RamSampler:
+    """Every ``every_s`` seconds: the process's RSS, what the RAM budget's copies hold and
+    LanceDB's caches (``storage/budget.py``), logged; the largest of each kept per phase."""
+
+    def __init__(self, budget, every_s: float):
+        import threading
+
+        self.budget, self.every_s, self.phase = budget, every_s, "start"
+        self.peaks: dict[str, dict[str, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="ram-sampler")
+        self._thread.start()
+
+    def sample(self) -> dict[str, float]:
+        got = {"rss_mb": rss_mb()[1], "copies_mb": round(self.budget.copies.used / 2**20, 1),
+               "lance_mb": round(self.budget.lance_bytes() / 2**20, 1)}
+        peak = self.peaks.setdefault(self.phase, {})
+        for k, x in got.items():
+            peak[k] = max(peak.get(k, 0.0), x)
+        return got
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            got = self.sample()
+            log(f"  ram ({self.phase}): rss {got['rss_mb']} MB, copies {got['copies_mb']} MB, "
+                f"lance caches {got['lance_mb']} MB")
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        return self.peaks
+
+
 def run(args) -> dict:
     from ..server.settings import Settings
     from ..tools.runtime import Runtime
@@ -257,12 +290,15 @@ def run(args) -> dict:
     stored = space.sources.count()
     if stored and not args.reuse:
         raise SystemExit(f"namespace {NS!r} in {home} is not empty: use a new --home (or --reuse)")
+    sampler = RamSampler(space.store.budget, args.sample) if args.sample else None
     builds = Timed(space.upkeep.build_vector_index)
     space.upkeep.build_vector_index = builds
     synth, carry = Synth(seed=args.seed), []
     stream = synth.sessions()
     for size in sorted(int(s) for s in args.sizes.split(",")):
         log(f"size {size}: ingesting")
+        if sampler is not None:
+            sampler.phase = f"{size} ingest and drain"
         n_builds = len(builds.bg)
         res: dict[str, Any]
         if stored >= size:   # --reuse: the same synthetic stream, already stored; only re-time
@@ -285,6 +321,8 @@ def run(args) -> dict:
         log(f"size {size}: waiting for the vector index")
         res["index"] = wait_for_index(space, builds, n_builds)
         log(f"size {size}: recall x{args.queries} (+{args.warmup} warm-up)")
+        if sampler is not None:
+            sampler.phase = f"{size} recall"
         qs = synth.pick_questions(args.queries + args.warmup, seed=size)
         res["recall"] = measure_recall(rt, space, qs, args.warmup)
         if args.live:
@@ -297,6 +335,8 @@ def run(args) -> dict:
         log(f"size {size}: recall while the vector index is rebuilt")
         res["during_rebuild"] = recall_during_rebuild(rt, space, qs)
         res["rss_peak_mb"], res["rss_now_mb"] = rss_mb()
+        if sampler is not None:
+            res["ram_peaks"] = {k: dict(v) for k, v in sampler.peaks.items()}
         res["tables"] = {k: {"rows": n, "fragments": fragments(space, k)}
                          for k, n in space.stats().items()}
         disk = space.disk_bytes()   # after upkeep: compacted, old versions cleaned up
@@ -308,6 +348,8 @@ def run(args) -> dict:
             Path(args.json).write_text(json.dumps(out, indent=2, default=str))
         r = res["recall"]
         log(f"size {size}: recall p50 {r['p50']} p95 {r['p95']} ms, floor {r['floor']['sum_p50']} ms")
+    if sampler is not None:
+        out["ram_peaks"] = sampler.stop()
     if args.cold_runs:
         out["cold_start"] = cold_start(home, args.cold_runs, synth.pick_questions(1, seed=1)[0])
     out["loadavg_end"] = os.getloadavg()
@@ -415,6 +457,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="sources only (TRIMEM_CURATION=false): measure plain without the "
                          "paper strategies' background curation")
     ap.add_argument("--strategy", default="plain", help="the strategy recall is timed with")
+    ap.add_argument("--sample", type=float, default=0,
+                    help="every S seconds log RSS, the RAM budget's copies and LanceDB's caches")
     args = ap.parse_args(argv)
     NO_CURATION[0] = args.no_curation
     STRATEGY[0] = args.strategy
