@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -60,6 +61,10 @@ class Log:
         self._recall_writer = RecallWriter(self._write_recalls, "trimem-recall-log",
                                            guard=lambda wait: core.store.write_lock(
                                                core.namespace, wait))
+        # remember's audit entries, one commit off every exchange (recall_writer.py)
+        self._audit_writer = RecallWriter(self._write_audit, "trimem-audit-log",
+                                          what="audit entry(ies)",
+                                          lost="explain's history will miss them")
         self._recall_policy = RecallPolicy()
         self._recalls_logged = 0   # records this process appended (pruning counts them)
         self._recall_encoded = False   # the log's trace column checked for its compression
@@ -130,13 +135,17 @@ class Log:
         return tbl
 
     def flush(self) -> None:
-        """Write the queued records now (``recall_writer``): before anything reads the log."""
+        """Write the queued records and audit entries now (``recall_writer``): before anything
+        reads the logs."""
         self._recall_writer.flush()
+        self._audit_writer.flush()
 
     def close(self, timeout: float = 30.0) -> None:
         """Write the queued records and stop the writer (before the process exits); a record
         logged after this is written synchronously."""
+        end = time.monotonic() + timeout
         self._recall_writer.close(timeout)
+        self._audit_writer.close(max(0.1, end - time.monotonic()))
 
     def prune(self, policy: "RecallPolicy") -> int:
         """Delete records older than ``keep_days`` and the oldest beyond ``keep_max``."""
@@ -225,19 +234,30 @@ class Log:
                              "delete recalls", table=tbl)
 
     # -- audit ----------------------------------------------------------------------------------
-    def audit(self, op: str, target_ids: list[str], detail: dict) -> str:
-        tbl = self.core.table("audit", AUDIT, create=True)
+    def audit(self, op: str, target_ids: list[str], detail: dict, queued: bool = False) -> str:
+        """Append an audit entry; its id. ``queued``: appended off the caller's path, in batches
+        (``recall_writer.py``; a ``remember``'s entry: an agent loop pays no commit for it),
+        for an entry nothing reads across processes (``forget`` records are not queued: other
+        processes and exports read them)."""
         aid = "aud_" + uuid.uuid4().hex[:20]
         row = {"id": aid, "namespace": self.core.namespace, "at": self.core.now(), "op": op,
                "target_ids": list(target_ids), "detail": self.core.dumps(detail)}
+        if queued:
+            self._audit_writer.submit(row)
+        else:
+            self._write_audit([row])
+        return aid
+
+    def _write_audit(self, rows: list[dict]) -> None:
+        tbl = self.core.table("audit", AUDIT, create=True)
         with self.core.writing():
-            retrying(lambda: tbl.add([row]), "audit", table=tbl)
+            retrying(lambda: tbl.add(rows), "audit", table=tbl)
         self.core.touch_copy("audit")   # this process reads its own entry next (forget records)
         self.core.after_write("audit")
-        return aid
 
     def audit_for(self, target_id: str, limit: int = 50) -> list[dict]:
         """Audit entries that name ``target_id``, oldest first."""
+        self._audit_writer.flush()
         tbl = self.core.table("audit")
         if tbl is None:
             return []
@@ -247,6 +267,7 @@ class Log:
                 for r in rows[-limit:]]
 
     def audit_log(self, since: datetime | None = None, limit: int = 100) -> list[dict]:
+        self._audit_writer.flush()
         tbl = self.core.table("audit")
         rows = [] if tbl is None else tbl.search().limit(None).to_list()
         rows = [r for r in rows if since is None or r["at"] >= since]

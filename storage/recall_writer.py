@@ -21,6 +21,10 @@ What keeps the log's contract:
   process), taken *before* the writer's own lock: a forget holding it may flush the queue
   itself, and the write checks that what a record names was not forgotten meanwhile.
 
+The same writer appends ``remember``'s audit entries (``Log.audit(..., queued=True)``): one
+commit fewer on every exchange an agent loop remembers. Those carry no guard (nothing scrubs
+them) and their readers (``explain``'s history, the audit log) flush first as well.
+
 A hand-written writer rather than a ``ThreadPoolExecutor``: the batching (one ``add`` for all
 that queued while the last one ran) and the flush-by-the-reader are the point, and neither is a
 pool's.
@@ -49,9 +53,11 @@ class RecallWriter:
     """Queue of rows for ``write(rows)``; see the module docstring."""
 
     def __init__(self, write: Callable[[list[dict]], None], name: str,
-                 guard: Callable[[float | None], AbstractContextManager[object]] = _no_guard):
+                 guard: Callable[[float | None], AbstractContextManager[object]] = _no_guard,
+                 what: str = "recall record(s)", lost: str = "explain will not find them"):
         self._write = write
         self._name = name
+        self._what, self._lost = what, lost   # the warnings' words
         self._guard = guard
         self._cv = threading.Condition()
         self._io = threading.RLock()     # one batch at a time (a flush waits for the running one)
@@ -116,8 +122,7 @@ class RecallWriter:
         try:
             self.flush(max(0.1, end - time.monotonic()))
         except Exception as exc:   # noqa: BLE001 - exiting: say what is lost
-            log.warning("%d recall record(s) not logged (explain will not find them): %s",
-                        self.queued, exc)
+            log.warning("%d %s not logged (%s): %s", self.queued, self._what, self._lost, exc)
 
     @property
     def queued(self) -> int:
@@ -135,7 +140,7 @@ class RecallWriter:
             try:
                 self.flush()
             except Exception as exc:   # noqa: BLE001 - the guard (a lock) could not be taken
-                log.warning("%d recall record(s) wait to be logged: %s", self.queued, exc)
+                log.warning("%d %s wait to be logged: %s", self.queued, self._what, exc)
                 with self._cv:   # kept queued; tried again after a pause
                     self._cv.wait(1.0)
 
@@ -143,7 +148,6 @@ class RecallWriter:
         try:
             self._write(rows)
         except Exception as exc:   # noqa: BLE001 - the recall already answered; say so and go sync
-            log.warning("%d recall record(s) not logged (explain will not find them): %s",
-                        len(rows), exc)
+            log.warning("%d %s not logged (%s): %s", len(rows), self._what, self._lost, exc)
             with self._cv:
                 self._sync = True

@@ -12,6 +12,7 @@ from .db import retrying, sql_in, sql_str
 from .rows import Session
 from .scan import scan_rows
 from .schema import SESSIONS
+from .versioned import Versioned
 
 
 class Sessions:
@@ -19,13 +20,23 @@ class Sessions:
 
     def __init__(self, core: SpaceCore):
         self.core = core
+        self._kept: Versioned[str, Session | None] = Versioned()   # rows by version (versioned.py)
 
     def get(self, session_id: str) -> Session | None:
+        """The session's row at the table's version (kept from this process's last read or
+        write of it while that version stands)."""
         tbl = self.core.table("sessions")
         if tbl is None:
             return None
+        at = tbl.version
+        kept = self._kept.get(session_id, at)
+        if kept is not None:
+            return kept[0]
         rows = scan_rows(tbl, f"session_id = {sql_str(session_id)}", limit=1)
-        return Session.of(rows[0]) if rows and rows[0]["namespace"] == self.core.namespace else None
+        got = Session.of(rows[0]) if rows and rows[0]["namespace"] == self.core.namespace else None
+        if tbl.version == at:   # the read saw that version (the handle did not move meanwhile)
+            self._kept.put(session_id, at, got)
+        return got
 
     def time(self, session_id: str) -> datetime | None:
         """When one session took place (None: no time stored, or no such session)."""
@@ -54,9 +65,13 @@ class Sessions:
             got = retrying(lambda: tbl.merge_insert("session_id")
                            .when_matched_update_all(where=where)
                            .when_not_matched_insert_all().execute(data), "session", table=tbl)
+        wrote = got.num_updated_rows + got.num_inserted_rows > 0
+        if wrote:   # that commit changed this one row: the others kept at the version before hold
+            self._kept.advanced(got.version, lambda sid, kept: kept)
+            self._kept.put(session.session_id, got.version, Session.of(row))
         self.core.touch_copy("sessions")
         self.core.after_write("sessions")
-        return got.num_updated_rows + got.num_inserted_rows > 0
+        return wrote
 
     def all(self) -> list[Session]:
         tbl = self.core.table("sessions")
@@ -87,6 +102,24 @@ class Sessions:
         """Sessions whose curation is queued or failed: their turns are in no curated store yet."""
         return [r["session_id"] for r in self._rows()
                 if r.get("curation") in ("queued", "failed")]
+
+    def set_curation(self, session_id: str, state: str, n_messages: int) -> bool:
+        """Mark the session's curation ``state`` if it still holds the ``n_messages`` its curation
+        read; True if marked. Only that column (and ``updated_at``) is written: a ``remember``
+        that stored more messages meanwhile (this process or another, on a folder or an object
+        store) keeps its count and its "queued", so its messages are curated too."""
+        tbl = self.core.table("sessions")
+        if tbl is None:
+            return False
+        where = f"session_id = {sql_str(session_id)} AND n_messages = {int(n_messages)}"
+        values = {"curation": state, "updated_at": self.core.now()}   # lancedb quotes them
+        with self.core.writing():
+            self.core.rewrote(tbl)
+            got = retrying(lambda: tbl.update(where=where, values=values), "session curation",
+                           table=tbl)
+        self.core.touch_copy("sessions")
+        self.core.after_write("sessions")
+        return got.rows_updated > 0
 
     def delete(self, session_ids: list[str]) -> None:
         tbl = self.core.table("sessions")

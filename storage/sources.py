@@ -19,6 +19,7 @@ from .ranking import search_text_of  # noqa: F401 (callers import it from here)
 from .rows import SOURCE_COLUMNS, Source
 from .scan import scan_rows
 from .snapshot import SourceSnapshot
+from .versioned import Versioned
 
 
 def _clean(row: dict) -> Source:
@@ -36,6 +37,8 @@ class Sources:
         self.fts_ready = False   # its indexes checked (again after a model switch)
         self._snap = SourceSnapshot(core.namespace, core.store.source_copy_max_rows,
                                     core.store.budget.copies)
+        # (id, ref) of a session's messages by table version (``session_refs``, versioned.py)
+        self._refs: Versioned[str, tuple[tuple[str, str | None], ...]] = Versioned()
 
     def table(self, create: bool = False):
         tbl = self.core.table("sources", create=create)
@@ -70,7 +73,11 @@ class Sources:
         self.passages.add(rows, passages)
         tbl = self.table(create=True)
         with self.core.writing():
-            retrying(lambda: tbl.add(rows), "add sources", table=tbl)
+            got = retrying(lambda: tbl.add(rows), "add sources", table=tbl)
+        added: dict[str, tuple[tuple[str, str | None], ...]] = {}
+        for r in rows:
+            added[r["session_id"]] = added.get(r["session_id"], ()) + ((r["id"], r.get("ref")),)
+        self._refs.advanced(got.version, lambda sid, refs: refs + added.get(sid, ()))
         self._snap.touch()
         self.core.after_write("sources", len(rows))
 
@@ -153,8 +160,15 @@ class Sources:
         tbl = self.table()
         if tbl is None:
             return []
+        at = tbl.version
+        kept = self._refs.get(session_id, at)   # read (or written) at this version by this process
+        if kept is not None:
+            return list(kept[0])
         got = scan_rows(tbl, f"session_id = {sql_str(session_id)}", ["id", "ref", "namespace"])
-        return [(r["id"], r["ref"]) for r in got if r["namespace"] == self.core.namespace]
+        refs = tuple((r["id"], r["ref"]) for r in got if r["namespace"] == self.core.namespace)
+        if tbl.version == at:   # the read saw that version (the handle did not move meanwhile)
+            self._refs.put(session_id, at, refs)
+        return list(refs)
 
     def by_session(self, session_id: str) -> list[Source]:
         rows = self._select(f"session_id = {sql_str(session_id)}")

@@ -296,9 +296,9 @@ class CurationWorker:
         except Exception as exc:  # recall counts them itself when they are missing
             log.exception("name votes of %s/%s failed", namespace, session_id)
             self.failures.add(namespace, session_id, f"name votes: {exc}")
-        sess = env.space.sessions.get(session_id)
-        if sess is not None:
-            env.space.sessions.put(sess.with_curation(state))
+        # only if no message came meanwhile: a remember that stored more set "queued" and queued
+        # the session again (a read-then-put here would write back the count it read)
+        env.space.sessions.set_curation(session_id, state, sess.n_messages)
         return state
 
 

@@ -207,8 +207,8 @@ def _delete(rt: Runtime, ns: str, found: Targets, recall_ids: list[str],
     if derived:  # what remains of a touched session is curated again, without the deleted text
         for sess in {r.session_id for r in sources.values()} - set(emptied):
             row = space.sessions.get(sess)
-            if row is not None:
-                space.sessions.put(row.with_curation("queued"))
+            if row is not None:   # a remember that stored more meanwhile queued it already
+                space.sessions.set_curation(sess, "queued", row.n_messages)
                 rt.curation.enqueue(ns, sess)
     return derived, emptied
 

@@ -83,8 +83,9 @@ def _audit(space: Space, sid: str, new_rows: list[dict], already: int,
     """The audit entry of a write that committed (best effort: the messages are stored)."""
     try:
         space.log.audit("remember", [r["id"] for r in new_rows] + memory_ids,
-                    {"session_id": sid, "stored": len(new_rows), "already_stored": already,
-                     "refs": [r["ref"] for r in new_rows if r["ref"]], "curated": len(memory_ids)})
+                        {"session_id": sid, "stored": len(new_rows), "already_stored": already,
+                         "refs": [r["ref"] for r in new_rows if r["ref"]],
+                         "curated": len(memory_ids)}, queued=True)
     except (OSError, RuntimeError) as exc:
         log.error("remember: %d messages stored, but their audit entry failed: %s", len(new_rows),
                   exc)
