@@ -37,8 +37,14 @@ from .lance import lancedb   # imported with the validators deferred (lance.py)
 # not fit 60 % of 256 MB together, and each recall read again what the one before had dropped:
 # auto p50 852 ms against 159 ms with 1024 (bench/README.md, "Resident memory")
 DEFAULT_MB = 1024
-INDEX_SHARE = 0.3      # LanceDB's index cache
-METADATA_SHARE = 0.1   # LanceDB's metadata cache (the rest: the in-process copies)
+# LanceDB's two caches: at 20,000 turns, settled, every strategy's recalls used 30-40 MB of them
+# together; what they held beyond that (200 MB after the curation of those turns, against 30 % +
+# 10 % of 1024 MB) was entries of versions and index files that every write made stale. 8 % + 3 %
+# of 1024 MB is three times the working set there; with it (and with 61 + 20 MB) the same
+# recalls' p50 stayed within their run-to-run spread: auto 126-139 ms against 109-142 ms with
+# 30 % + 10 % (bench/README.md, "Resident memory")
+INDEX_SHARE = 0.08     # LanceDB's index cache
+METADATA_SHARE = 0.03  # LanceDB's metadata cache (the rest: the in-process copies)
 MB = 2 ** 20
 SAMPLE = 32   # values measured to estimate the bytes of them all
 
