@@ -1,9 +1,9 @@
 """Consolidation's clustering (paper appendix C), the one implementation, and the child process
 that runs it for the server (:mod:`.cluster_proc`).
 
-Run as ``python -m trimem.strategies.hybrid.cluster_child MIN_CLUSTER_SIZE``: reads one matrix
-(``np.save`` format, no pickles) on stdin, writes its labels (``np.save``, int64, -1 = noise) on
-stdout and exits. Importing umap, numba, sklearn and hdbscan took about 265 MB that a process
+Run as ``python -m trimem.strategies.hybrid.cluster_child MIN_CLUSTER_SIZE``: reads matrices
+(``np.save`` format, no pickles, one after another) on stdin until it ends, writes each one's
+labels (``np.save``, int64, -1 = noise) on stdout in the same order and exits. Importing umap, numba, sklearn and hdbscan took about 265 MB that a process
 keeps until it exits (measured 2026-12-06: 416 -> 682 MB resident); here they are gone as soon
 as the labels are written. Anything the libraries print goes to stderr, so stdout holds the
 labels only.
@@ -46,14 +46,16 @@ def labels_here(vecs: np.ndarray, min_cluster_size: int) -> np.ndarray:
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or not argv[0].isdigit():
         print("usage: python -m trimem.strategies.hybrid.cluster_child MIN_CLUSTER_SIZE "
-              "< matrix.npy > labels.npy", file=sys.stderr)
+              "< matrices.npy > labels.npy", file=sys.stderr)
         return 2
     out = sys.stdout.buffer
     sys.stdout = sys.stderr   # a library's print must not land among the labels
-    vecs = np.load(io.BytesIO(sys.stdin.buffer.read()), allow_pickle=False)
-    labels = np.asarray(labels_here(vecs, int(argv[0])), dtype=np.int64)
-    buf = io.BytesIO()
-    np.save(buf, labels, allow_pickle=False)
+    data = sys.stdin.buffer.read()
+    given, buf = io.BytesIO(data), io.BytesIO()
+    while given.tell() < len(data):
+        vecs = np.load(given, allow_pickle=False)
+        labels = np.asarray(labels_here(vecs, int(argv[0])), dtype=np.int64)
+        np.save(buf, labels, allow_pickle=False)
     out.write(buf.getvalue())
     out.flush()
     return 0

@@ -54,11 +54,12 @@ def _active(space: StrategySpace, kind: str) -> tuple[list[Memory], np.ndarray]:
     return rows, np.asarray([r.vector for r in rows], dtype=np.float32)
 
 
-def cluster(vecs: np.ndarray, min_cluster_size: int) -> np.ndarray:
-    """HDBSCAN labels (-1 = noise) of UMAP-reduced ``vecs`` (appendix C), computed in a child
-    process (:mod:`.cluster_proc`; the implementation: :func:`.cluster_child.labels_here`), so
-    that the server never imports umap, numba, sklearn or hdbscan."""
-    return labels_in_child(vecs, min_cluster_size)
+def cluster(matrices: list[np.ndarray], min_cluster_size: int) -> list[np.ndarray]:
+    """HDBSCAN labels (-1 = noise) of UMAP-reduced vectors (appendix C), each matrix (kind of
+    memory) clustered apart, computed in one child process (:mod:`.cluster_proc`; the
+    implementation: :func:`.cluster_child.labels_here`), so that the server never imports umap,
+    numba, sklearn or hdbscan."""
+    return labels_in_child(matrices, min_cluster_size)
 
 
 def _exact_neighbours(vecs: np.ndarray, k: int) -> dict:
@@ -89,10 +90,9 @@ def consolidate(env: Env, dry_run: bool = False, min_cluster_size: int = 10, pro
     ops, n_clusters, use_llm = [], 0, llm_usable(env.llm)
     report(0, 1, f"clustering {sum(before.values())} memories")
     groups = []
-    for kind, (rows, vecs) in stores.items():
-        if not rows:
-            continue
-        labels = cluster(vecs, min_cluster_size)
+    kinds = [k for k, (rows, _) in stores.items() if rows]
+    for kind, labels in zip(kinds, cluster([stores[k][1] for k in kinds], min_cluster_size)):
+        rows, vecs = stores[kind]
         for c in sorted(set(labels.tolist()) - {-1}):
             idx = np.flatnonzero(labels == c)
             groups.append((kind, [rows[i] for i in idx], vecs[idx]))

@@ -52,16 +52,35 @@ def blobs(n_per: int, centres: int, seed: int = 5) -> np.ndarray:
                          ids=["umap", "raw-vectors", "too-few"])
 def test_the_child_answers_the_labels_computed_in_process(vecs, mcs):
     here = labels_here(vecs, mcs)
-    child = cluster_proc.labels_in_child(vecs, mcs)
-    assert child.dtype == np.int64 and np.array_equal(child, here)
+    [child] = cluster_proc.labels_in_child([vecs], mcs)
+    assert child.dtype.kind == "i" and np.array_equal(child, here)
     if len(vecs) >= 16:
         assert len(set(child.tolist()) - {-1}) >= 2   # a real clustering, not all noise
+
+
+@pytest.mark.filterwarnings("ignore:n_jobs value")
+def test_one_child_answers_every_matrix_in_order(monkeypatch):
+    """Both kinds of memory in one child (its imports and numba's compilation paid once): each
+    matrix's labels as in process, in the order given; one too small for a cluster is noise
+    without being sent."""
+    started: list[list[str]] = []
+    real = cluster_proc.subprocess.run
+
+    def run(cmd, *a, **kw):
+        started.append(cmd)
+        return real(cmd, *a, **kw)
+    monkeypatch.setattr(cluster_proc.subprocess, "run", run)
+    mats = [blobs(30, 4), blobs(1, 3), blobs(3, 4, seed=9)]
+    got = cluster_proc.labels_in_child(mats, 5)
+    assert len(started) == 1
+    assert [list(g) for g in got] == [list(labels_here(m, 5)) for m in mats]
+    assert got[1].tolist() == [-1, -1, -1]
 
 
 def test_a_failing_child_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(cluster_proc, "CHILD", "trimem.strategies.hybrid.no_such_module")
     with pytest.raises(cluster_proc.ClusteringFailed, match="exited with status 1.*no_such_module"):
-        cluster_proc.labels_in_child(blobs(10, 2), 2)
+        cluster_proc.labels_in_child([blobs(10, 2)], 2)
 
 
 @pytest.mark.anyio
