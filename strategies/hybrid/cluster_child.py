@@ -3,10 +3,10 @@ that runs it for the server (:mod:`.cluster_proc`).
 
 Run as ``python -m trimem.strategies.hybrid.cluster_child MIN_CLUSTER_SIZE``: reads matrices
 (``np.save`` format, no pickles, one after another) on stdin until it ends, writes each one's
-labels (``np.save``, int64, -1 = noise) on stdout in the same order and exits. Importing umap, numba, sklearn and hdbscan took about 265 MB that a process
-keeps until it exits (measured 2026-12-06: 416 -> 682 MB resident); here they are gone as soon
-as the labels are written. Anything the libraries print goes to stderr, so stdout holds the
-labels only.
+labels (``np.save``, int64, -1 = noise) on stdout in the same order and exits. Importing umap,
+numba, sklearn and hdbscan took about 265 MB that a process keeps until it exits (measured
+2026-12-06: 416 -> 682 MB resident); here they are gone as soon as the labels are written.
+Anything the libraries print goes to stderr, so stdout holds the labels only.
 """
 
 from __future__ import annotations
