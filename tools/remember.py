@@ -93,7 +93,8 @@ def remember_session(rt: Runtime, messages: list[Message], session_id: str | Non
     the session already holds is not stored again.
 
     Three steps: ``remember_prep.checked`` (every input, before anything is read or
-    embedded), ``remember_prep.prepared`` (what is new, embedded outside the lock) and
+    embedded), ``remember_prep.prepared`` (what is new, embedded before the lock, or for a
+    small call while its session row commits) and
     ``remember_write.committed`` (the check again and the writes, under the namespace's write
     lock). Background curation lets
     a write in progress pass, and starts no session while writes keep arriving

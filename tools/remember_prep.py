@@ -5,7 +5,9 @@ stable ids and embed it with its passages (:func:`prepared`). The write under th
 
 from __future__ import annotations
 
+import threading
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +22,21 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 PRECHECK_MIN = 8   # a call with more refs than this looks them up before embedding too
+# A call that embeds at most this many texts (its messages and their passages, about one per
+# 700 characters) and carries no curated memories is embedded while its session row commits
+# (``Prep.ready``): an exchange of an agent loop pays the longer of the two, not their sum. A
+# larger call embeds before the lock, which it must not hold for that long.
+OVERLAP_TEXTS = 16
+PASSAGE_CHARS = 700   # storage.passages.PASSAGE_CHARS (not imported: lancedb, not at start-up)
+_POOL: list[ThreadPoolExecutor] = []
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    with _POOL_LOCK:
+        if not _POOL:
+            _POOL.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="trimem-embed"))
+        return _POOL[0]
 
 
 def new_id(prefix: str) -> str:
@@ -82,7 +99,8 @@ class Call:
 class Prep:
     """What :func:`prepared` found: refs already stored (``known``: ref -> id), the ids the
     session holds (``have``), the rows to store with their vectors (``candidates``), the
-    curated memories' texts (``extra``) and vectors, the cited rows by ref, the passages."""
+    curated memories' texts (``extra``) and vectors, the cited rows by ref, the passages.
+    The vectors and passages are there once :meth:`ready` returns."""
 
     known: dict[Any, str]
     have: set[str]
@@ -91,6 +109,21 @@ class Prep:
     cur_vecs: Any
     by_ref: dict
     passages: list[dict]
+    pending: Future | None = None   # the embedding, when it runs beside the session row's commit
+
+    def ready(self) -> None:
+        """Wait for the embedding (raises what it raised: nothing is stored then)."""
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            self.take(*pending.result())
+
+    def take(self, vecs: Any, passages: list[dict]) -> None:
+        """The embedding's results: each new row's vector, the curated texts' and the passages."""
+        n = len(self.candidates)
+        for r, vec in zip(self.candidates, vecs[:n]):
+            r["vector"] = vec
+        self.cur_vecs = vecs[n:]
+        self.passages = passages
 
 
 def checked(rt: Runtime, messages: list[Message], session_id: str | None,
@@ -138,15 +171,21 @@ def prepared(rt: Runtime, call: Call, progress) -> Prep:
             r["id"] = stable_id("src", call.ns, sid, r["ref"])
     by_ref = resolve_refs(space, plan, new_rows, sid) if plan is not None else {}
     extra = curated_texts(plan) if plan is not None else []
-    all_vecs = rt.embed([search_text(r) for r in new_rows] + extra, progress)
-    for r, vec in zip(new_rows, all_vecs[:len(new_rows)]):
-        r["vector"] = vec
-    # the passages of long messages are embedded here too, not under the lock: a lock is held
-    # for writes only (other processes wait for it, storage/locks.py)
+    prep = Prep(known, have, new_rows, extra, None, by_ref, [])
+    # the inputs are copied here: the job must not read rows the caller goes on numbering
+    texts = [search_text(r) for r in new_rows] + extra
     when = call.stime or space.now()
-    passages = space.passages.rows_of([dict(r, session_id=sid, timestamp=r["timestamp"] or when)
-                                   for r in new_rows])
-    return Prep(known, have, new_rows, extra, all_vecs[len(new_rows):], by_ref, passages)
+    long_rows = [dict(r, session_id=sid, timestamp=r["timestamp"] or when) for r in new_rows]
+
+    def embed() -> tuple[Any, list[dict]]:   # the vectors, and the passages of long messages
+        return rt.embed(texts, progress), space.passages.rows_of(long_rows)
+
+    n_texts = sum(1 + len(r["text"]) // PASSAGE_CHARS for r in new_rows) + len(extra)
+    if new_rows and plan is None and n_texts <= OVERLAP_TEXTS:
+        prep.pending = _pool().submit(embed)
+    else:   # before the lock: a lock is held for writes only (other processes wait for it)
+        prep.take(*embed())
+    return prep
 
 
 def held_ids(space: Space, sid: str, rows: list[dict], kept: set[str]) -> set[str]:

@@ -57,7 +57,7 @@ def committed(rt: Runtime, call: Call, prep: Prep, curates: bool) -> tuple[list[
                 st = (call.stime if call.stime is not None or session is None
                       else session.session_time)
                 memory_ids = _write(space, sid, st, session, len(stored), new_rows, call.plan,
-                                    prep.by_ref, prep.cur_vecs, curates, held, prep.passages)
+                                    prep, curates, held)
                 _audit(space, sid, new_rows, len(call.rows) - len(new_rows), memory_ids)
             break
         except LockLost:   # stopped while holding the lock, which another process took over
@@ -91,9 +91,8 @@ def _audit(space: Space, sid: str, new_rows: list[dict], already: int,
                   exc)
 
 
-def _write(space: Space, sid: str, stime, session: Session | None, offset: int, new_rows: list[dict], plan,
-           by_ref, cur_vecs, curates: bool, held: Held | None,
-           passages: list[dict]) -> list[str]:
+def _write(space: Space, sid: str, stime, session: Session | None, offset: int,
+           new_rows: list[dict], plan, prep: Prep, curates: bool, held: Held | None) -> list[str]:
     """Number the new rows after the ``offset`` messages the session holds, then write (the
     caller holds the namespace's write lock, ``held``: checked before each write, so a process
     that was stopped and lost it writes nothing more). Returns the ids of the curated memories stored."""
@@ -108,7 +107,7 @@ def _write(space: Space, sid: str, stime, session: Session | None, offset: int, 
     if shared:
         offset = max(offset, counted or 0)
     now = space.now()
-    times, passages = _numbered(new_rows, passages, sid, offset, stime, now)
+    times = _numbered(new_rows, sid, offset, stime, now)
     # Write order, for crash safety and honest errors: what only describes or derives from the
     # messages goes first (curated memories and the session row, both idempotent on retry); the
     # sources commit is the acknowledgement point; the audit entry after it is best effort.
@@ -118,7 +117,9 @@ def _write(space: Space, sid: str, stime, session: Session | None, offset: int, 
     check()
     # curated memories given without a timestamp happened when the session did: this call's
     # session_time, else the session's stored time (for a new session: its earliest message)
-    memory_ids = (store_curated(space, plan, sid, by_ref, cur_vecs, stime or session_time)
+    if plan is not None:
+        prep.ready()
+    memory_ids = (store_curated(space, plan, sid, prep.by_ref, prep.cur_vecs, stime or session_time)
                   if plan is not None else [])
     row = _session_row(session, sid, session_time, times, offset + len(new_rows), curates, now)
     if not shared:
@@ -126,8 +127,9 @@ def _write(space: Space, sid: str, stime, session: Session | None, offset: int, 
     elif not space.sessions.claim(row, counted):
         raise SessionRaced(sid)
     try:
+        prep.ready()   # the vectors, embedded while the session row committed (remember_prep)
         check()
-        space.sources.add(new_rows, passages)
+        space.sources.add(new_rows, _passages_of(new_rows, prep.passages))
     except BaseException:   # nothing was stored: the session row must not claim otherwise
         try:
             if shared:   # unless another process has numbered more messages after these
@@ -146,17 +148,20 @@ def _write(space: Space, sid: str, stime, session: Session | None, offset: int, 
     return memory_ids
 
 
-def _numbered(new_rows: list[dict], passages: list[dict], sid: str, offset: int, stime,
-              now) -> tuple[list, list[dict]]:
+def _numbered(new_rows: list[dict], sid: str, offset: int, stime, now) -> list:
     """Give the new rows their session, position and time (in place); their times (this call's
-    session time, else now, when there are none) and their passages with their message's time."""
+    session time, else now, when there are none)."""
     for k, r in enumerate(new_rows):
         r.update(session_id=sid, seq=offset + k, created_at=now,
                  timestamp=r["timestamp"] or stime or now)
-    times = [r["timestamp"] for r in new_rows] or [stime or now]
+    return [r["timestamp"] for r in new_rows] or [stime or now]
+
+
+def _passages_of(new_rows: list[dict], passages: list[dict]) -> list[dict]:
+    """The passages of the rows stored, each with its message's time."""
     by_id = {r["id"]: r for r in new_rows}
-    return times, [dict(p, timestamp=by_id[p["source_id"]]["timestamp"]) for p in passages
-                   if p["source_id"] in by_id]
+    return [dict(p, timestamp=by_id[p["source_id"]]["timestamp"]) for p in passages
+            if p["source_id"] in by_id]
 
 
 def _session_row(session: Session | None, sid: str, session_time, times: list, n_messages: int,

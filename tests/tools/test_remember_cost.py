@@ -93,3 +93,68 @@ def test_an_appended_exchange_without_a_time_takes_the_sessions_time(tmp_path):
         assert {r.timestamp and r.timestamp.isoformat() for r in rows} == {"2024-05-08T10:00:00+00:00"}
     finally:
         rt.close()
+
+
+def slowed(rt: Runtime, monkeypatch, fail: bool = False) -> None:
+    """The embedder and the session row's commit each take 0.6 s more (the embedder then fails
+    if ``fail``)."""
+    import time
+
+    from trimem.storage.sessions import Sessions
+    from trimem.tools.errors import ToolFailure
+
+    embed, merge = rt.embed, Sessions._merge
+
+    def slow_embed(texts, progress=None):
+        time.sleep(0.6)
+        if fail:
+            raise ToolFailure("embedding failed: the test's embedder")
+        return embed(texts, progress)
+
+    def slow_merge(self, session, where):
+        time.sleep(0.6)
+        return merge(self, session, where)
+    monkeypatch.setattr(rt, "embed", slow_embed)
+    monkeypatch.setattr(Sessions, "_merge", slow_merge)
+
+
+def test_an_exchange_is_embedded_while_its_session_row_commits(tmp_path, monkeypatch):
+    import time
+
+    rt = Runtime(Settings(home=str(tmp_path / "home"), curation=False).to_config())
+    try:
+        remember(rt, exchange(0), session_id="live")
+        slowed(rt, monkeypatch)
+        t0 = time.perf_counter()
+        out = remember(rt, exchange(1), session_id="live")
+        took = time.perf_counter() - t0
+        assert out.stored == 2
+        assert took < 1.0, took       # the longer of the two (0.6 s), not their sum (1.2 s)
+        space = rt.space("default")
+        assert [r.seq for r in space.sources.by_session("live")] == [0, 1, 2, 3]
+        hits = space.sources.vector_search(rt.embed(["Answer 1: its disk filled up"])[0], 1)
+        assert hits and hits[0][0] == out.source_ids[1]   # stored with its own vector
+    finally:
+        rt.close()
+
+
+def test_an_embedding_that_fails_beside_the_commit_stores_nothing(tmp_path, monkeypatch):
+    rt = Runtime(Settings(home=str(tmp_path / "home"), curation=False).to_config())
+    try:
+        remember(rt, exchange(0), session_id="live")
+        space = rt.space("default")
+        before = space.sessions.get("live")
+        slowed(rt, monkeypatch, fail=True)
+        try:
+            remember(rt, exchange(1), session_id="live")
+        except Exception as exc:   # the tool's error, as the host sees it
+            assert "embedding failed" in str(exc)
+        else:
+            raise AssertionError("the failed embedding was not reported")
+        monkeypatch.undo()
+        space.see_latest("sessions", "sources")
+        assert space.sources.count() == 2
+        after = space.sessions.get("live")
+        assert after is not None and before is not None and after.n_messages == before.n_messages == 2
+    finally:
+        rt.close()
