@@ -135,10 +135,10 @@ class Log:
         return tbl
 
     def flush(self) -> None:
-        """Write the queued records and audit entries now (``recall_writer``): before anything
-        reads the logs."""
+        """Write the queued records now (``recall_writer``): before anything reads the log.
+        Not the queued audit entries: their writer takes the namespace's lock for each batch,
+        which a recall record's write (pruning, which reads the log) already holds."""
         self._recall_writer.flush()
-        self._audit_writer.flush()
 
     def close(self, timeout: float = 30.0) -> None:
         """Write the queued records and stop the writer (before the process exits); a record
@@ -256,7 +256,8 @@ class Log:
         self.core.after_write("audit")
 
     def audit_for(self, target_id: str, limit: int = 50) -> list[dict]:
-        """Audit entries that name ``target_id``, oldest first."""
+        """Audit entries that name ``target_id``, oldest first (the queued ones written first:
+        never called under the namespace's lock)."""
         self._audit_writer.flush()
         tbl = self.core.table("audit")
         if tbl is None:

@@ -23,19 +23,26 @@ def exchange(i: int) -> list[Message]:
 
 
 def runtime(home) -> Runtime:
-    return Runtime(Settings(home=str(home), curation=False).to_config())
+    """A runtime whose store compacts only when a test says so (a compaction moves a table's
+    version, and the next read rightly goes to LanceDB: not what these tests count)."""
+    rt = Runtime(Settings(home=str(home), curation=False).to_config())
+    st = rt.space("default").store
+    st.optimize_every_commits, st.optimize_every_rows, st.optimize_idle_s = 10**9, 10**9, 10**9
+    return rt
 
 
 def scans(monkeypatch) -> list[str]:
-    """The filters of the reads this process sends to LanceDB from now on."""
+    """The filters of the reads this thread sends to LanceDB from now on (not another test's
+    threads still winding down in this process)."""
     from trimem.storage import scan as scan_mod
     from trimem.storage import sessions, sources
 
     seen: list[str] = []
-    real = scan_mod.scan_rows
+    real, me = scan_mod.scan_rows, threading.get_ident()
 
     def counted(tbl, where, *a, **kw):
-        seen.append(f"{tbl.name}: {where}")
+        if threading.get_ident() == me:
+            seen.append(f"{tbl.name}: {where}")
         return real(tbl, where, *a, **kw)
     monkeypatch.setattr(sessions, "scan_rows", counted)
     monkeypatch.setattr(sources, "scan_rows", counted)
@@ -218,3 +225,30 @@ def test_a_session_that_grew_while_it_was_curated_stays_queued(tmp_path, monkeyp
     finally:
         rt.close()
         other.close()
+
+
+def test_a_recall_records_write_under_the_lock_does_not_wait_for_queued_audit_entries(tmp_path):
+    """The audit writer's thread takes the namespace's lock for each batch; a recall record's
+    write holds that lock and flushes the recall log (pruning reads it). Flushing the audit
+    entries there too waited for a batch that waited for the lock: the eight-clients test hung
+    until its 30 s lock waits failed."""
+    import time
+
+    rt = runtime(tmp_path / "home")
+    try:
+        space = rt.space("default")
+        remember(rt, exchange(0), session_id="live")   # the first audit entry is written at once
+        done = threading.Event()
+
+        def holder() -> None:
+            with space.store.write_lock("default"):
+                space.log.audit("remember", ["x"], {}, queued=True)   # its writer now waits
+                time.sleep(0.3)
+                space.log.flush()                                     # as pruning does
+            done.set()
+        t = threading.Thread(target=holder, daemon=True)
+        t.start()
+        assert done.wait(10), "a flush under the lock waited for the audit writer"
+        assert [a["target_ids"] for a in space.log.audit_log()][-1] == ["x"]
+    finally:
+        rt.close()
