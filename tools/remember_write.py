@@ -117,7 +117,9 @@ def _write(space: Space, sid: str, stime, session: Session | None, offset: int,
     check()
     # curated memories given without a timestamp happened when the session did: this call's
     # session_time, else the session's stored time (for a new session: its earliest message)
-    if plan is not None:
+    if plan is not None or session is None:
+        # a new session's first write creates its row (and may create the namespace): not
+        # before its messages are embedded, so that a failed embedding leaves nothing behind
         prep.ready()
     memory_ids = (store_curated(space, plan, sid, prep.by_ref, prep.cur_vecs, stime or session_time)
                   if plan is not None else [])
