@@ -60,7 +60,3 @@ class Versioned(Generic[K, V]):
             for key, (at, value) in list(self._kept.items()):
                 if at == version - 1:
                     self._kept[key] = (version, patch(key, value))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()

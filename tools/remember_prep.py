@@ -27,7 +27,6 @@ PRECHECK_MIN = 8   # a call with more refs than this looks them up before embedd
 # (``Prep.ready``): an exchange of an agent loop pays the longer of the two, not their sum. A
 # larger call embeds before the lock, which it must not hold for that long.
 OVERLAP_TEXTS = 16
-PASSAGE_CHARS = 700   # storage.passages.PASSAGE_CHARS (not imported: lancedb, not at start-up)
 _POOL: list[ThreadPoolExecutor] = []
 _POOL_LOCK = threading.Lock()
 
@@ -152,6 +151,7 @@ def prepared(rt: Runtime, call: Call, progress) -> Prep:
     """The rows not stored yet, their stable ids, vectors and passages, and the curated
     memories' vectors: everything that can be done before the lock (embedding above all)."""
     from ..storage.sources import search_text  # lazy: lancedb (storage.sources), not at start-up
+    from ..storage.passages import PASSAGE_CHARS  # lazy: lancedb (storage.passages), likewise
 
     space, sid, rows, plan = rt.space(call.ns), call.sid, call.rows, call.plan
     # Retries are safe: a message whose ref is already stored in this session is not stored
