@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -90,6 +91,12 @@ def snapshot_vectors(space: StrategySpace, ids: list[str]) -> dict[str, np.ndarr
     """The vectors of snapshots ``ids`` (those that exist), by id."""
     rows = space.derived.rows(SNAP, eq={"id": sorted(set(ids))}, columns=["id", "source_ids"]) if ids else []
     return {s.id: s.vector for s in _with_vectors(space, rows)}
+
+
+def with_vectors(space: StrategySpace, snaps: list[Snapshot]) -> list[Snapshot]:
+    """``snaps`` (read without vectors) with their vectors, computed from their sources'."""
+    vectors = space.sources.vectors(sorted({i for s in snaps for i in s.source_ids}))
+    return [replace(s, vector=snapshot_vector(s.source_ids, vectors, space.dim)) for s in snaps]
 
 
 def _with_vectors(space: StrategySpace, rows: list[dict]) -> list[Snapshot]:

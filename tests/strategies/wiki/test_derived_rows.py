@@ -336,3 +336,41 @@ def test_the_wiki_tables_bytes_per_stored_turn_stay_under_bounds(home):
     assert "vector" not in cols["wiki_groups"]["columns"]
     assert "vector" not in cols["wiki_snapshots"]["columns"]
     assert "text" not in cols["wiki_trajectories"]["columns"]   # its snapshots' text
+
+
+def test_summing_a_group_again_computes_vectors_only_for_the_snapshots_about_it(home,
+                                                                                 monkeypatch):
+    from trimem.strategies.wiki.wikiupdate import resum
+
+    from trimem.bench.synth import Synth
+
+    rt = runtime(home)
+    made = Synth(seed=3).sessions()
+    for _ in range(5):                    # trajectories of several snapshots, not all about one group
+        sid, when, msgs = next(made)
+        say(rt, sid, when, [(m["speaker"], m["content"]) for m in msgs])
+    space = rt.space("default")
+    checked = 0
+    for r in stored(space).to_pylist():
+        if not r["live"] or r["kind"] == "index":
+            continue
+        key = (r["kind"], r["key"])
+        g = groups.load(space, [key])[key]
+        snaps = store.load_snapshots(space, [i for t in store.trajectories(
+            space, eq={"id": sorted(g.trajs)}) for i in t.snapshot_ids])
+        about = sorted((s for s in snaps if key in pages.snap_keys(s)), key=store.order_key)
+        expected = np.zeros(space.vector_dim)
+        for s in about:                   # every snapshot of its trajectories read, as before
+            expected += np.asarray(s.vector, dtype=np.float64)
+        asked: list[str] = []
+        real = space.sources.vectors
+        monkeypatch.setattr(space.sources, "vectors",
+                            lambda ids, asked=asked, real=real: (asked.extend(ids), real(ids))[1])
+        g.partial = True
+        resum(space, g)
+        monkeypatch.undo()
+        assert g.v.tobytes() == expected.tobytes(), key
+        assert set(asked) == {i for s in about for i in s.source_ids}, key
+        checked += len(about) < len(snaps)    # a group some of its trajectories' snapshots skip
+    assert checked >= 3
+    rt.close()
