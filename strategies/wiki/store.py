@@ -84,24 +84,19 @@ def snapshots(space: StrategySpace, eq: dict[str, Any] | None = None,
 def load_snapshots(space: StrategySpace, ids: list[str] | None = None) -> list[Snapshot]:
     """Snapshot rows, each with its vector computed from its sources' (as when it was made)."""
     rows = space.derived.rows(SNAP, eq={"id": ids} if ids is not None else None)
-    return _with_vectors(space, rows)
+    return with_vectors(space, [Snapshot.of(r) for r in rows])
 
 
 def snapshot_vectors(space: StrategySpace, ids: list[str]) -> dict[str, np.ndarray]:
     """The vectors of snapshots ``ids`` (those that exist), by id."""
     rows = space.derived.rows(SNAP, eq={"id": sorted(set(ids))}, columns=["id", "source_ids"]) if ids else []
-    return {s.id: s.vector for s in _with_vectors(space, rows)}
+    return {s.id: s.vector for s in with_vectors(space, [Snapshot.of(r) for r in rows])}
 
 
 def with_vectors(space: StrategySpace, snaps: list[Snapshot]) -> list[Snapshot]:
     """``snaps`` (read without vectors) with their vectors, computed from their sources'."""
     vectors = space.sources.vectors(sorted({i for s in snaps for i in s.source_ids}))
     return [replace(s, vector=snapshot_vector(s.source_ids, vectors, space.dim)) for s in snaps]
-
-
-def _with_vectors(space: StrategySpace, rows: list[dict]) -> list[Snapshot]:
-    vectors = space.sources.vectors(sorted({i for r in rows for i in r["source_ids"]}))
-    return [Snapshot.of(r, snapshot_vector(r["source_ids"], vectors, space.dim)) for r in rows]
 
 
 def put_snapshots(space: StrategySpace, snaps: list[Snapshot]) -> None:
