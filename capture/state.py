@@ -142,8 +142,20 @@ class CaptureState:
             pass   # the error still went to stderr
 
     def drainer_pid(self) -> int | None:
-        """The pid of the running drainer, or None when no drainer runs."""
-        return holder_pid(self.drain_path) if self.drainer_running() else None
+        """The pid of the running drainer (the lock's holder, or the one started and not yet
+        holding it: the lock's marker may still name a drainer that was killed), or None when
+        no drainer runs."""
+        check_path(self.drain_path)   # a FIFO there: say so rather than read it
+        pid = holder_pid(self.drain_path)
+        if pid is not None and not self.holder_silent() and _alive(pid):
+            return pid
+        path = self.root / "drain.starting"
+        try:
+            age = time.time() - path.stat().st_mtime
+            pid = int(path.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if 0 <= age < STARTING_S and _alive(pid) else None
 
     def errors(self) -> list[dict]:
         try:
@@ -192,17 +204,7 @@ class CaptureState:
         starting find the lock taken), or one was started under ``STARTING_S`` ago, is alive
         and has not taken the lock yet (a fresh interpreter needs a moment: without this, a
         check right after a start sees nobody, and a second start would race the first)."""
-        check_path(self.drain_path)   # a FIFO there: say so rather than read it
-        pid = holder_pid(self.drain_path)
-        if pid is not None and not self.holder_silent() and _alive(pid):
-            return True
-        path = self.root / "drain.starting"
-        try:
-            age = time.time() - path.stat().st_mtime
-            pid = int(path.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return False
-        return 0 <= age < STARTING_S and _alive(pid)
+        return self.drainer_pid() is not None
 
     def mark_starting(self, pid: int) -> None:
         write_text(self.root / "drain.starting", f"{pid}\n")

@@ -42,11 +42,12 @@ def test_kill_nine_during_capture_loses_and_doubles_nothing(tmp_path):
         pid = _wait_drainer(state)
         assert pid, "no drainer started"
         time.sleep(1.0 + 0.7 * rnd)      # from before the store opens to mid-way through
-        try:
-            os.kill(pid, signal.SIGKILL)
-            killed += 1
-        except ProcessLookupError:
-            pass
+        if state.drainer_pid() == pid:   # still running (it may have finished its work)
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
         deadline = time.monotonic() + 10
         while state.drainer_running() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -194,6 +194,25 @@ async def test_a_stopped_drainer_is_taken_over_after_its_lease(home, monkeypatch
 
 
 @posix
+def test_the_running_drainer_is_the_one_started_after_a_killed_holder(home):
+    """A killed drainer's lock marker stays behind, naming it; the drainer started in its place
+    has not taken the lock yet: the one running is the new one, not the name on the marker."""
+    from trimem.capture.state import CaptureState
+
+    cs = CaptureState(str(home))
+    killed = hold(home, LEASE, "drain")
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    started = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert not cs.drainer_running() and cs.drainer_pid() is None
+        cs.mark_starting(started.pid)
+        assert cs.drainer_running() and cs.drainer_pid() == started.pid
+    finally:
+        end(started)
+    assert not cs.drainer_running() and cs.drainer_pid() is None
+
+@posix
 def test_an_index_build_waits_for_another_process_writing_the_namespace(home):
     """An index build commits a table version: one landing while another process's write was
     between its read and its commit failed that commit, and LanceDB's retries left rewritten
