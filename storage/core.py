@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import snapshot
+from .tablecopy import TableCopy
 from .db import Store, namespace_key, retrying, utcnow
 from .errors import ForgetRaced
 from .names import read_forget_stamp
@@ -53,7 +54,7 @@ class SpaceCore:
         self.vector_kinds: dict[str, object] = {}    # derived tables with vectors (kind -> schema)
         self.plain_kinds: set[str] = set()           # derived tables known to have no vectors
         self._registered = False
-        self._copies: dict[str, snapshot.TableCopy] = {}   # tables' in-process copies, by kind
+        self._copies: dict[str, TableCopy] = {}   # tables' in-process copies, by kind
         self._encoded: set[str] = set()
         self._rewritten: set[str] = set()            # tables with rows deleted or replaced
         self._rewritten_lock = threading.Lock()
@@ -160,7 +161,7 @@ class SpaceCore:
         its copy is reloaded for curation's reads too."""
         copy = self._copies.get(kind)
         if copy is None:
-            copy = self._copies.setdefault(kind, snapshot.TableCopy(
+            copy = self._copies.setdefault(kind, TableCopy(
                 self.namespace, self.store.vector_index_min_rows, follows_bulk_writes,
                 self.store.budget.copies))
         return copy.current(tbl)
@@ -169,6 +170,13 @@ class SpaceCore:
         copy = self._copies.get(kind)
         if copy is not None:
             copy.touch()
+
+    def wrote_copy(self, kind: str, version: int, ids: frozenset[str]) -> None:
+        """This process's commit made ``version`` of ``kind``'s table, changing the rows ``ids``
+        and nothing else (called under the write lock): its copy may be patched."""
+        copy = self._copies.get(kind)
+        if copy is not None:
+            copy.wrote(version, ids)
 
     def drop_copy(self, kind: str) -> None:
         self._copies.pop(kind, None)

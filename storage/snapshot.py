@@ -13,12 +13,14 @@ vector, exactly; for the sources ``Store.source_copy_max_rows``: :class:`SourceS
 copy answers dense searches (cosine, exact: the same scan), look-ups by id and equality filters;
 full-text search stays in LanceDB. Above the limit, or for a filter the copy does not speak, the
 caller asks LanceDB. :class:`SourceSnapshot` keeps the sources (their columns, metadata parsed)
-and follows appends and deletes by id; :class:`TableCopy` keeps a whole derived table and reads
-it again when it changes (they are small, and rewritten by merges). Memory: the vectors as
-stored (4 bytes x dimension per row) and the rows: about 2 MB per thousand rows at 384-d.
+and follows appends and deletes by id; ``tablecopy.TableCopy`` keeps a whole derived table and
+reads it again when another process changed it (they are small, and rewritten by merges).
+Memory: the vectors as stored (4 bytes x dimension per row) and the rows: about 2 MB per
+thousand rows at 384-d.
 
 Freshness: the table's version is read (one call, about 0.2 ms) before a use when the last look
-is more than ``CHECK_S`` old, when this process wrote the table since (``touch``), or when the
+is more than ``CHECK_S`` old, when this process wrote the table since (``touch``; after a commit
+whose changes the copy was told, ``wrote``, the commit gave the version), or when the
 handle changed (forget's refresh after another process's forget, a model switch, a dropped and
 re-created table: a new handle is read in full). The version follows the connection's
 read-consistency interval (1 s) as every query does: a copy may lag another process's write by
@@ -28,12 +30,14 @@ with. A look is kept with the version it saw, and stands only for a state at lea
 while one thread loads the rows of a new version, another's read waits for them rather than
 answering from the copy before the write.
 
-Bulk writers (:func:`bulk`: the curation worker) do not refresh a :class:`TableCopy` of more
-than ``BULK_RELOAD_MAX_ROWS`` rows (a smaller one reloads faster than LanceDB answers): every
-session they curate rewrites the tables they read, so each of their reads would load a whole
-table again (half of curation's time at 50k stored turns, where the wiki's tables hold
-thousands of rows). Their reads of a stale copy go to LanceDB, which answers the same rows; the
-next recall refreshes the copy once.
+A derived table's copy (``tablecopy.TableCopy``) is patched after this process's own commits
+(``Copy.wrote``: the version made and the ids changed) rather than read again. Bulk writers
+(:func:`bulk`: the curation worker) do not refresh a copy of more than ``BULK_RELOAD_MAX_ROWS``
+rows that cannot be patched (a smaller one reloads faster than LanceDB answers): every session
+they curate rewrites the tables they read, so each of their reads would load a whole table
+again (half of curation's time at 50k stored turns, where the wiki's tables hold thousands of
+rows). Their reads of such a copy go to LanceDB, which answers the same rows; the next recall
+refreshes the copy once.
 
 Written by hand, not taken from a library: the state is a few arrays over one table, and its
 only job is to mirror LanceDB's own flat scan, with LanceDB's versions deciding freshness.
@@ -67,6 +71,7 @@ FETCH_CHUNK = 500   # ids per ``IN (...)`` filter when fetching rows added since
 CHECK_S = 0.25      # the longest a version look is reused (a recall makes a dozen reads)
 # a bulk writer still reloads a copy this small: cheaper than LanceDB's fixed 5-9 ms per query
 BULK_RELOAD_MAX_ROWS = 1_000
+MAX_DELTAS = 64   # this process's commits remembered per table for patching its copy
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,7 @@ MIN_ROW_BYTES = 512  # the bytes per row assumed before a copy is first loaded (
 MADE_PER_ROW = 96   # two object columns, speaker codes and SIMS_KEPT similarities per row
 
 
-def _with_vectors(tbl, version: int, rows: list[dict], vecs: list | np.ndarray | None,
+def vector_state(tbl, version: int, rows: list[dict], vecs: list | np.ndarray | None,
                   **extra) -> State:
     mat = inv = None
     if vecs is not None and len(rows):
@@ -116,8 +121,8 @@ _BULK = threading.local()
 
 @contextmanager
 def bulk() -> Iterator[None]:
-    """This thread writes tables as it reads them: stale :class:`TableCopy` states are not
-    reloaded for its reads (module docstring)."""
+    """This thread writes tables as it reads them: stale ``TableCopy`` states that cannot be
+    patched are not reloaded for its reads (module docstring)."""
     was = getattr(_BULK, "on", False)
     _BULK.on = True
     try:
@@ -126,7 +131,7 @@ def bulk() -> Iterator[None]:
         _BULK.on = was
 
 
-class _Copy(ABC):
+class Copy(ABC):
     """What both copies share: the version look and the swap; ``_load`` reads a state."""
 
     follows_bulk_writes = True   # reload for a bulk writer's reads too (cheap incremental loads)
@@ -141,6 +146,8 @@ class _Copy(ABC):
         self._looked = (float("-inf"), -1)   # (when, version) of the last look at the version
         self._touches = 0                  # writes by this process (see ``current``)
         self._look_lock = threading.Lock()
+        # version -> the row ids this process's commit of that version changed (``wrote``)
+        self._deltas: dict[int, frozenset[str]] = {}
 
     def drop(self) -> None:
         """Let go of the copy (the RAM budget needs its room): the next read loads it again.
@@ -153,6 +160,30 @@ class _Copy(ABC):
             self._touches += 1
             self._looked = (float("-inf"), -1)
 
+    def wrote(self, version: int, ids: frozenset[str]) -> None:
+        """This process's commit, under the namespace's write lock, made ``version`` of the
+        table by changing (inserting, replacing or deleting) the rows ``ids`` and nothing else:
+        the table is at ``version`` now (no look needed for ``CHECK_S``), and a copy at the
+        version before can be patched (``_patch``) rather than read again."""
+        with self._look_lock:
+            self._touches += 1
+            self._deltas[version] = ids
+            for old in sorted(self._deltas)[:-MAX_DELTAS]:
+                del self._deltas[old]
+            self._looked = (time.monotonic(), version)
+
+    def _patchable(self, state: State, version: int) -> bool:
+        """Whether every version after ``state``'s up to ``version`` is a commit of this
+        process whose changed rows are known (``wrote``)."""
+        deltas = self._deltas
+        return not state.too_big and state.version < version \
+            and all(v in deltas for v in range(state.version + 1, version + 1))
+
+    def _changed(self, since: int, version: int) -> set[str]:
+        """The ids changed by this process's commits after ``since`` up to ``version``."""
+        with self._look_lock:
+            return set().union(*(self._deltas[v] for v in range(since + 1, version + 1)))
+
     def current(self, tbl) -> State | None:
         """The state matching ``tbl``'s version, or None when the table is missing or past
         ``max_rows``: the caller then asks LanceDB."""
@@ -160,21 +191,26 @@ class _Copy(ABC):
             return None
         state, now, touches = self._state, time.monotonic(), self._touches
         looked, looked_version = self._looked
+        recent = now - looked < CHECK_S
         # a recent look stands only for a state at least as new as what it saw: another thread
         # records its look before it has loaded that version's rows (it loads under the lock)
-        if state is None or state.tbl is not tbl or now - looked >= CHECK_S \
-                or state.version < looked_version:
-            version = tbl.version
+        if state is None or state.tbl is not tbl or not recent or state.version < looked_version:
+            # a recent look (or this process's own commit, ``wrote``) gives the version
+            known = recent and state is not None and state.tbl is tbl
+            version = looked_version if known else tbl.version
             stale = state is None or state.tbl is not tbl or state.version != version
             if stale and not self.follows_bulk_writes and getattr(_BULK, "on", False) \
-                    and state is not None and len(state.rows) > BULK_RELOAD_MAX_ROWS:
+                    and state is not None and len(state.rows) > BULK_RELOAD_MAX_ROWS \
+                    and not self._patchable(state, version):
                 return None   # not a look: the next other reader looks at the version itself
-            with self._look_lock:
-                # a look that began before a write of this process (another thread's delete,
-                # between our version read and here) must not stand for a look after it: the
-                # writer would then trust a copy that still holds what it deleted
-                if self._touches == touches:
-                    self._looked = (now, version)
+            if not known:
+                with self._look_lock:
+                    # a look that began before a write of this process (another thread's
+                    # delete, between our version read and here) must not stand for a look
+                    # after it: the writer would then trust a copy that still holds what it
+                    # deleted
+                    if self._touches == touches:
+                        self._looked = (now, version)
             if stale:
                 with self._lock:
                     state = self._state
@@ -192,11 +228,17 @@ class _Copy(ABC):
         ``max_rows`` and, by the bytes per row of the last load (at first ``MIN_ROW_BYTES``),
         within the RAM budget (checked before loading, charged after). Else keep a ``too_big``
         state, and nothing is charged."""
-        rows = tbl.count_rows()
-        if rows > self.max_rows or (self.budget is not None
-                                    and not self.budget.fits(rows * self._per_row)):
+        state = self._patch(tbl, version, old) \
+            if old is not None and self._patchable(old, version) else None
+        if state is None:
+            rows = tbl.count_rows()
+            if rows > self.max_rows or (self.budget is not None
+                                        and not self.budget.fits(rows * self._per_row)):
+                return self._refused(tbl, version)
+            state = self._load(tbl, version, old)
+        elif len(state.rows) > self.max_rows:
             return self._refused(tbl, version)
-        state = self._state = self._load(tbl, version, old)
+        self._state = state
         if self.budget is None:
             return state
         nbytes = state.nbytes
@@ -215,8 +257,13 @@ class _Copy(ABC):
     def _load(self, tbl, version: int, old: State | None) -> State:
         """The state at ``version`` (``old``: the previous one through the same handle)."""
 
+    def _patch(self, tbl, version: int, old: State) -> State | None:
+        """The state at ``version`` made from ``old`` and the rows this process's commits since
+        changed (``_patchable`` holds), or None: the caller then loads it."""
+        return None
 
-class SourceSnapshot(_Copy):
+
+class SourceSnapshot(Copy):
     """The sources: rows added since the last look are fetched by id, the removed dropped.
 
     Its bound is ``Store.source_copy_max_rows`` (200,000 by default), not the vector-index
@@ -268,7 +315,7 @@ def _merged(tbl, version: int, old: State | None, kept: list[dict], batches: lis
     sess.append(np.array([r["session_id"] for r in fetched], dtype=object))
     ts.extend(new_ts or [np.array([], dtype="datetime64[us]")])
     rows = kept + fetched if fetched else list(kept)
-    state = _with_vectors(
+    state = vector_state(
         tbl, version, rows, np.concatenate(parts) if parts else None,
         session=np.concatenate(sess), ts=np.concatenate(ts))
     if ids.null_count == 0 and len(ids) == len(rows) and \
@@ -352,28 +399,6 @@ def _appended(old: State, tbl, version: int, got: tuple[list[dict], list, list],
                             for r in rows[n0:]), dtype=np.int64, count=n - n0)
         state.made["speakers"] = (names, np.concatenate([codes, more]))
     return state
-
-
-class TableCopy(_Copy):
-    """A whole derived table (rows as LanceDB returns them, vectors apart), read again when it
-    changes (by a reader that is not a bulk writer)."""
-
-    def __init__(self, namespace: str, max_rows: int, follows_bulk_writes: bool = False,
-                 budget: CopyBudget | None = None):
-        super().__init__(namespace, max_rows, budget)
-        self.follows_bulk_writes = follows_bulk_writes   # True: a table bulk writers do not write
-
-    def _load(self, tbl, version: int, old: State | None) -> State:
-        data = tbl.to_arrow()
-        vecs = None
-        if "vector" in data.column_names:
-            vecs = matrix(data) if data.num_rows else None
-            data = data.drop_columns(["vector"])
-        rows = _dicts(data, data.column_names)   # e.g. the sessions' five timestamp columns
-        keep = [n for n, r in enumerate(rows) if r.get("namespace") == self.namespace]
-        if len(keep) < len(rows) and vecs is not None:
-            vecs = np.asarray(vecs).reshape(len(rows), -1)[keep]
-        return _with_vectors(tbl, version, [rows[n] for n in keep], vecs)
 
 
 def search(state: State, vector: np.ndarray, limit: int,
@@ -532,13 +557,13 @@ def _own(value):
 
 def _rows_of(got: pa.Table) -> list[dict]:
     """``got``'s rows as ``_clean`` makes them (``COLUMNS``, metadata parsed)."""
-    out = _dicts(got, COLUMNS)
+    out = dicts(got, COLUMNS)
     for r in out:
         r["metadata"] = json.loads(r["metadata"]) if r["metadata"] else None
     return out
 
 
-def _dicts(got: pa.Table, names: list[str]) -> list[dict]:
+def dicts(got: pa.Table, names: list[str]) -> list[dict]:
     """``got.select(names).to_pylist()``, the same dicts, built column by column with
     ``pylist``: the sources' 100k rows in 1.0 s against 2.7 s."""
     cols = [pylist(got.column(c)) for c in names]

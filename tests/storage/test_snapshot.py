@@ -186,11 +186,13 @@ def test_a_whole_table_read_column_wise_is_what_rows_returns(tmp_path):
 
 
 def test_a_bulk_writer_reads_lancedb_and_the_next_reader_refreshes(tmp_path, monkeypatch):
-    """Curation (``snapshot.bulk``) rewrites the tables it reads: its reads of a stale copy go to
-    LanceDB, without reloading the whole table; a recall after it still sees every write."""
+    """Curation (``snapshot.bulk``) rewrites the tables it reads: its reads of a stale copy that
+    cannot be patched (``test_tablecopy.py``) go to LanceDB, without reloading the whole table; a
+    recall after it still sees every write."""
     import pyarrow as pa
 
     from trimem.storage import snapshot
+    from trimem.storage.tablecopy import TableCopy
 
     schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("n", pa.int64()),
                         ("vector", pa.list_(pa.float32(), DIM))])
@@ -204,8 +206,9 @@ def test_a_bulk_writer_reads_lancedb_and_the_next_reader_refreshes(tmp_path, mon
     sp.derived.upsert("pages", schema, rows(0, 20))
     assert len(sp.derived.rows("pages", eq={"n": 1})) == 7          # a copy at this version
     loads = []
-    real = snapshot.TableCopy._load
-    monkeypatch.setattr(snapshot.TableCopy, "_load",
+    real = TableCopy._load
+    monkeypatch.setattr(TableCopy, "_patchable", lambda self, *a: False)   # as after another's commit
+    monkeypatch.setattr(TableCopy, "_load",
                         lambda self, *a: loads.append(1) or real(self, *a))
     with snapshot.bulk():
         for lo in (20, 30, 40):                             # write, read, write, read ...

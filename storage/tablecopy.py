@@ -1,0 +1,79 @@
+"""The in-process copy of a whole derived table (:class:`TableCopy`): read in full when another
+process changed it, patched when this process did.
+
+Why patch: curation rewrites a strategy's tables a few rows at a time (a session's snapshots,
+the pages and groups they touch) and reads them again between writes. Reading the whole table
+after each of its own commits made the wiki's copies about a tenth of curation's time at 4,000
+stored turns; past ``snapshot.BULK_RELOAD_MAX_ROWS`` rows curation's reads went to LanceDB
+instead (5-9 ms a query, a quarter of curation's time at 10,000 turns).
+
+How: a commit by this process (``Derived.upsert``, ``Derived.delete_rows`` by id) tells the
+copy the version it made and the ids it changed (``Copy.wrote``). When every version between
+the copy's and the table's is such a commit, the copy fetches only the rows of those ids that
+are still stored (one filtered query) and keeps its other rows. The result is the state a full
+read gives, rows and order: LanceDB writes a replaced or inserted row as a new row at the end of
+the table and a deleted one is gone, so the table is the copy's unchanged rows in their order,
+then the changed rows in their address order (``_rowid``: fragment, then offset; stable row ids
+are off in this store). A commit of another process, a compaction or an index build in between
+(a version no ``wrote`` names) makes the copy read the table in full, as before; so does a
+fetch that saw a newer version than the one patched to.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from .budget import CopyBudget
+from .db import sql_in
+from .snapshot import FETCH_CHUNK, State, Copy, dicts, vector_state, matrix
+
+
+class TableCopy(Copy):
+    """A whole derived table (rows as LanceDB returns them, vectors apart), read again when it
+    changes (by a reader that is not a bulk writer), patched after this process's own commits."""
+
+    def __init__(self, namespace: str, max_rows: int, follows_bulk_writes: bool = False,
+                 budget: CopyBudget | None = None):
+        super().__init__(namespace, max_rows, budget)
+        self.follows_bulk_writes = follows_bulk_writes   # True: a table bulk writers do not write
+
+    def _load(self, tbl, version: int, old: State | None) -> State:
+        data = tbl.to_arrow()
+        vecs = None
+        if "vector" in data.column_names:
+            vecs = matrix(data) if data.num_rows else None
+            data = data.drop_columns(["vector"])
+        rows = dicts(data, data.column_names)   # e.g. the sessions' five timestamp columns
+        keep = [n for n, r in enumerate(rows) if r.get("namespace") == self.namespace]
+        if len(keep) < len(rows) and vecs is not None:
+            vecs = np.asarray(vecs).reshape(len(rows), -1)[keep]
+        return vector_state(tbl, version, [rows[n] for n in keep], vecs)
+
+    def _patch(self, tbl, version: int, old: State) -> State | None:
+        changed = self._changed(old.version, version)
+        ids = sorted(changed)
+        got = [tbl.search().where(sql_in("id", ids[i:i + FETCH_CHUNK])).with_row_id(True)
+               .limit(None).to_arrow() for i in range(0, len(ids), FETCH_CHUNK)]
+        if tbl.version != version:
+            return None   # the fetch may have seen another process's commit since: read it all
+        data = pa.concat_tables(got) if got else pa.table({})
+        if data.num_rows:
+            order = np.argsort(data["_rowid"].to_numpy(), kind="stable")
+            data = data.take(pa.array(order)).drop_columns(["_rowid"])
+            mine = data["namespace"].to_numpy(zero_copy_only=False) == self.namespace
+            data = data if mine.all() else data.filter(pa.array(mine))
+        vecs = None
+        if data.num_rows and "vector" in data.column_names:
+            vecs = matrix(data)
+            data = data.drop_columns(["vector"])
+        keep = [n for n, r in enumerate(old.rows) if r.get("id") not in changed]
+        if (old.mat is None) != (vecs is None) and keep and data.num_rows:
+            return None   # the copy and the table disagree on having vectors: read it all
+        new_rows = dicts(data, data.column_names) if data.num_rows else []
+        if old.rows and new_rows and list(new_rows[0]) != list(old.rows[0]):
+            return None   # the columns changed (a reshape): read it all
+        rows = [old.rows[n] for n in keep] + new_rows
+        mats = ([old.mat[keep]] if old.mat is not None and keep else []) + \
+            ([vecs] if vecs is not None else [])
+        return vector_state(tbl, version, rows, np.concatenate(mats) if mats else None)
