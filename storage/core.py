@@ -14,7 +14,7 @@ import re
 import threading
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -155,15 +155,17 @@ class SpaceCore:
         self._encoded.add(kind)
 
     # -- in-process copies (``snapshot.py``) ------------------------------------------------------
-    def table_copy(self, kind: str, tbl, follows_bulk_writes: bool = False) -> snapshot.State | None:
+    def table_copy(self, kind: str, tbl, follows_bulk_writes: bool = False,
+                   key: str = "id") -> snapshot.State | None:
         """The in-process copy of ``kind``'s table at its version (``snapshot.py``), or None
         where LanceDB answers. ``follows_bulk_writes``: a table curation does not rewrite, so
-        its copy is reloaded for curation's reads too."""
+        its copy is reloaded for curation's reads too. ``key``: the column naming a row, by
+        which this process's commits tell the copy what they changed (``wrote_copy``)."""
         copy = self._copies.get(kind)
         if copy is None:
             copy = self._copies.setdefault(kind, TableCopy(
                 self.namespace, self.store.vector_index_min_rows, follows_bulk_writes,
-                self.store.budget.copies))
+                self.store.budget.copies, key))
         return copy.current(tbl)
 
     def touch_copy(self, kind: str) -> None:
@@ -171,12 +173,21 @@ class SpaceCore:
         if copy is not None:
             copy.touch()
 
-    def wrote_copy(self, kind: str, version: int, ids: frozenset[str]) -> None:
-        """This process's commit made ``version`` of ``kind``'s table, changing the rows ``ids``
-        and nothing else (called under the write lock): its copy may be patched."""
+    def wrote_copy(self, kind: str, result: Any, keys: Iterable[Any] | None) -> None:
+        """Tell ``kind``'s copy what a commit of this process (LanceDB's ``result`` of it)
+        changed: the rows of these ``keys`` (the copy's key column) and nothing else, so the copy
+        may be patched; or, when ``keys`` is None or the result counts no row changed (then it
+        may have made no version), only that the table changed."""
         copy = self._copies.get(kind)
-        if copy is not None:
-            copy.wrote(version, ids)
+        if copy is None:
+            return
+        version = getattr(result, "version", None)
+        changed = sum(getattr(result, name, 0) or 0 for name in (
+            "num_inserted_rows", "num_updated_rows", "num_deleted_rows", "rows_updated"))
+        if keys is None or not isinstance(version, int) or not changed:
+            copy.touch()
+        else:
+            copy.wrote(version, frozenset(str(k) for k in keys))
 
     def drop_copy(self, kind: str) -> None:
         self._copies.pop(kind, None)

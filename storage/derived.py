@@ -157,20 +157,8 @@ class Derived:
             done = retrying(lambda: tbl.merge_insert(key).when_matched_update_all()
                             .when_not_matched_insert_all().execute(rows), f"upsert {kind}",
                             table=tbl)
-            self._wrote(kind, done, [r[key] for r in rows] if key == "id" else None)
+            self.core.wrote_copy(kind, done, [r[key] for r in rows] if key == "id" else None)
         self.core.after_write(kind, len(rows))
-
-    def _wrote(self, kind: str, result: Any, ids: list | None) -> None:
-        """Tell ``kind``'s copy what this commit (its ``result``) changed: the rows ``ids`` (it
-        may then be patched), or, when unknown (None) or when the result counts no row changed
-        (then it may have made no version), only that the table changed."""
-        version = getattr(result, "version", None)
-        changed = sum(getattr(result, f"num_{what}_rows", 0) or 0
-                      for what in ("inserted", "updated", "deleted"))
-        if ids is None or not isinstance(version, int) or not changed:
-            self.core.touch_copy(kind)
-        else:
-            self.core.wrote_copy(kind, version, frozenset(str(i) for i in ids))
 
     def stored_vector(self, kind: str, vector: Any) -> list[float]:
         """``vector`` as ``kind``'s table keeps it and a reader gets it back: rounded to float16
@@ -259,8 +247,8 @@ class Derived:
             with self.core.writing():
                 self.core.rewrote(tbl)
                 done = retrying(lambda: tbl.delete(w), f"delete {kind}", table=tbl)
-                self._wrote(kind, done, None if ids is None else
-                            list(ids) if isinstance(ids, (list, tuple, set)) else [ids])
+                self.core.wrote_copy(kind, done, None if ids is None else
+                                     list(ids) if isinstance(ids, (list, tuple, set)) else [ids])
 
     def count_rows(self, kind: str, eq: dict[str, Any] | None = None) -> int:
         tbl = self.table(kind)

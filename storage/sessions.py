@@ -65,11 +65,11 @@ class Sessions:
             got = retrying(lambda: tbl.merge_insert("session_id")
                            .when_matched_update_all(where=where)
                            .when_not_matched_insert_all().execute(data), "session", table=tbl)
+            self.core.wrote_copy("sessions", got, [session.session_id])
         wrote = got.num_updated_rows + got.num_inserted_rows > 0
         if wrote:   # that commit changed this one row: the others kept at the version before hold
             self._kept.advanced(got.version, lambda sid, kept: kept)
             self._kept.put(session.session_id, got.version, Session.of(row))
-        self.core.touch_copy("sessions")
         self.core.after_write("sessions")
         return wrote
 
@@ -88,7 +88,8 @@ class Sessions:
         tbl = self.core.table("sessions")
         if tbl is None:
             return []
-        state = self.core.table_copy("sessions", tbl, follows_bulk_writes=True)   # curation reads it
+        state = self.core.table_copy("sessions", tbl, follows_bulk_writes=True,   # curation reads it
+                                     key="session_id")
         if state is not None:                                                # and writes it once
             return state.rows
         rows = tbl.search().limit(None).to_list()
@@ -117,7 +118,7 @@ class Sessions:
             self.core.rewrote(tbl)
             got = retrying(lambda: tbl.update(where=where, values=values), "session curation",
                            table=tbl)
-        self.core.touch_copy("sessions")
+            self.core.wrote_copy("sessions", got, [session_id])
         self.core.after_write("sessions")
         return got.rows_updated > 0
 
@@ -126,5 +127,6 @@ class Sessions:
         if tbl is not None and session_ids:
             with self.core.writing():
                 self.core.rewrote(tbl)
-                retrying(lambda: tbl.delete(sql_in("session_id", session_ids)), "delete sessions", table=tbl)
-            self.core.touch_copy("sessions")
+                done = retrying(lambda: tbl.delete(sql_in("session_id", session_ids)),
+                                "delete sessions", table=tbl)
+                self.core.wrote_copy("sessions", done, session_ids)

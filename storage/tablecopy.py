@@ -34,9 +34,10 @@ class TableCopy(Copy):
     changes (by a reader that is not a bulk writer), patched after this process's own commits."""
 
     def __init__(self, namespace: str, max_rows: int, follows_bulk_writes: bool = False,
-                 budget: CopyBudget | None = None):
+                 budget: CopyBudget | None = None, key: str = "id"):
         super().__init__(namespace, max_rows, budget)
         self.follows_bulk_writes = follows_bulk_writes   # True: a table bulk writers do not write
+        self.key = key   # the column naming a row (what ``wrote`` is told)
 
     def _load(self, tbl, version: int, old: State | None) -> State:
         data = tbl.to_arrow()
@@ -53,7 +54,7 @@ class TableCopy(Copy):
     def _patch(self, tbl, version: int, old: State) -> State | None:
         changed = self._changed(old.version, version)
         ids = sorted(changed)
-        got = [tbl.search().where(sql_in("id", ids[i:i + FETCH_CHUNK])).with_row_id(True)
+        got = [tbl.search().where(sql_in(self.key, ids[i:i + FETCH_CHUNK])).with_row_id(True)
                .limit(None).to_arrow() for i in range(0, len(ids), FETCH_CHUNK)]
         if tbl.version != version:
             return None   # the fetch may have seen another process's commit since: read it all
@@ -67,7 +68,7 @@ class TableCopy(Copy):
         if data.num_rows and "vector" in data.column_names:
             vecs = matrix(data)
             data = data.drop_columns(["vector"])
-        keep = [n for n, r in enumerate(old.rows) if r.get("id") not in changed]
+        keep = [n for n, r in enumerate(old.rows) if r.get(self.key) not in changed]
         if (old.mat is None) != (vecs is None) and keep and data.num_rows:
             return None   # the copy and the table disagree on having vectors: read it all
         new_rows = dicts(data, data.column_names) if data.num_rows else []

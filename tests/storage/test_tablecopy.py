@@ -110,3 +110,30 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_the_sessions_copy_is_patched_by_session_id(tmp_path, counted):
+    """The sessions table is keyed by ``session_id``: its rows written, claimed, marked and
+    deleted by this process patch its copy, which then holds what a full read holds."""
+    from trimem.storage import Session
+
+    sp = space(tmp_path)
+
+    def full() -> list[dict]:
+        return space(tmp_path, max_rows=0).sessions._rows()   # no copy: LanceDB answers
+
+    for i in range(6):
+        sp.sessions.put(Session(f"s{i}", T0 + timedelta(days=i), n_messages=2, curation="queued"))
+    assert sp.sessions._rows() == full() and counted["load"] == 1
+    assert sp.sessions.claim(Session("s2", T0, n_messages=4, curation="queued"), 2)
+    assert sp.sessions._rows() == full() and counted["patch"] == 1
+    assert not sp.sessions.claim(Session("s3", T0, n_messages=9), 5)   # refused: no row changed
+    assert not sp.sessions.set_curation("s4", "done", 7)              # refused: no row changed
+    assert sp.sessions._rows() == full() and counted["load"] == 2   # may have made versions
+    assert sp.sessions.set_curation("s1", "done", 2)
+    sp.sessions.put(Session("s9", None, n_messages=1, curation="queued"))
+    assert sp.sessions._rows() == full()
+    sp.sessions.delete(["s0", "s9"])
+    assert sp.sessions._rows() == full()
+    assert sp.sessions.uncurated() == ["s3", "s4", "s5", "s2"]
+    assert counted["load"] == 2 and counted["patch"] == 3
