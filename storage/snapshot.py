@@ -238,6 +238,11 @@ class Copy(ABC):
             state = self._load(tbl, version, old)
         elif len(state.rows) > self.max_rows:
             return self._refused(tbl, version)
+        with self._look_lock:
+            if old is None:   # a new handle: a table made again numbers its versions anew, so
+                self._deltas.clear()   # no commit noted before may patch it
+            for spent in [v for v in self._deltas if v <= version]:
+                del self._deltas[spent]
         self._state = state
         if self.budget is None:
             return state

@@ -137,3 +137,18 @@ def test_the_sessions_copy_is_patched_by_session_id(tmp_path, counted):
     assert sp.sessions._rows() == full()
     assert sp.sessions.uncurated() == ["s3", "s4", "s5", "s2"]
     assert counted["load"] == 2 and counted["patch"] == 3
+
+
+def test_commits_noted_through_one_handle_never_patch_a_copy_read_through_another(tmp_path):
+    """A table dropped and made again numbers its versions from the start: the commits a copy
+    was told of before must not stand for the new table's versions."""
+    sp = space(tmp_path)
+    sp.derived.upsert("pages", SCHEMA, rows(range(5), 0))
+    assert len(sp.derived.rows("pages")) == 5
+    copy = sp.derived.core._copies["pages"]
+    for v in range(2, 40):
+        copy.wrote(v, frozenset({"p1"}))     # as if noted through the old handle
+    other = sp.derived.core.store.open_table(sp.derived.table("pages").name)
+    assert other is not None
+    copy.current(other)                      # another handle: read in full
+    assert copy._deltas == {}
