@@ -5,14 +5,17 @@ Why patch: curation rewrites a strategy's tables a few rows at a time (a session
 the pages and groups they touch) and reads them again between writes. Reading the whole table
 after each of its own commits made the wiki's copies about a tenth of curation's time at 4,000
 stored turns; past ``snapshot.BULK_RELOAD_MAX_ROWS`` rows curation's reads went to LanceDB
-instead (5-9 ms a query, a quarter of curation's time at 10,000 turns).
+instead (5-9 ms a query; the wiki's reads were a quarter of curation's samples at 10,000 turns,
+most of it waiting on LanceDB).
 
-How: a commit by this process (``Derived.upsert``, ``Derived.delete_rows`` by id) tells the
-copy the version it made and the ids it changed (``Copy.wrote``). When every version between
-the copy's and the table's is such a commit, the copy fetches only the rows of those ids that
-are still stored (one filtered query) and keeps its other rows. The result is the state a full
-read gives, rows and order: LanceDB writes a replaced or inserted row as a new row at the end of
-the table and a deleted one is gone, so the table is the copy's unchanged rows in their order,
+How: a commit by this process (``Derived.upsert``, ``Derived.delete_rows`` by id, a session's
+row written or deleted) tells the copy, through ``SpaceCore.wrote_copy``, the version it made
+and the keys of the rows it changed (``Copy.wrote``; the key column is ``id``, or
+``session_id`` for the sessions). When every version between the copy's and the table's is such
+a commit, the copy fetches only the rows of those keys that are still stored (one filtered
+query) and keeps its other rows. The result is the state a full read gives, rows and order:
+LanceDB writes a replaced or inserted row as a new row at the end of the table and a deleted one
+is gone, so the table is the copy's unchanged rows in their order,
 then the changed rows in their address order (``_rowid``: fragment, then offset; stable row ids
 are off in this store). A commit of another process, a compaction or an index build in between
 (a version no ``wrote`` names) makes the copy read the table in full, as before; so does a
@@ -26,7 +29,7 @@ import pyarrow as pa
 
 from .budget import CopyBudget
 from .db import sql_in
-from .snapshot import FETCH_CHUNK, State, Copy, dicts, vector_state, matrix
+from .snapshot import FETCH_CHUNK, Copy, State, dicts, matrix, vector_state
 
 
 class TableCopy(Copy):
