@@ -155,17 +155,15 @@ class SpaceCore:
         self._encoded.add(kind)
 
     # -- in-process copies (``snapshot.py``) ------------------------------------------------------
-    def table_copy(self, kind: str, tbl, follows_bulk_writes: bool = False,
-                   key: str = "id") -> snapshot.State | None:
+    def table_copy(self, kind: str, tbl, key: str = "id") -> snapshot.State | None:
         """The in-process copy of ``kind``'s table at its version (``snapshot.py``), or None
-        where LanceDB answers. ``follows_bulk_writes``: a table curation does not rewrite, so
-        its copy is reloaded for curation's reads too. ``key``: the column naming a row, by
-        which this process's commits tell the copy what they changed (``wrote_copy``)."""
+        where LanceDB answers. ``key``: the column naming a row, by which this process's
+        commits tell the copy what they changed (``wrote_copy``, ``wrote_where``)."""
         copy = self._copies.get(kind)
         if copy is None:
             copy = self._copies.setdefault(kind, TableCopy(
-                self.namespace, self.store.vector_index_min_rows, follows_bulk_writes,
-                self.store.budget.copies, key))
+                self.namespace, self.store.vector_index_min_rows, self.store.budget.copies,
+                key))
         return copy.current(tbl)
 
     def touch_copy(self, kind: str) -> None:
@@ -182,12 +180,47 @@ class SpaceCore:
         if copy is None:
             return
         version = getattr(result, "version", None)
-        changed = sum(getattr(result, name, 0) or 0 for name in (
-            "num_inserted_rows", "num_updated_rows", "num_deleted_rows", "rows_updated"))
-        if keys is None or not isinstance(version, int) or not changed:
+        if keys is None or not isinstance(version, int) or not _changed(result):
             copy.touch()
         else:
             copy.wrote(version, frozenset(str(k) for k in keys))
+
+    def holds_copy(self, kind: str) -> bool:
+        """Whether ``kind``'s copy holds rows a commit could patch (``wrote_where``'s ``before``
+        is worth a version look)."""
+        copy = self._copies.get(kind)
+        state = None if copy is None else copy._state
+        return state is not None and not state.too_big
+
+    def wrote_where(self, kind: str, tbl, result: Any, eq: dict[str, Any] | None,
+                    keys: Iterable[Any] = (), before: int | None = None) -> None:
+        """``wrote_copy`` for a commit through ``tbl`` that changed the rows of ``keys`` and
+        deleted those matching ``eq`` (a delete by another column than the key, a merge that
+        deletes what its source lacks; None: nothing more). The version the commit was made on:
+        under the write lock no other commit comes between, so it is the one before
+        ``result``'s when the commit changed a row (it made a version), else ``before``, the
+        table's version looked at under the lock before the commit (a delete that matched
+        nothing still makes a version in LanceDB 0.40; if it made none, ``result``'s version is
+        ``before`` and there is nothing to tell). The rows ``eq`` deleted are read from the copy
+        when it holds that version. When either is unknown the copy is only told that the
+        table changed."""
+        copy = self._copies.get(kind)
+        if copy is None:
+            return
+        version = getattr(result, "version", None)
+        if not isinstance(version, int):
+            copy.touch()
+            return
+        changed = _changed(result)
+        if version == before and not changed:
+            return   # no version made: the copy is as current as it was
+        base = version - 1 if changed else before
+        gone = None if base is None or version != base + 1 else \
+            frozenset() if eq is None else copy.matching(tbl, base, eq)
+        if gone is None:
+            copy.touch()
+        else:
+            copy.wrote(version, frozenset(str(k) for k in keys) | gone)
 
     def drop_copy(self, kind: str) -> None:
         self._copies.pop(kind, None)
@@ -200,3 +233,10 @@ class SpaceCore:
     @staticmethod
     def now() -> datetime:
         return utcnow()
+
+
+def _changed(result: Any) -> int:
+    """The rows a commit's result (LanceDB's MergeResult, DeleteResult, UpdateResult) counts as
+    changed: when none, the commit may have made no version."""
+    return sum(getattr(result, name, 0) or 0 for name in (
+        "num_inserted_rows", "num_updated_rows", "num_deleted_rows", "rows_updated"))

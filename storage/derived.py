@@ -246,9 +246,12 @@ class Derived:
             ids = eq.get("id") if set(eq) == {"id"} else None
             with self.core.writing():
                 self.core.rewrote(tbl)
+                # the version this delete is made on (under the lock no commit comes between)
+                before = tbl.version if self.core.holds_copy(kind) else None
                 done = retrying(lambda: tbl.delete(w), f"delete {kind}", table=tbl)
-                self.core.wrote_copy(kind, done, None if ids is None else
-                                     list(ids) if isinstance(ids, (list, tuple, set)) else [ids])
+                keys = [] if ids is None else list(ids) if isinstance(ids, (list, tuple, set)) \
+                    else [ids]
+                self.core.wrote_where(kind, tbl, done, eq if ids is None else None, keys, before)
 
     def count_rows(self, kind: str, eq: dict[str, Any] | None = None) -> int:
         tbl = self.table(kind)

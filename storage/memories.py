@@ -56,8 +56,12 @@ class Memories:
 
         with self.core.writing():
             self.core.rewrote(tbl)
-            retrying(merge, "add memories", table=tbl)
-        self.core.touch_copy("memories")
+            done = retrying(merge, "add memories", table=tbl)
+            ids = [r["id"] for r in data]
+            if replacing:
+                self.core.wrote_where("memories", tbl, done, replacing, ids)
+            else:
+                self.core.wrote_copy("memories", done, ids)
         self.core.after_write("memories", len(data))
         self.derived.scalar_indexes("memories", MEMORY_INDEXES)   # once built, once per process
 
@@ -124,9 +128,9 @@ class Memories:
                 chunk = ids[i:i + 500]
                 with self.core.writing():
                     self.core.rewrote(tbl)
-                    retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)),
-                             "delete memories", table=tbl)
-            self.core.touch_copy("memories")
+                    done = retrying(lambda chunk=chunk: tbl.delete(sql_in("id", chunk)),
+                                    "delete memories", table=tbl)
+                    self.core.wrote_copy("memories", done, chunk)
 
     def vector_search(self, kind: str, vector: np.ndarray, limit: int,
                         status: str = "active") -> list[tuple[str, float]]:

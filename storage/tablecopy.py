@@ -2,45 +2,63 @@
 process changed it, patched when this process did.
 
 Why patch: curation rewrites a strategy's tables a few rows at a time (a session's snapshots,
-the pages and groups they touch) and reads them again between writes. Reading the whole table
-after each of its own commits made the wiki's copies about a tenth of curation's time at 4,000
-stored turns; past ``snapshot.BULK_RELOAD_MAX_ROWS`` rows curation's reads went to LanceDB
-instead (5-9 ms a query; the wiki's reads were a quarter of curation's samples at 10,000 turns,
-most of it waiting on LanceDB).
+the pages and groups they touch, its threads and memories) and reads them again between
+writes. Reading the whole table after each of its own commits made the wiki's copies about a
+tenth of curation's time at 4,000 stored turns; sending curation's reads to LanceDB instead
+(5-9 ms a query) made them a quarter of its samples at 10,000 turns.
 
-How: a commit by this process (``Derived.upsert``, ``Derived.delete_rows`` by id, a session's
-row written or deleted) tells the copy, through ``SpaceCore.wrote_copy``, the version it made
-and the keys of the rows it changed (``Copy.wrote``; the key column is ``id``, or
-``session_id`` for the sessions). When every version between the copy's and the table's is such
+How: a commit by this process (``Derived.upsert``, ``Derived.delete_rows``, ``Memories.add``
+and ``delete``, a session's row written or deleted) tells the copy, through
+``SpaceCore.wrote_copy`` or ``wrote_where``, the version it made and the keys of the rows it
+changed (``Copy.wrote``; the key column is ``id``, or ``session_id`` for the sessions). A delete
+by another column (a session's threads, the edges touching them; a merge that deletes the rows
+its source lacks) names the rows it took through the copy itself: the copy holds the version
+the commit was made on (``matching``: the filter evaluated as LanceDB does), else it is only
+told that the table changed. When every version between the copy's and the table's is such
 a commit, the copy fetches only the rows of those keys that are still stored (one filtered
 query) and keeps its other rows. The result is the state a full read gives, rows and order:
 LanceDB writes a replaced or inserted row as a new row at the end of the table and a deleted one
 is gone, so the table is the copy's unchanged rows in their order,
 then the changed rows in their address order (``_rowid``: fragment, then offset; stable row ids
 are off in this store). A commit of another process, a compaction or an index build in between
-(a version no ``wrote`` names) makes the copy read the table in full, as before; so does a
+(a version no ``wrote`` names) makes the copy read the table in full; so does a
 fetch that saw a newer version than the one patched to.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from .budget import CopyBudget
 from .db import sql_in
-from .snapshot import FETCH_CHUNK, Copy, State, dicts, matrix, vector_state
+from .snapshot import FETCH_CHUNK, Copy, State, Unsupported, dicts, eq_mask, matrix, vector_state
 
 
 class TableCopy(Copy):
-    """A whole derived table (rows as LanceDB returns them, vectors apart), read again when it
-    changes (by a reader that is not a bulk writer), patched after this process's own commits."""
+    """A whole derived table (rows as LanceDB returns them, vectors apart), read again when
+    another process changed it, patched after this process's own commits."""
 
-    def __init__(self, namespace: str, max_rows: int, follows_bulk_writes: bool = False,
-                 budget: CopyBudget | None = None, key: str = "id"):
+    def __init__(self, namespace: str, max_rows: int, budget: CopyBudget | None = None,
+                 key: str = "id"):
         super().__init__(namespace, max_rows, budget)
-        self.follows_bulk_writes = follows_bulk_writes   # True: a table bulk writers do not write
         self.key = key   # the column naming a row (what ``wrote`` is told)
+
+    def matching(self, tbl, version: int, eq: dict[str, Any]) -> frozenset[str] | None:
+        """The keys of this namespace's rows matching ``eq`` (``derived._where``'s equality
+        filters) in the table at ``version``, when this copy holds that version read through
+        ``tbl``; else None. What a delete by another column than the key changed: the copy
+        evaluates the filter as LanceDB does (``snapshot.eq_mask``)."""
+        state = self._state
+        if state is None or state.too_big or state.tbl is not tbl or state.version != version:
+            return None
+        try:
+            hit = np.flatnonzero(eq_mask(state, eq))
+        except Unsupported:
+            return None
+        return frozenset(str(state.rows[n].get(self.key)) for n in hit)
 
     def _load(self, tbl, version: int, old: State | None) -> State:
         data = tbl.to_arrow()

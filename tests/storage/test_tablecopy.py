@@ -1,6 +1,7 @@
 """A derived table's copy (``storage/tablecopy.py``) patched after this process's own commits
 holds what a full read of the table holds, rows, order and vectors; a commit it was not told
-about (another process's, a delete by another column) makes it read the table in full."""
+about (another process's, a delete by another column made while the copy was behind) makes
+it read the table in full."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from source_rows import DIM, T0
-from trimem.storage import open_store, snapshot
+from trimem.storage import open_store
 from trimem.storage.tablecopy import TableCopy
 
 SCHEMA = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("n", pa.int64()),
@@ -58,32 +59,28 @@ def counted(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("bulk", [False, True])
-def test_a_copy_patched_after_own_writes_equals_a_full_read(tmp_path, counted, monkeypatch, bulk):
-    monkeypatch.setattr(snapshot, "BULK_RELOAD_MAX_ROWS", 5)   # curation's reads patch too
+def test_a_copy_patched_after_own_writes_equals_a_full_read(tmp_path, counted):
     sp = space(tmp_path)
     sp.derived.upsert("pages", SCHEMA, rows(range(40), 0))
     assert sp.derived.rows("pages") == full_read(tmp_path) and counted["load"] == 1
     steps = [("upsert", [3, 17, 40, 41, 0, 39], 1), ("delete", [5, 6, 41], 0),
              ("upsert", [7, 8], 2), ("upsert", [8, 42, 3], 3), ("delete", ["p_missing"], 0),
              ("upsert", list(range(10, 30)), 4)]
-    with snapshot.bulk() if bulk else _nothing():
-        for n, (what, ids, gen) in enumerate(steps):
-            if what == "upsert":
-                sp.derived.upsert("pages", SCHEMA, rows(ids, gen))
-            else:
-                sp.derived.delete_rows("pages", {"id": [str(i) if isinstance(i, str) else f"p{i}"
-                                                        for i in ids]})
-            if n == 2:   # two commits before the next read: one patch covers both
-                continue
-            got = sp.derived.rows("pages")
-            assert got == full_read(tmp_path), (what, ids)
-            assert [r["id"] for r in sp.derived.rows("pages", eq={"n": 1})] == \
-                [r["id"] for r in full_read(tmp_path) if r["n"] == 1]
-    # after the delete that matched nothing (a commit that changed no row may have made no
-    # version: the copy cannot tell) the copy is read in full, or for curation's reads (bulk)
-    # LanceDB answers until the next reader that is not curation reads it
-    assert (counted["load"], counted["patch"]) == ((1, 3) if bulk else (2, 4))
+    for n, (what, ids, gen) in enumerate(steps):
+        if what == "upsert":
+            sp.derived.upsert("pages", SCHEMA, rows(ids, gen))
+        else:
+            sp.derived.delete_rows("pages", {"id": [str(i) if isinstance(i, str) else f"p{i}"
+                                                    for i in ids]})
+        if n == 2:   # two commits before the next read: one patch covers both
+            continue
+        got = sp.derived.rows("pages")
+        assert got == full_read(tmp_path), (what, ids)
+        assert [r["id"] for r in sp.derived.rows("pages", eq={"n": 1})] == \
+            [r["id"] for r in full_read(tmp_path) if r["n"] == 1]
+    # every commit patched, the delete that matched nothing too (its version was looked at
+    # before it: it made one, and changed no row)
+    assert (counted["load"], counted["patch"]) == (1, 5)
     q = rows([8, 42, 3], 3)[1]["vector"]
     assert sp.derived.nearest("pages", np.asarray(q), 1, None, columns=["id"])[0]["id"] == "p42"
 
@@ -96,7 +93,8 @@ def test_a_commit_the_copy_was_not_told_about_makes_it_read_in_full(tmp_path, co
     sp.derived.upsert("pages", SCHEMA, rows([3], 2))                # then this one's
     assert sp.derived.rows("pages") == full_read(tmp_path)
     assert counted["load"] == 2 and counted["patch"] == 0
-    sp.derived.delete_rows("pages", {"n": 1})                       # not by id: changed rows unknown
+    other.derived.upsert("pages", SCHEMA, rows([5], 4))             # the copy is behind, so
+    sp.derived.delete_rows("pages", {"n": 1})                       # what this delete took is unknown
     assert sp.derived.rows("pages") == full_read(tmp_path)
     assert counted["load"] == 3 and counted["patch"] == 0
     sp.derived.upsert("pages", SCHEMA, rows([4, 60], 3))            # by id again: patched
@@ -104,12 +102,57 @@ def test_a_commit_the_copy_was_not_told_about_makes_it_read_in_full(tmp_path, co
     assert counted["load"] == 3 and counted["patch"] == 1
 
 
-class _nothing:
-    def __enter__(self):
-        return self
+def test_a_delete_by_another_column_is_patched_from_the_rows_the_copy_holds(tmp_path, counted):
+    """A session's rows replaced as workspace's curation does (delete by a column that is not
+    the key, then an upsert, one read after both), and deletes matching a list, a number, a
+    missing value and nothing: the copy reads which rows each delete took from its own rows."""
+    sp = space(tmp_path)
+    sp.derived.upsert("pages", SCHEMA, rows(range(30), 0))
+    assert sp.derived.rows("pages") == full_read(tmp_path) and counted["load"] == 1
+    for eq, upsert in (({"text": "page 4 v0"}, [4, 31]), ({"n": 2}, []),
+                       ({"text": ["page 7 v0", "page 9 v0", "nope"]}, [9, 7, 40]),
+                       ({"n": 1, "text": "page 10 v0"}, [])):
+        sp.derived.delete_rows("pages", eq)
+        if upsert:
+            sp.derived.upsert("pages", SCHEMA, rows(upsert, 5))
+        assert sp.derived.rows("pages") == full_read(tmp_path), eq
+    assert counted["load"] == 1 and counted["patch"] == 4
 
-    def __exit__(self, *exc):
-        return False
+
+def test_hybrid_memories_added_replaced_and_deleted_patch_their_copy(tmp_path, counted):
+    """The memories' copy after a curation's rows are added, deleted by id, and replaced in one
+    commit that deletes the session's other rows of those origins (``replacing``)."""
+    from dataclasses import asdict
+
+    from trimem.storage.rows import Memory
+
+    sp = space(tmp_path)
+
+    def mem(i: int, session: str, origin: str = "heuristic", gen: int = 0) -> Memory:
+        vec = np.random.default_rng(i + 100 * gen).standard_normal(DIM).astype(np.float32)
+        return Memory(id=f"m{i}", kind="fact" if i % 2 else "episode", text=f"memory {i} v{gen}",
+                      origin=origin, session_id=session, timestamp=T0, source_ids=[f"s{i}"],
+                      refs=[], created_at=T0, vector=vec)
+
+    def read(store) -> list[dict]:
+        return [asdict(m) for m in store.memories.where({}, vectors=True)]
+
+    def full() -> list[dict]:
+        return read(space(tmp_path, max_rows=0))
+
+    sp.memories.add([mem(i, f"sess{i % 3}") for i in range(12)])
+    assert read(sp) == full() and counted["load"] == 1
+    sp.memories.add([mem(3, "sess0", gen=1), mem(20, "sess2")])
+    assert read(sp) == full()
+    sp.memories.delete(["m4", "m5", "nope"])
+    assert read(sp) == full()
+    sp.memories.add([mem(30, "sess1", "sampled"), mem(7, "sess1", "sampled", gen=2)],
+                    replacing={"session_id": ["sess1"], "origin": ["heuristic"],
+                               "kind": ["episode", "fact"]})
+    got = read(sp)
+    assert got == full() and not any(m["session_id"] == "sess1" and m["origin"] == "heuristic"
+                                      for m in got)
+    assert counted["load"] == 1 and counted["patch"] == 3
 
 
 def test_the_sessions_copy_is_patched_by_session_id(tmp_path, counted):
