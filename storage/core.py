@@ -155,15 +155,18 @@ class SpaceCore:
         self._encoded.add(kind)
 
     # -- in-process copies (``snapshot.py``) ------------------------------------------------------
-    def table_copy(self, kind: str, tbl, key: str = "id") -> snapshot.State | None:
+    def table_copy(self, kind: str, tbl, follows_bulk_writes: bool = False,
+                   key: str = "id") -> snapshot.State | None:
         """The in-process copy of ``kind``'s table at its version (``snapshot.py``), or None
-        where LanceDB answers. ``key``: the column naming a row, by which this process's
-        commits tell the copy what they changed (``wrote_copy``, ``wrote_where``)."""
+        where LanceDB answers. ``follows_bulk_writes``: a table curation does not rewrite, so
+        its copy is reloaded for curation's reads too. ``key``: the column naming a row, by
+        which this process's commits tell the copy what they changed (``wrote_copy``,
+        ``wrote_where``)."""
         copy = self._copies.get(kind)
         if copy is None:
             copy = self._copies.setdefault(kind, TableCopy(
-                self.namespace, self.store.vector_index_min_rows, self.store.budget.copies,
-                key))
+                self.namespace, self.store.vector_index_min_rows, follows_bulk_writes,
+                self.store.budget.copies, key))
         return copy.current(tbl)
 
     def touch_copy(self, kind: str) -> None:

@@ -88,8 +88,9 @@ class Sessions:
         tbl = self.core.table("sessions")
         if tbl is None:
             return []
-        state = self.core.table_copy("sessions", tbl, key="session_id")
-        if state is not None:
+        state = self.core.table_copy("sessions", tbl, follows_bulk_writes=True,   # curation reads it
+                                     key="session_id")
+        if state is not None:                                                # and writes it once
             return state.rows
         rows = tbl.search().limit(None).to_list()
         return [r for r in rows if r["namespace"] == self.core.namespace]

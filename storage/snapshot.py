@@ -31,10 +31,13 @@ while one thread loads the rows of a new version, another's read waits for them 
 answering from the copy before the write.
 
 A derived table's copy (``tablecopy.TableCopy``) is patched after this process's own commits
-(``Copy.wrote``: the version made and the keys changed) rather than read again: curation
-rewrites the tables it reads with every session it curates. A copy is read again in full only
-after a commit it was not told of (another process's, a compaction, an index build): at 4,000
-stored turns, 6-11 times per table over 199 sessions curated.
+(``Copy.wrote``: the version made and the ids changed) rather than read again. Bulk writers
+(:func:`bulk`: the curation worker) do not refresh a copy of more than ``BULK_RELOAD_MAX_ROWS``
+rows that cannot be patched (a smaller one reloads faster than LanceDB answers): every session
+they curate rewrites the tables they read, so each of their reads would load a whole table
+again (half of curation's time at 50k stored turns, where the wiki's tables hold thousands of
+rows). Their reads of such a copy go to LanceDB, which answers the same rows; the next recall
+refreshes the copy once.
 
 Written by hand, not taken from a library: the state is a few arrays over one table, and its
 only job is to mirror LanceDB's own flat scan, with LanceDB's versions deciding freshness.
@@ -46,6 +49,8 @@ import json
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
@@ -64,6 +69,8 @@ if TYPE_CHECKING:
 COLUMNS = SOURCE_COLUMNS
 FETCH_CHUNK = 500   # ids per ``IN (...)`` filter when fetching rows added since the last look
 CHECK_S = 0.25      # the longest a version look is reused (a recall makes a dozen reads)
+# a bulk writer still reloads a copy this small: cheaper than LanceDB's fixed 5-9 ms per query
+BULK_RELOAD_MAX_ROWS = 1_000
 MAX_DELTAS = 64   # this process's commits remembered per table for patching its copy
 
 
@@ -109,8 +116,25 @@ def vector_state(tbl, version: int, rows: list[dict], vecs: list | np.ndarray | 
                  **extra)
 
 
+_BULK = threading.local()
+
+
+@contextmanager
+def bulk() -> Iterator[None]:
+    """This thread writes tables as it reads them: stale ``TableCopy`` states that cannot be
+    patched are not reloaded for its reads (module docstring)."""
+    was = getattr(_BULK, "on", False)
+    _BULK.on = True
+    try:
+        yield
+    finally:
+        _BULK.on = was
+
+
 class Copy(ABC):
     """What both copies share: the version look and the swap; ``_load`` reads a state."""
+
+    follows_bulk_writes = True   # reload for a bulk writer's reads too (cheap incremental loads)
 
     def __init__(self, namespace: str, max_rows: int, budget: CopyBudget | None = None):
         self.namespace = namespace
@@ -175,6 +199,10 @@ class Copy(ABC):
             known = recent and state is not None and state.tbl is tbl
             version = looked_version if known else tbl.version
             stale = state is None or state.tbl is not tbl or state.version != version
+            if stale and not self.follows_bulk_writes and getattr(_BULK, "on", False) \
+                    and state is not None and len(state.rows) > BULK_RELOAD_MAX_ROWS \
+                    and not self._patchable(state, version):
+                return None   # not a look: the next other reader looks at the version itself
             if not known:
                 with self._look_lock:
                     # a look that began before a write of this process (another thread's

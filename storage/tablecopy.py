@@ -4,8 +4,12 @@ process changed it, patched when this process did.
 Why patch: curation rewrites a strategy's tables a few rows at a time (a session's snapshots,
 the pages and groups they touch, its threads and memories) and reads them again between
 writes. Reading the whole table after each of its own commits made the wiki's copies about a
-tenth of curation's time at 4,000 stored turns; sending curation's reads to LanceDB instead
-(5-9 ms a query) made them a quarter of its samples at 10,000 turns.
+tenth of curation's time at 4,000 stored turns; past ``snapshot.BULK_RELOAD_MAX_ROWS`` rows
+curation's reads of a copy it cannot patch go to LanceDB instead (5-9 ms a query; a quarter of
+its samples at 10,000 turns). Those are not reloaded for curation on purpose: kept current,
+the copies only curation reads (hybrid's memories, the wiki's claims, groups and snapshots)
+made the copies hold up to 225 MB during a 20,000-turn drain instead of 98 MB, growing with
+the store, for a drain 22 % shorter (``bench/README.md``, "Curation throughput").
 
 How: a commit by this process (``Derived.upsert``, ``Derived.delete_rows``, ``Memories.add``
 and ``delete``, a session's row written or deleted) tells the copy, through
@@ -21,8 +25,9 @@ LanceDB writes a replaced or inserted row as a new row at the end of the table a
 is gone, so the table is the copy's unchanged rows in their order,
 then the changed rows in their address order (``_rowid``: fragment, then offset; stable row ids
 are off in this store). A commit of another process, a compaction or an index build in between
-(a version no ``wrote`` names) makes the copy read the table in full; so does a
-fetch that saw a newer version than the one patched to.
+(a version no ``wrote`` names) makes the copy read the table in full (for curation's reads
+past ``BULK_RELOAD_MAX_ROWS``: LanceDB answers them); so does a fetch that saw a newer version
+than the one patched to.
 """
 
 from __future__ import annotations
@@ -38,12 +43,13 @@ from .snapshot import FETCH_CHUNK, Copy, State, Unsupported, dicts, eq_mask, mat
 
 
 class TableCopy(Copy):
-    """A whole derived table (rows as LanceDB returns them, vectors apart), read again when
-    another process changed it, patched after this process's own commits."""
+    """A whole derived table (rows as LanceDB returns them, vectors apart), read again when it
+    changes (by a reader that is not a bulk writer), patched after this process's own commits."""
 
-    def __init__(self, namespace: str, max_rows: int, budget: CopyBudget | None = None,
-                 key: str = "id"):
+    def __init__(self, namespace: str, max_rows: int, follows_bulk_writes: bool = False,
+                 budget: CopyBudget | None = None, key: str = "id"):
         super().__init__(namespace, max_rows, budget)
+        self.follows_bulk_writes = follows_bulk_writes   # True: a table bulk writers do not write
         self.key = key   # the column naming a row (what ``wrote`` is told)
 
     def matching(self, tbl, version: int, eq: dict[str, Any]) -> frozenset[str] | None:

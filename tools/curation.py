@@ -307,6 +307,8 @@ def _fenced_curate(env: Env[Space], strat: Curates, session_id: str) -> None:
     another process while it runs fails its later commits instead of letting them write text
     the forget removed; it then starts again from what is stored now (the session itself may
     be gone: then there is nothing to curate)."""
+    from ..storage.snapshot import bulk  # lazy: lancedb (storage.snapshot), not at start-up
+
     for attempt in range(FENCE_TRIES):
         try:
             with env.space.fenced() as stamp:
@@ -314,7 +316,8 @@ def _fenced_curate(env: Env[Space], strat: Curates, session_id: str) -> None:
                     catch_up(env, force=True)   # read from after the forget
                     if env.space.sessions.get(session_id) is None:
                         return
-                strat.curate(env, session_id)
+                with bulk():   # its reads do not reload the tables it rewrites (storage/snapshot)
+                    strat.curate(env, session_id)
             return
         except ForgetRaced:
             if attempt == FENCE_TRIES - 1:

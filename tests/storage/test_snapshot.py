@@ -185,6 +185,49 @@ def test_a_whole_table_read_column_wise_is_what_rows_returns(tmp_path):
         assert sp.derived.columns("edges", ["id"]) == ({"id": [r["id"] for r in rows]}, None)
 
 
+def test_a_bulk_writer_reads_lancedb_and_the_next_reader_refreshes(tmp_path, monkeypatch):
+    """Curation (``snapshot.bulk``) rewrites the tables it reads: its reads of a stale copy that
+    cannot be patched (``test_tablecopy.py``) go to LanceDB, without reloading the whole table; a
+    recall after it still sees every write."""
+    import pyarrow as pa
+
+    from trimem.storage import snapshot
+    from trimem.storage.tablecopy import TableCopy
+
+    schema = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("n", pa.int64()),
+                        ("vector", pa.list_(pa.float32(), DIM))])
+    sp = space(tmp_path, 10_000)
+
+    def rows(lo, hi):
+        return [{"id": f"p{i}", "n": i % 3, "vector": turn_rows(1, start=i)[0]["vector"]}
+                for i in range(lo, hi)]
+
+    monkeypatch.setattr(snapshot, "BULK_RELOAD_MAX_ROWS", 5)   # a copy bigger than that
+    sp.derived.upsert("pages", schema, rows(0, 20))
+    assert len(sp.derived.rows("pages", eq={"n": 1})) == 7          # a copy at this version
+    loads = []
+    real = TableCopy._load
+    monkeypatch.setattr(TableCopy, "_patchable", lambda self, *a: False)   # as after another's commit
+    monkeypatch.setattr(TableCopy, "_load",
+                        lambda self, *a: loads.append(1) or real(self, *a))
+    with snapshot.bulk():
+        for lo in (20, 30, 40):                             # write, read, write, read ...
+            sp.derived.upsert("pages", schema, rows(lo, lo + 10))
+            got = sp.derived.rows("pages", eq={"n": 1})
+            assert sorted(r["id"] for r in got) == sorted(f"p{i}" for i in range(lo + 10)
+                                                          if i % 3 == 1)
+    assert loads == []                                      # LanceDB answered each
+    monkeypatch.setattr(snapshot, "BULK_RELOAD_MAX_ROWS", 10_000)
+    with snapshot.bulk():                                   # a small copy is reloaded
+        sp.derived.upsert("pages", schema, rows(50, 51))
+        assert len(sp.derived.rows("pages", eq={"n": 1})) == 17 and loads == [1]
+    sp.derived.upsert("pages", schema, rows(51, 52))
+    got = sp.derived.rows("pages", eq={"n": 1})                     # at once after: no stale copy
+    assert len(got) == 17 and loads == [1, 1]
+    q = rows(45, 46)[0]["vector"]
+    assert sp.derived.nearest("pages", q, 1, None, columns=["id"])[0]["id"] == "p45"
+
+
 def test_a_look_begun_before_a_delete_does_not_hide_it(tmp_path, monkeypatch):
     """Another thread (curation, during a forget) reads the table's version, the forget deletes
     and marks the copy, then that thread records its look: the forget's next read must still

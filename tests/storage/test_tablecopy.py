@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from source_rows import DIM, T0
-from trimem.storage import open_store
+from trimem.storage import open_store, snapshot
 from trimem.storage.tablecopy import TableCopy
 
 SCHEMA = pa.schema([("id", pa.string()), ("namespace", pa.string()), ("n", pa.int64()),
@@ -59,25 +59,28 @@ def counted(monkeypatch):
     return calls
 
 
-def test_a_copy_patched_after_own_writes_equals_a_full_read(tmp_path, counted):
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_copy_patched_after_own_writes_equals_a_full_read(tmp_path, counted, monkeypatch, bulk):
+    monkeypatch.setattr(snapshot, "BULK_RELOAD_MAX_ROWS", 5)   # curation's reads patch too
     sp = space(tmp_path)
     sp.derived.upsert("pages", SCHEMA, rows(range(40), 0))
     assert sp.derived.rows("pages") == full_read(tmp_path) and counted["load"] == 1
     steps = [("upsert", [3, 17, 40, 41, 0, 39], 1), ("delete", [5, 6, 41], 0),
              ("upsert", [7, 8], 2), ("upsert", [8, 42, 3], 3), ("delete", ["p_missing"], 0),
              ("upsert", list(range(10, 30)), 4)]
-    for n, (what, ids, gen) in enumerate(steps):
-        if what == "upsert":
-            sp.derived.upsert("pages", SCHEMA, rows(ids, gen))
-        else:
-            sp.derived.delete_rows("pages", {"id": [str(i) if isinstance(i, str) else f"p{i}"
-                                                    for i in ids]})
-        if n == 2:   # two commits before the next read: one patch covers both
-            continue
-        got = sp.derived.rows("pages")
-        assert got == full_read(tmp_path), (what, ids)
-        assert [r["id"] for r in sp.derived.rows("pages", eq={"n": 1})] == \
-            [r["id"] for r in full_read(tmp_path) if r["n"] == 1]
+    with snapshot.bulk() if bulk else _nothing():
+        for n, (what, ids, gen) in enumerate(steps):
+            if what == "upsert":
+                sp.derived.upsert("pages", SCHEMA, rows(ids, gen))
+            else:
+                sp.derived.delete_rows("pages", {"id": [str(i) if isinstance(i, str) else f"p{i}"
+                                                        for i in ids]})
+            if n == 2:   # two commits before the next read: one patch covers both
+                continue
+            got = sp.derived.rows("pages")
+            assert got == full_read(tmp_path), (what, ids)
+            assert [r["id"] for r in sp.derived.rows("pages", eq={"n": 1})] == \
+                [r["id"] for r in full_read(tmp_path) if r["n"] == 1]
     # every commit patched, the delete that matched nothing too (its version was looked at
     # before it: it made one, and changed no row)
     assert (counted["load"], counted["patch"]) == (1, 5)
@@ -102,20 +105,32 @@ def test_a_commit_the_copy_was_not_told_about_makes_it_read_in_full(tmp_path, co
     assert counted["load"] == 3 and counted["patch"] == 1
 
 
-def test_a_delete_by_another_column_is_patched_from_the_rows_the_copy_holds(tmp_path, counted):
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_delete_by_another_column_is_patched_from_the_rows_the_copy_holds(
+        tmp_path, counted, monkeypatch, bulk):
     """A session's rows replaced as workspace's curation does (delete by a column that is not
     the key, then an upsert, one read after both), and deletes matching a list, a number, a
     missing value and nothing: the copy reads which rows each delete took from its own rows."""
+    monkeypatch.setattr(snapshot, "BULK_RELOAD_MAX_ROWS", 5)
     sp = space(tmp_path)
     sp.derived.upsert("pages", SCHEMA, rows(range(30), 0))
     assert sp.derived.rows("pages") == full_read(tmp_path) and counted["load"] == 1
-    for eq, upsert in (({"text": "page 4 v0"}, [4, 31]), ({"n": 2}, []),
-                       ({"text": ["page 7 v0", "page 9 v0", "nope"]}, [9, 7, 40]),
-                       ({"n": 1, "text": "page 10 v0"}, [])):
-        sp.derived.delete_rows("pages", eq)
-        if upsert:
-            sp.derived.upsert("pages", SCHEMA, rows(upsert, 5))
-        assert sp.derived.rows("pages") == full_read(tmp_path), eq
+    with snapshot.bulk() if bulk else _nothing():
+        for eq, upsert in (({"text": "page 4 v0"}, [4, 31]), ({"n": 2}, []),
+                           ({"text": ["page 7 v0", "page 9 v0", "nope"]}, [9, 7, 40]),
+                           ({"n": 1, "text": "page 10 v0"}, [])):
+            sp.derived.delete_rows("pages", eq)
+            if upsert:
+                sp.derived.upsert("pages", SCHEMA, rows(upsert, 5))
+            assert sp.derived.rows("pages") == full_read(tmp_path), eq
     assert counted["load"] == 1 and counted["patch"] == 4
 
 
