@@ -179,21 +179,16 @@ class SpaceCore:
         changed: the rows of these ``keys`` (the copy's key column) and nothing else, so the copy
         may be patched; or, when ``keys`` is None or the result counts no row changed (then it
         may have made no version), only that the table changed."""
-        copy = self._copies.get(kind)
-        if copy is None:
-            return
-        version = getattr(result, "version", None)
-        if keys is None or not isinstance(version, int) or not _changed(result):
-            copy.touch()
+        if keys is None:
+            self.touch_copy(kind)
         else:
-            copy.wrote(version, frozenset(str(k) for k in keys))
+            self.wrote_where(kind, None, result, None, keys)
 
     def holds_copy(self, kind: str) -> bool:
         """Whether ``kind``'s copy holds rows a commit could patch (``wrote_where``'s ``before``
         is worth a version look)."""
         copy = self._copies.get(kind)
-        state = None if copy is None else copy._state
-        return state is not None and not state.too_big
+        return copy is not None and copy.holds_rows
 
     def wrote_where(self, kind: str, tbl, result: Any, eq: dict[str, Any] | None,
                     keys: Iterable[Any] = (), before: int | None = None) -> None:
@@ -205,7 +200,8 @@ class SpaceCore:
         table's version looked at under the lock before the commit (a delete that matched
         nothing still makes a version in LanceDB 0.40; if it made none, ``result``'s version is
         ``before`` and there is nothing to tell). The rows ``eq`` deleted are read from the copy
-        when it holds that version. When either is unknown the copy is only told that the
+        when it holds that version (``tbl``: the handle it must have been read through; only
+        read when ``eq`` is given). When either is unknown the copy is only told that the
         table changed."""
         copy = self._copies.get(kind)
         if copy is None:

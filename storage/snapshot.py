@@ -154,6 +154,12 @@ class Copy(ABC):
         Takes no lock (the budget may drop a copy while another thread loads it)."""
         self._state = None
 
+    @property
+    def holds_rows(self) -> bool:
+        """Whether a state of rows is kept (one a commit of this process could patch)."""
+        state = self._state
+        return state is not None and not state.too_big
+
     def touch(self) -> None:
         """This process wrote the table: look at its version on the next use."""
         with self._look_lock:
