@@ -104,6 +104,9 @@ def recall(rt: Runtime, query: str, strategy: str = "auto", namespace: str = "de
     if cut:   # long messages quoted as excerpts: where each excerpt lies in its message
         trace["excerpts"] = cut
     out.route_reason += _log(rt, env, recall_id, query, strategy, out, trace)
+    from ..storage.allocators import trim_when_idle  # lazy: pyarrow, not at start-up
+
+    trim_when_idle()   # what this recall materialised goes back to the system once calls pause
     return RecallResult(recall_id=recall_id, strategy=strategy, route_reason=out.route_reason,
                         context=out.context, tokens=tokens, items=out.items, sources=out.sources,
                         abstain=out.abstain)

@@ -120,6 +120,9 @@ def _remember_session(rt: Runtime, messages: list[Message], session_id: str | No
     if progress is not None:
         done = len(new_rows) + len(prep.extra)
         progress(done, done, "stored")
+    from ..storage.allocators import trim_when_idle  # lazy: pyarrow, not at start-up
+
+    trim_when_idle()   # the call's embedding batches and rows, back to the system once calls pause
     return RememberResult(session_id=call.sid, source_ids=ids, stored=len(new_rows),
                           curation="queued" if curates else "done"), memory_ids
 

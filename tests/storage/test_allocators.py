@@ -1,0 +1,65 @@
+"""A quiet server gives back what its calls freed: one trim after a burst of calls, never
+before ``delay`` has passed since the last of them, and each `remember` and `recall` asks
+for it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from helpers import payload
+from trimem.storage import allocators
+from trimem.storage.allocators import IdleTrim
+
+
+def wait_for(cond, timeout: float = 20.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+def test_a_burst_of_calls_is_followed_by_one_trim_after_the_last():
+    calls: list[float] = []
+    idle = IdleTrim(lambda: calls.append(time.monotonic()), delay=1.0)
+    last = 0.0
+    for _ in range(10):                    # a burst shorter than the delay between two calls
+        idle.poke()
+        last = time.monotonic()
+        time.sleep(0.02)
+    assert calls == []                     # nothing while the calls keep coming
+    assert wait_for(lambda: idle.done == 1)
+    assert len(calls) == 1 and calls[0] - last >= 1.0 - 0.01   # never early
+    assert wait_for(lambda: idle._thread is None, 5)           # the thread ends when idle
+    idle.poke()                            # the next burst gets its own trim
+    assert wait_for(lambda: idle.done == 2) and len(calls) == 2
+
+
+def test_pokes_from_many_threads_give_one_trim():
+    idle = IdleTrim(lambda: None, delay=0.5)
+    threads = [threading.Thread(target=lambda: [idle.poke() for _ in range(200)])
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wait_for(lambda: idle.done >= 1)
+    time.sleep(0.6)   # longer than the delay: a second trim would have come
+    assert idle.done == 1 and idle._thread is None
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(allocators._glibc() is None, reason="malloc_trim is glibc's")
+async def test_remember_and_recall_each_ask_for_a_trim_once_calls_pause(client, monkeypatch):
+    monkeypatch.setattr(allocators.IDLE, "delay", 0.2)
+    assert wait_for(lambda: allocators.IDLE._thread is None)   # an earlier test's trim is made
+    before = allocators.IDLE.done
+    payload(await client.call_tool("remember", {"messages": [
+        {"content": "The boiler was serviced in March.", "speaker": "user", "ref": "t1"}]}))
+    assert wait_for(lambda: allocators.IDLE.done == before + 1)
+    payload(await client.call_tool("recall", {"query": "When was the boiler serviced?"}))
+    assert wait_for(lambda: allocators.IDLE.done == before + 2)
