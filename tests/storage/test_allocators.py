@@ -26,21 +26,24 @@ def wait_for(cond, timeout: float = 20.0) -> bool:
 def test_a_burst_of_calls_is_followed_by_one_trim_after_the_last():
     calls: list[float] = []
     idle = IdleTrim(lambda: calls.append(time.monotonic()), delay=1.0)
-    last = 0.0
-    for _ in range(10):                    # a burst shorter than the delay between two calls
+    pokes: list[float] = []
+    for _ in range(10):                    # a burst: 20 ms between two calls
+        pokes.append(time.monotonic())     # before the poke: its deadline is at least this + 1 s
         idle.poke()
-        last = time.monotonic()
         time.sleep(0.02)
-    assert calls == []                     # nothing while the calls keep coming
-    assert wait_for(lambda: idle.done == 1)
-    assert len(calls) == 1 and calls[0] - last >= 1.0 - 0.01   # never early
-    assert wait_for(lambda: idle._thread is None, 5)           # the thread ends when idle
+    # the thread ends once no trim is due: every poke has been served
+    assert wait_for(lambda: idle.done >= 1 and idle._thread is None)
+    assert calls[-1] >= pokes[-1] + 1.0    # never early: a full delay after the last call
+    gaps = [b - a for a, b in zip(pokes, pokes[1:])]
+    if max(gaps) < 0.5:                    # no stall of this thread within the burst (load)
+        assert len(calls) == 1             # one trim for the whole burst
+    n = len(calls)
     idle.poke()                            # the next burst gets its own trim
-    assert wait_for(lambda: idle.done == 2) and len(calls) == 2
+    assert wait_for(lambda: len(calls) == n + 1)
 
 
 def test_pokes_from_many_threads_give_one_trim():
-    idle = IdleTrim(lambda: None, delay=0.5)
+    idle = IdleTrim(lambda: None, delay=1.0)
     threads = [threading.Thread(target=lambda: [idle.poke() for _ in range(200)])
                for _ in range(8)]
     for t in threads:
@@ -48,7 +51,7 @@ def test_pokes_from_many_threads_give_one_trim():
     for t in threads:
         t.join()
     assert wait_for(lambda: idle.done >= 1)
-    time.sleep(0.6)   # longer than the delay: a second trim would have come
+    time.sleep(1.2)   # longer than the delay: a second trim would have come
     assert idle.done == 1 and idle._thread is None
 
 
