@@ -244,6 +244,7 @@ class Upkeep:
     def _optimize_now(self, kind: str, again: bool = True, name: str | None = None) -> None:
         """Optimize ``kind`` and come back ``keep_versions`` later to delete the versions this
         run superseded (``again``); without ``again``, only that deletion."""
+        tbl = None
         try:
             name = name or self._settled_names.get(kind)
             tbl = self.core.store.open_table(name) if name else self.core.table(kind)
@@ -263,10 +264,22 @@ class Upkeep:
                 commits, rows = self._commits.get(kind, (0, 0))
                 self._commits[kind] = (max(commits, 1), rows)
         except Exception as exc:  # upkeep is an optimisation: log it, never fail a write
-            log.warning("optimizing %s of %r failed: %s", kind, self.core.namespace, exc)
+            if purged(exc) and self._dropped(name, tbl):
+                # a model switch (here or in another process) dropped the table mid-run
+                log.debug("%s of %r was dropped while it was optimized", kind, self.core.namespace)
+            else:
+                log.warning("optimizing %s of %r failed: %s", kind, self.core.namespace, exc)
         finally:
             with self._upkeep_lock:
                 self._optimizing.discard(kind)
+
+    def _dropped(self, name: str | None, tbl) -> bool:
+        """Whether the table an optimize failed on is no longer in the store."""
+        name = name or getattr(tbl, "name", None)
+        try:
+            return bool(name) and name not in self.core.store.table_names()
+        except Exception:  # noqa: BLE001 - cannot tell: the caller logs the failure
+            return False
 
     def _optimize(self, tbl, purge: bool = False) -> None:
         """Compact ``tbl``, fold its new rows into its indexes and delete the files that only

@@ -192,3 +192,26 @@ def test_another_process_cleaning_up_one_table_hides_no_other_from_the_upkeep_ch
         stop.set()
         worker.join(30)
     assert checks > 20 and missed == 0, (checks, missed)
+
+
+def test_a_table_dropped_while_it_is_optimized_is_not_reported_as_a_failure(tmp_path, caplog):
+    """A model switch in another process drops the old model's sources table while this
+    process's upkeep compacts it: LanceDB then fails with "Not found". The table is gone, so
+    there is nothing to report; any other failure is still a warning."""
+    sp = space(tmp_path, optimize_idle_s=3600)
+    for k in range(3):
+        sp.sources.add(rows(10 * k, 10))
+    name = sp.sources.table().name
+    other = open_store(tmp_path).space("n")
+    other.bind_model("m2", 8, lambda texts: np.ones((len(texts), 8), np.float32))
+    assert name not in sp.store.table_names()   # this process still holds a handle to it
+    with caplog.at_level("DEBUG", logger="trimem.storage.upkeep"):
+        sp.upkeep._optimize_now("sources", name=name)
+    failed = [r for r in caplog.records if r.name == "trimem.storage.upkeep"]
+    assert failed and all(r.levelname == "DEBUG" and "dropped" in r.getMessage() for r in failed)
+    caplog.clear()
+    kept = sp.core.table("audit")
+    kept.optimize = lambda **_: (_ for _ in ()).throw(RuntimeError("lance error: disk full"))
+    with caplog.at_level("DEBUG", logger="trimem.storage.upkeep"):
+        sp.upkeep._optimize_now("audit", name=kept.name)
+    assert [r.levelname for r in caplog.records if r.name == "trimem.storage.upkeep"] == ["WARNING"]
