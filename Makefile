@@ -3,7 +3,7 @@ VENV   ?= .venv
 PYTHON ?= python3
 BIN     = $(VENV)/bin
 
-.PHONY: demo test test-fast serve bench-locomo bench-scale clean
+.PHONY: demo test test-slow serve bench-locomo bench-scale clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,11 +19,11 @@ demo: $(BIN)/.installed      ## install, then remember a short conversation and 
 # the other's queue, so the long tests do not end up queued behind each other.
 PYTEST  = $(BIN)/pytest -q -n 2 --dist worksteal
 
-test: $(BIN)/.installed      ## install, then run the whole test suite (slow tests included)
-	$(PYTEST)
-
-test-fast: $(BIN)/.installed ## the suite without the tests marked slow (docs/operations.md: Testing)
+test: $(BIN)/.installed      ## install, then run the test suite but for the tests marked slow
 	$(PYTEST) -m "not slow"
+
+test-slow: $(BIN)/.installed ## the tests marked slow (docs/operations.md: Testing); CI runs them too
+	$(PYTEST) -m slow
 
 serve: $(BIN)/.installed     ## run the MCP server over stdio, as a host would
 	$(BIN)/trimem serve
