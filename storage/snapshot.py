@@ -577,8 +577,25 @@ def _rows_of(got: pa.Table) -> list[dict]:
 def dicts(got: pa.Table, names: list[str]) -> list[dict]:
     """``got.select(names).to_pylist()``, the same dicts, built column by column with
     ``pylist``: the sources' 100k rows in 1.0 s against 2.7 s."""
-    cols = [pylist(got.column(c)) for c in names]
+    cols = [shared_values(got.column(c)) for c in names]
     return [dict(zip(names, v)) for v in zip(*cols)]
+
+
+def shared_values(col: pa.ChunkedArray) -> list:
+    """``pylist(col)``, the same values, with a string or time that many rows repeat (a copy's
+    namespace, session ids, speakers, kinds, schemes, timestamps) made once and shared by them
+    (strings and datetimes cannot be changed in place). A column of mostly distinct values
+    (fewer than two rows a value: ids, texts) is converted as it is. At 20,000 turns every copy
+    loaded held 443 MB of Python objects, 372 MB so; the workspace's edges 68 -> 36 MB."""
+    t = col.type
+    if len(col) and (pa.types.is_string(t) or pa.types.is_large_string(t)
+                     or pa.types.is_timestamp(t)):
+        enc = col.combine_chunks().dictionary_encode()
+        if 2 * len(enc.dictionary) <= len(enc):
+            values = pylist(pa.chunked_array([enc.dictionary])) + [None]   # -1: a null
+            at = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).tolist()
+            return [values[i] for i in at]
+    return pylist(col)
 
 
 def matrix(got: pa.Table) -> np.ndarray:

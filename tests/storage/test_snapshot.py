@@ -319,6 +319,36 @@ def test_timestamp_columns_convert_as_pyarrow_does(tz):
     assert pylist(pa.chunked_array([pa.array([None], pa.timestamp("us", tz=tz))])) == [None]
 
 
+@pytest.mark.parametrize("tz", ["UTC", "+02:00"])
+def test_repeated_values_are_shared_and_equal_to_pyarrows(tz):
+    """A copy's strings and times that rows repeat are one object each (values, types, tzinfo
+    and nulls as pyarrow gives them); a column of distinct values is converted as it is; the RAM
+    estimate counts a shared object once per sample."""
+    import pyarrow as pa
+
+    from trimem.storage.budget import sample_bytes
+    from trimem.storage.snapshot import dicts
+
+    t0 = datetime(2024, 3, 31, 1, 30)
+    data = pa.table({
+        "id": [f"id_{i}" for i in range(12)],
+        "session": pa.chunked_array([["s1", "s1", None, "s2"], ["s1"] * 4 + ["s2"] * 4]),
+        "ts": pa.array([t0, None] * 6, pa.timestamp("us", tz=tz)),
+        "n": list(range(12)),
+        "empty": pa.array([None] * 12, pa.string()),
+    })
+    got = dicts(data, data.column_names)
+    assert got == data.to_pylist()
+    assert [repr(r["ts"]) for r in got] == [repr(r["ts"]) for r in data.to_pylist()]
+    s1 = [r["session"] for r in got if r["session"] == "s1"]
+    assert len(s1) == 6 and all(x is s1[0] for x in s1)
+    times = [r["ts"] for r in got if r["ts"] is not None]
+    assert all(x is times[0] for x in times)
+    assert len({id(r["id"]) for r in got}) == 12
+    rows = [{"k": "x" * 1000}] * 32
+    assert sample_bytes(rows) < 2 * sample_bytes([{"k": "x" * 1000}])
+
+
 def test_a_copy_grown_by_appends_is_the_copy_a_whole_read_makes(tmp_path):
     """Appends take the cheap path (the new rows after the old ones in the vectors' spare
     room, norms, positions, columns and speaker codes extended); after each one, and after a
