@@ -29,6 +29,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from .lance import lancedb   # imported with the validators deferred (lance.py)
@@ -104,7 +105,7 @@ ENTRY_BYTES = 100   # one entry of a dict of short strings: its slot, key and va
 
 
 def sample_bytes(values: list) -> int:
-    """Bytes of ``values`` (dicts, lists, tuples, strings, numbers) estimated from up to
+    """Bytes of ``values`` (dicts, lists, tuples, slotted rows, strings, numbers) estimated from up to
     ``SAMPLE`` of them spread over the list: each one's size, and its items' one level down;
     an object the sample holds more than once (a value rows share: ``snapshot.shared_values``)
     is counted once there, and so once per ``len(values) / SAMPLE`` values in the estimate: on
@@ -124,12 +125,20 @@ def sample_bytes(values: list) -> int:
     total = 0
     for v in sample:
         total += size(v)
-        items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else ()
-        for x in items:
+        for x in _items(v):
             total += size(x)
-            inner = x.values() if isinstance(x, dict) else x if isinstance(x, (list, tuple)) else ()
-            total += sum(size(y) for y in inner)
+            total += sum(size(y) for y in _items(x))
     return total * len(values) // len(sample)
+
+
+def _items(v) -> Iterable:
+    """What ``v`` holds one level down: a dict's values, a list's or tuple's items, a slotted
+    object's attributes (a ``Source`` row)."""
+    if isinstance(v, dict):
+        return v.values()
+    if isinstance(v, (list, tuple)):
+        return v
+    return [getattr(v, k) for k in getattr(type(v), "__slots__", ()) if hasattr(v, k)]
 
 
 class RamBudget:

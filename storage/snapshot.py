@@ -51,7 +51,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -79,7 +79,8 @@ class State:
     tbl: Any                                         # the handle this state was read through
     version: int
     too_big: bool = False                            # past max_rows: not served
-    rows: list[dict] = field(default_factory=list)   # without their vectors
+    rows: list = field(default_factory=list)   # without their vectors: dicts; ``Source`` rows
+                                               # in the sources' copy
     pos: dict[str, int] = field(default_factory=dict)
     mat: np.ndarray | None = None                    # the vectors as stored, in ``rows`` order
     inv_norm: np.ndarray | None = None
@@ -104,14 +105,14 @@ MIN_ROW_BYTES = 512  # the bytes per row assumed before a copy is first loaded (
 MADE_PER_ROW = 96   # two object columns, speaker codes and SIMS_KEPT similarities per row
 
 
-def vector_state(tbl, version: int, rows: list[dict], vecs: list | np.ndarray | None,
+def vector_state(tbl, version: int, rows: list, vecs: list | np.ndarray | None,
                   **extra) -> State:
     mat = inv = None
     if vecs is not None and len(rows):
         mat = np.asarray(vecs, dtype=np.float32).reshape(len(rows), -1)
         norms = np.linalg.norm(mat, axis=1)
         inv = (1.0 / np.where(norms > 0, norms, 1.0)).astype(np.float32)
-    pos = {str(r["id"]): n for n, r in enumerate(rows) if r.get("id") is not None}
+    pos = {str(i): n for n, i in enumerate(_ids(rows)) if i is not None}
     return State(tbl, version, False, rows, pos, mat, inv,
                  **extra)
 
@@ -281,9 +282,10 @@ class SourceSnapshot(Copy):
     threshold the derived copies use: every recall asks the sources for dense searches (three
     per voter), rows by id and vectors by id, and past 10,000 rows LanceDB answers each in
     8-40 ms (one dense search over 94k rows through the HNSW index: 32 ms p50; the same exact
-    scan in numpy: 8.5 ms). The copy costs about 2.8 KB per row (its vector 1.5 KB, the row
-    1.3 KB): 270 MB at 96k rows. Rows are read as Arrow and the vectors taken as one array,
-    never as Python lists of floats (which cost 9 KB per row while loading)."""
+    scan in numpy: 8.5 ms). The copy costs about 2 KB per row (its vector 1.5 KB, the row as a
+    slotted ``Source`` sharing its repeated values ~0.55 KB): 201 MB at 100k rows (265 MB with
+    a dict per row). Rows are read as Arrow and the vectors taken as one array, never as
+    Python lists of floats (which cost 9 KB per row while loading)."""
 
     def _load(self, tbl, version: int, old: State | None) -> State:
         old = old if old is not None and not old.too_big and old.mat is not None else None
@@ -297,7 +299,7 @@ class SourceSnapshot(Copy):
         # after that, the ids, and only the rows added since
         listed = ids.to_pylist()
         keep = set(listed)
-        kept = ([r for r in old.rows if r["id"] in keep]
+        kept = ([r for r in old.rows if r.id in keep]
                 if len(keep) < len(old.rows) or not keep.issuperset(old.pos) else old.rows)
         batches = _fetch(tbl, [i for i in listed if i not in old.pos])   # in table order
         return _merged(tbl, version, old, kept, batches, ids, self.namespace)
@@ -315,7 +317,7 @@ def _only_appended(old: State, tbl, version: int, ids, namespace: str) -> State 
     return _appended(old, tbl, version, got, new, ids) if len(got[0]) == len(new) else None
 
 
-def _merged(tbl, version: int, old: State | None, kept: list[dict], batches: list[pa.Table],
+def _merged(tbl, version: int, old: State | None, kept: list[Source], batches: list[pa.Table],
             ids, namespace: str) -> State:
     """The state of ``kept`` (``old``'s rows still stored, with ``old``'s arrays) followed by the
     rows of ``namespace`` in ``batches``. ``ids`` (the table's, in its order) is kept with it
@@ -323,19 +325,19 @@ def _merged(tbl, version: int, old: State | None, kept: list[dict], batches: lis
     fetched, vecs, new_ts = _parts(batches, namespace)
     parts, sess, ts = _kept_arrays(old, kept)
     parts.extend(vecs)
-    sess.append(np.array([r["session_id"] for r in fetched], dtype=object))
+    sess.append(np.array([r.session_id for r in fetched], dtype=object))
     ts.extend(new_ts or [np.array([], dtype="datetime64[us]")])
     rows = kept + fetched if fetched else list(kept)
     state = vector_state(
         tbl, version, rows, np.concatenate(parts) if parts else None,
         session=np.concatenate(sess), ts=np.concatenate(ts))
     if ids.null_count == 0 and len(ids) == len(rows) and \
-            ids.to_pylist() == [r["id"] for r in rows]:
+            ids.to_pylist() == [r.id for r in rows]:
         state.made["ids"] = ids   # the table's order is the copy's: the next look can append
     return state
 
 
-def _kept_arrays(old: State | None, kept: list[dict]) -> tuple[list, list, list]:
+def _kept_arrays(old: State | None, kept: list[Source]) -> tuple[list, list, list]:
     """``old``'s vectors, sessions and times of the rows ``kept`` (each a list of one array;
     empty lists when nothing is kept)."""
     if old is None or not kept:
@@ -343,7 +345,7 @@ def _kept_arrays(old: State | None, kept: list[dict]) -> tuple[list, list, list]
     assert old.mat is not None and old.session is not None and old.ts is not None
     if kept is old.rows:   # nothing removed: the old arrays as they are
         return [old.mat], [old.session], [old.ts]
-    at = np.fromiter((old.pos[r["id"]] for r in kept), dtype=np.int64, count=len(kept))
+    at = np.fromiter((old.pos[r.id] for r in kept), dtype=np.int64, count=len(kept))
     return [old.mat[at]], [old.session[at]], [old.ts[at]]
 
 
@@ -354,8 +356,8 @@ def _fetch(tbl, ids: list[str]) -> list[pa.Table]:
             for i in range(0, len(ids), FETCH_CHUNK)]
 
 
-def _parts(batches: list[pa.Table], namespace: str) -> tuple[list[dict], list, list]:
-    """The rows of ``namespace`` in ``batches``: dicts, vector matrices, timestamps."""
+def _parts(batches: list[pa.Table], namespace: str) -> tuple[list[Source], list, list]:
+    """The rows of ``namespace`` in ``batches``: rows, vector matrices, timestamps."""
     fetched, vecs, new_ts = [], [], []
     for got in batches:
         mine = got["namespace"].to_numpy(zero_copy_only=False) == namespace
@@ -369,7 +371,7 @@ def _parts(batches: list[pa.Table], namespace: str) -> tuple[list[dict], list, l
     return fetched, vecs, new_ts
 
 
-def _appended(old: State, tbl, version: int, got: tuple[list[dict], list, list],
+def _appended(old: State, tbl, version: int, got: tuple[list[Source], list, list],
               new: list[str], ids) -> State:
     """``old`` with the rows ``got`` (``_parts``) after its own, in the order of ``new``: only
     the new rows are converted. Their vectors go into spare room at the end of ``old``'s buffer
@@ -377,7 +379,7 @@ def _appended(old: State, tbl, version: int, got: tuple[list[dict], list, list],
     quarter when full); the norms, positions, and the columns and speaker codes ``old`` made
     are extended, not made again (at 58k rows remaking them cost ~200 of a load's ~360 ms)."""
     fetched, vecs, new_ts = got
-    at = {r["id"]: k for k, r in enumerate(fetched)}
+    at = {r.id: k for k, r in enumerate(fetched)}
     order = np.fromiter((at[i] for i in new), dtype=np.int64, count=len(new))
     rows = old.rows + [fetched[k] for k in order]
     n0, n = len(old.rows), len(rows)
@@ -396,17 +398,17 @@ def _appended(old: State, tbl, version: int, got: tuple[list[dict], list, list],
     pos.update((i, n0 + k) for k, i in enumerate(new))
     ts = np.concatenate([old.ts, np.concatenate(new_ts)[order] if new_ts
                          else np.array([], dtype="datetime64[us]")])
-    sess = np.concatenate([old.session, np.array([r["session_id"] for r in rows[n0:]], dtype=object)])
+    sess = np.concatenate([old.session, np.array([r.session_id for r in rows[n0:]], dtype=object)])
     state = State(tbl, version, False, rows, pos, buf[:n], inv, sess, ts)
     state.made.update(buf=buf, ids=ids)
     for col, arr in old.columns.items():
         more = np.empty(n - n0, dtype=object)
-        more[:] = [r[col] for r in rows[n0:]]
+        more[:] = [getattr(r, col) for r in rows[n0:]]
         state.columns[col] = np.concatenate([arr, more])
     if "speakers" in old.made:
         names, codes = old.made["speakers"]
         names = dict(names)
-        more = np.fromiter((-1 if r["speaker"] is None else names.setdefault(r["speaker"], len(names))
+        more = np.fromiter((-1 if r.speaker is None else names.setdefault(r.speaker, len(names))
                             for r in rows[n0:]), dtype=np.int64, count=n - n0)
         state.made["speakers"] = (names, np.concatenate([codes, more]))
     return state
@@ -482,12 +484,14 @@ def _speaker_codes(state: State) -> tuple[dict[str, int], np.ndarray]:
 
 
 def source_rows(state: State, ids: list[str]) -> dict[str, Source]:
-    """The source rows of ``ids`` that exist (each with a copy of its metadata)."""
+    """The source rows of ``ids`` that exist (the copy's own, frozen; one with metadata gets a
+    copy of it: a dict the caller could change)."""
     out = {}
     for i in ids:
         n = state.pos.get(i)
         if n is not None:
-            out[i] = Source.of(state.rows[n])
+            r = state.rows[n]
+            out[i] = replace(r, metadata=dict(r.metadata)) if r.metadata else r
     return out
 
 
@@ -506,12 +510,22 @@ def column(state: State, col: str) -> np.ndarray:
     """``col`` of every row as an object array (made once per state)."""
     arr = state.columns.get(col)
     if arr is None:
-        if state.rows and col not in state.rows[0]:
+        rows = state.rows
+        first = rows[0] if rows else None
+        source = isinstance(first, Source)
+        if isinstance(first, dict) and col not in first or source and col not in SOURCE_COLUMNS:
             raise Unsupported(f"no column {col!r}")
-        arr = np.empty(len(state.rows), dtype=object)
-        arr[:] = [r[col] for r in state.rows]
+        arr = np.empty(len(rows), dtype=object)
+        arr[:] = [getattr(r, col) for r in rows] if source else [r[col] for r in rows]
         state.columns[col] = arr
     return arr
+
+
+def _ids(rows: list) -> list:
+    """Each row's id (``Source`` rows or dicts)."""
+    if rows and isinstance(rows[0], Source):
+        return [r.id for r in rows]
+    return [r.get("id") for r in rows]
 
 
 def eq_mask(state: State, eq: dict[str, Any] | None,
@@ -566,12 +580,14 @@ def _own(value):
     return value
 
 
-def _rows_of(got: pa.Table) -> list[dict]:
-    """``got``'s rows as ``_clean`` makes them (``COLUMNS``, metadata parsed)."""
-    out = dicts(got, COLUMNS)
-    for r in out:
-        r["metadata"] = json.loads(r["metadata"]) if r["metadata"] else None
-    return out
+def _rows_of(got: pa.Table) -> list[Source]:
+    """``got``'s rows as :class:`Source` (metadata parsed, once per distinct text): a slotted
+    row costs 144 bytes where a dict of its eleven columns cost 464."""
+    cols = [shared_values(got.column(c)) for c in COLUMNS]
+    at = COLUMNS.index("metadata")
+    parsed = {m: json.loads(m) for m in set(cols[at]) if m}
+    cols[at] = [parsed[m] if m else None for m in cols[at]]
+    return [Source(*v) for v in zip(*cols)]
 
 
 def dicts(got: pa.Table, names: list[str]) -> list[dict]:
@@ -621,12 +637,6 @@ def pylist(col: pa.ChunkedArray) -> list:
     us = col.to_numpy(zero_copy_only=False).astype("datetime64[us]").astype(np.int64).tolist()
     null = col.is_null().to_numpy(zero_copy_only=False).tolist()
     return [None if n else epoch + timedelta(microseconds=x) for x, n in zip(us, null)]
-
-
-def _clean(row: dict) -> dict:
-    out = {k: row.get(k) for k in COLUMNS}
-    out["metadata"] = json.loads(row["metadata"]) if row.get("metadata") else None
-    return out
 
 
 def _dt64(when) -> np.datetime64:

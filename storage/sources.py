@@ -208,7 +208,7 @@ class Sources:
         state = self._snap.current(tbl)
         if state is not None:
             hits = snapshot.search(state, vec, limit + TIE_EXTRA, snapshot.source_mask(state, flt))
-            base = ranked([(state.rows[n]["id"], s) for n, s in hits], limit)
+            base = ranked([(state.rows[n].id, s) for n, s in hits], limit)
         else:
             q = (tbl.search(vec, query_type="vector", vector_column_name="vector")
                  .distance_type("cosine").select(["id", "namespace"]))

@@ -71,7 +71,7 @@ def test_a_copy_past_the_bound_is_not_kept_and_lancedb_answers_alike(tmp_path):
 
 def test_lancedb_caches_get_their_share(tmp_path):
     store, (sp,) = spaces(tmp_path, 0.2, names=("a",))
-    sp.sources.add(turn_rows(300))
+    sp.sources.add(turn_rows(600))
     assert sp.sources._snapshot() is None                    # past the bound: LanceDB answers
     sp.sources.vector_search(np.ones(DIM, np.float32), 10)
     sp.sources.fts_search("turn", 10)

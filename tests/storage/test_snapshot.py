@@ -375,7 +375,7 @@ def test_a_copy_grown_by_appends_is_the_copy_a_whole_read_makes(tmp_path):
         grown += state.made.get("buf") is not None and state.mat.base is state.made["buf"]
         whole = SourceSnapshot("n", 10_000).current(sp.sources.table())
         assert whole is not None and whole.version == state.version
-        assert [r["id"] for r in state.rows] == [r["id"] for r in whole.rows]
+        assert [r.id for r in state.rows] == [r.id for r in whole.rows]
         assert state.rows == whole.rows and state.pos == whole.pos
         assert whole.mat is not None and whole.inv_norm is not None
         assert whole.session is not None and whole.ts is not None
@@ -383,6 +383,6 @@ def test_a_copy_grown_by_appends_is_the_copy_a_whole_read_makes(tmp_path):
         assert list(state.session) == list(whole.session)
         assert np.array_equal(state.ts, whole.ts, equal_nan=True)
         names, codes = state.made["speakers"]
-        assert [None if c < 0 else list(names)[c] for c in codes] == [r["speaker"] for r in whole.rows]
-        assert list(column(state, "ref")) == [r["ref"] for r in whole.rows]
+        assert [None if c < 0 else list(names)[c] for c in codes] == [r.speaker for r in whole.rows]
+        assert list(column(state, "ref")) == [r.ref for r in whole.rows]
     assert grown >= 3   # the appends after the first read and after the delete's re-read
