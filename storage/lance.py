@@ -19,6 +19,7 @@ simply runs the ordinary way.
 from __future__ import annotations
 
 import os
+import warnings
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -50,6 +51,16 @@ def deferred_validators() -> Iterator[None]:
         yield
     finally:
         defaults["defer_build"] = before
+
+
+def quiet_purge_warning() -> None:
+    """Filter LanceDB's warning that ``optimize(cleanup_older_than=0)`` removes every version
+    but the newest: a purge means it. Called before each such call (adding the same filter again
+    replaces it), not wrapped around it: ``warnings.catch_warnings`` is not thread-safe (upkeep
+    and purges run in background threads), and its restore let the warning through from them
+    and could drop filters other threads had set."""
+    warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)",
+                            category=UserWarning)
 
 
 # The storage modules take lancedb from here, so that whichever of them is imported first, the

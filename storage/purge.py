@@ -21,11 +21,11 @@ the compaction's options (pylance does, a second copy of Lance trimem does not i
 from __future__ import annotations
 
 import logging
-import warnings
 from datetime import timedelta
 
 from .db import retrying, sql_str
 from .errors import StorageError
+from .lance import quiet_purge_warning
 
 log = logging.getLogger(__name__)
 KEYS = ("id", "recall_id", "session_id", "key", "name")   # each table's unique column
@@ -53,9 +53,8 @@ def _key(tbl) -> str:
 
 def purge_versions(tbl) -> None:
     """Compact ``tbl`` and delete every version but the newest (and the files only they use)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # at 0 it warns: a purge means it
-        retrying(lambda: tbl.optimize(cleanup_older_than=timedelta(0)), "purge", table=tbl)
+    quiet_purge_warning()
+    retrying(lambda: tbl.optimize(cleanup_older_than=timedelta(0)), "purge", table=tbl)
 
 
 def scrub(tbl) -> None:

@@ -30,12 +30,12 @@ import subprocess
 import sys
 import threading
 import time
-import warnings
 from datetime import datetime, timedelta, timezone
 
 from .core import SpaceCore, has_vectors, model_tag
 from .db import retrying
 from .errors import StorageError, purged
+from .lance import quiet_purge_warning
 from .locks import LockBusy
 from .purge import scrub
 
@@ -287,9 +287,8 @@ class Upkeep:
         newest version is always kept; files no version names yet (a concurrent writer's, not
         committed) are left alone: ``delete_unverified`` stays False."""
         keep = timedelta(0) if purge else self.keep_versions
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # at 0 it warns: a purge means it
-            retrying(lambda: tbl.optimize(cleanup_older_than=keep), "optimize", table=tbl)
+        quiet_purge_warning()
+        retrying(lambda: tbl.optimize(cleanup_older_than=keep), "optimize", table=tbl)
 
     def wait(self, timeout: float = 60.0, flush: bool = False) -> bool:
         """Wait for running compactions and index builds; False if still busy at ``timeout``.

@@ -215,3 +215,23 @@ def test_a_table_dropped_while_it_is_optimized_is_not_reported_as_a_failure(tmp_
     with caplog.at_level("DEBUG", logger="trimem.storage.upkeep"):
         sp.upkeep._optimize_now("audit", name=kept.name)
     assert [r.levelname for r in caplog.records if r.name == "trimem.storage.upkeep"] == ["WARNING"]
+
+
+def test_a_purge_in_a_background_thread_warns_of_nothing(tmp_path):
+    """LanceDB warns that ``cleanup_older_than=0`` removes every old version: a purge means
+    it, so the one message is filtered once for the process (a ``catch_warnings`` around each
+    call is not thread-safe and let it through from upkeep's threads)."""
+    import threading
+    import warnings
+
+    from trimem.storage.purge import purge_versions
+
+    sp = space(tmp_path, optimize_idle_s=3600)
+    for k in range(3):
+        sp.sources.add(rows(10 * k, 10))
+    tbl = sp.sources.table()
+    with warnings.catch_warnings(record=True) as seen:   # the process's filters as they are
+        worker = threading.Thread(target=purge_versions, args=(tbl,))
+        worker.start()
+        worker.join(60)
+    assert not [w for w in seen if "cleanup_older_than" in str(w.message)]
