@@ -287,7 +287,8 @@ class Upkeep:
         newest version is always kept; files no version names yet (a concurrent writer's, not
         committed) are left alone: ``delete_unverified`` stays False."""
         keep = timedelta(0) if purge else self.keep_versions
-        quiet_purge_warning()
+        if not keep:   # LanceDB warns at 0: every old version goes, as meant
+            quiet_purge_warning()
         retrying(lambda: tbl.optimize(cleanup_older_than=keep), "optimize", table=tbl)
 
     def wait(self, timeout: float = 60.0, flush: bool = False) -> bool:
