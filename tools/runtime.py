@@ -15,6 +15,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .curation_state import CallGate
 from .errors import ToolFailure
 from ..providers.registry import choose_embedder, make_embedder, make_llm
 from ..storage import StorageError, open_store
@@ -101,7 +102,7 @@ class Runtime:
         self._llm = None
         self._ctx_lock = threading.Lock()   # not _lock: that one is held while the store opens
         self._contexts: dict = {}           # namespace -> strategies.context.NamespaceContext
-        from .curation import CallGate, CurationWorker  # lazy: cycle with tools.curation (via tools.recall)
+        from .curation import CurationWorker  # lazy: cycle with tools.curation (via tools.recall)
 
         self.recalls = CallGate()   # recall holds it; curation waits for it to clear
         self.writes = CallGate()    # remember holds it; curation waits for writes to pause

@@ -189,9 +189,9 @@ async def test_writes_that_never_pause_defer_curation_only_so_long(counter, clie
 
 
 def test_strategies_curating_side_by_side_give_what_one_at_a_time_gives(tmp_path, monkeypatch):
-    """On two cores the first curating strategy runs in the worker's thread and the others in
-    a second one: they really overlap threads, and every strategy then recalls exactly what
-    it recalls from the same sessions curated one strategy at a time."""
+    """On two cores the worker's thread and a second one take the curating strategies from one
+    queue: both threads really run strategies, and every strategy then recalls exactly what it
+    recalls from the same sessions curated one strategy at a time."""
     import threading
 
     from trimem.bench.synth import Synth
@@ -225,9 +225,94 @@ def test_strategies_curating_side_by_side_give_what_one_at_a_time_gives(tmp_path
         finally:
             rt.close(timeout=60)
     assert questions and contexts[0] == contexts[1]
-    firsts = {name for name, threads in seen.items() if threads == {"trimem-curation"}}
-    helped = {name for name, threads in seen.items() if "trimem-curation-2" in threads}
-    assert len(firsts) == 1 and helped == set(seen) - firsts and len(helped) >= 2
+    assert set(seen) == {s.name for s in registry.with_hook(Curates)} and len(seen) >= 3
+    assert set().union(*seen.values()) == {"trimem-curation", "trimem-curation-2"}
+
+
+class Sleeper:
+    """A curating step that takes ``seconds`` and logs (session, name, thread) as it starts;
+    ``then(session_id)`` runs after the sleep (the long step waits there, the short ones
+    report that they ended)."""
+
+    def __init__(self, name: str, seconds: float, log: list, then=None):
+        self.name, self.seconds, self.log, self.then = name, seconds, log, then
+
+    def curate(self, env, session_id):
+        import threading
+        import time
+
+        self.log.append((session_id, self.name, threading.current_thread().name))
+        time.sleep(self.seconds)
+        if self.then is not None:
+            self.then(session_id)
+
+
+def test_the_longest_step_starts_first_and_the_short_ones_share_the_other_thread(tmp_path, monkeypatch):
+    """The worker orders a session's strategies by their mean time in this process: untimed,
+    registry order (a, b, c); once timed, the long one (c) first, and the two short ones (either first) run
+    after each other on the other thread while it runs. In the second session c waits until
+    both short ones have ended, so a schedule that put a short one after c on its thread (the
+    old fixed split: a alone, then b and c) would time out."""
+    import threading
+
+    from trimem.tools.remember import Message, remember
+    from trimem.tools.runtime import Runtime
+
+    log: list = []
+    ended: dict[str, list[str]] = {"s1": [], "s2": []}
+    shorts_done = threading.Event()
+
+    def short_ended(sid: str) -> None:
+        ended[sid].append(sid)
+        if sid == "s2" and len(ended[sid]) == 2:
+            shorts_done.set()
+
+    def long_waits(sid: str) -> None:
+        if sid == "s2":
+            assert shorts_done.wait(10), "the short steps did not run beside the long one"
+
+    fakes = [Sleeper("a", 0.05, log, short_ended), Sleeper("b", 0.05, log, short_ended),
+             Sleeper("c", 0.3, log, long_waits)]
+    rt = Runtime(Settings(home=str(tmp_path), curation=False).to_config())
+    try:
+        rt.curation.threads = 2
+        for sid in ("s1", "s2"):
+            remember(rt, [Message(content=f"a note of {sid}", speaker="user")], session_id=sid)
+        monkeypatch.setattr(registry, "with_hook", lambda hook: list(fakes))
+        queues: list[list[str]] = []
+        order = rt.curation.times.longest_first
+
+        def spy(strats):
+            queues.append([s.name for s in order(strats)])
+            return order(strats)
+        monkeypatch.setattr(rt.curation.times, "longest_first", spy)
+        for sid in ("s1", "s2"):
+            rt.curation.curate_now("default", sid)
+        assert not rt.curation.failures
+    finally:
+        rt.close(timeout=30)
+    assert queues[0] == ["a", "b", "c"] and len(queues) == 2
+    assert queues[1][0] == "c" and sorted(queues[1][1:]) == ["a", "b"]   # a, b: either first
+    thread = {n: t for s, n, t in log if s == "s2"}
+    assert thread["a"] == thread["b"] != thread["c"]
+    assert "trimem-curation-2" in (thread["a"], thread["c"])   # the caller's thread and the helper
+
+
+def test_step_times_put_untimed_steps_first_then_the_longest():
+    from trimem.tools.curation_state import StepTimes
+
+    times = StepTimes()
+    a, b, c, d = (Sleeper(n, 0, []) for n in "abcd")
+    assert times.longest_first([a, b, c, d]) == [a, b, c, d]
+    times.note("a", 0.1)
+    times.note("b", 1.0)
+    times.note("c", 0.5)
+    assert times.longest_first([a, b, c, d]) == [d, b, c, a]
+    times.note("b", 0.0)        # one quick session moves the mean a fifth of the way
+    assert times.longest_first([a, b, c, d]) == [d, b, c, a]
+    for _ in range(10):
+        times.note("b", 0.0)
+    assert times.longest_first([a, b, c, d]) == [d, c, a, b]
 
 
 class Broken(PlainStrategy):
@@ -245,7 +330,7 @@ async def test_a_busy_namespace_does_not_hide_another_namespaces_failures(monkey
     than are kept leave the quiet namespace's one in view."""
     import json
 
-    from trimem.tools.curation import Failures
+    from trimem.tools.curation_state import Failures
 
     monkeypatch.setitem(registry._BUILTIN, "broken", f"{__name__}:Broken")
     monkeypatch.setattr(registry, "_loaded", {"broken": Broken()})
