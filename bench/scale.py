@@ -77,6 +77,7 @@ def ingest(rt, space, stream, carry: list, target: int, embed: Timed) -> dict:
             "remember_p99_ms": pct(calls, 99), "remember_max_ms": pct(calls, 100),
             "curation_drain_s": round(drain, 1), "curation_embed_s": round(sum(embed.bg) - b0, 1),
             "curation_failures": len(cur.failures) if cur is not None else None,
+            "curation_step_s": cur.times.means() if cur is not None else None,
             "msgs_per_s_incl_curation": round((have - n0) / (wall + drain), 1)}
 
 

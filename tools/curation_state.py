@@ -99,6 +99,11 @@ class StepTimes:
             old = self._mean.get(name)
             self._mean[name] = seconds if old is None else old + self.WEIGHT * (seconds - old)
 
+    def means(self) -> dict[str, float]:
+        """The current means in seconds, rounded to milliseconds (benchmarks report them)."""
+        with self._lock:
+            return {k: round(v, 3) for k, v in self._mean.items()}
+
     def longest_first(self, strats: list[Curates]) -> list[Curates]:
         """``strats`` by mean time, longest first; a strategy not yet timed comes before the
         timed ones (it may be the longest), in the order given (a stable sort)."""

@@ -250,7 +250,7 @@ class Sleeper:
 def test_the_longest_step_starts_first_and_the_short_ones_share_the_other_thread(tmp_path, monkeypatch):
     """The worker orders a session's strategies by their mean time in this process: untimed,
     registry order (a, b, c); once timed, the long one (c) first, and the two short ones (either first) run
-    after each other on the other thread while it runs. In the second session c waits until
+    after each other on the other thread while it runs. When s2 is curated, c waits until
     both short ones have ended, so a schedule that put a short one after c on its thread (the
     old fixed split: a alone, then b and c) would time out."""
     import threading
@@ -313,6 +313,7 @@ def test_step_times_put_untimed_steps_first_then_the_longest():
     for _ in range(10):
         times.note("b", 0.0)
     assert times.longest_first([a, b, c, d]) == [d, c, a, b]
+    assert times.means() == {"a": 0.1, "b": round(0.8 ** 11, 3), "c": 0.5}
 
 
 class Broken(PlainStrategy):
