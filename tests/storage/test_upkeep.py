@@ -219,8 +219,8 @@ def test_a_table_dropped_while_it_is_optimized_is_not_reported_as_a_failure(tmp_
 
 def test_a_purge_in_a_background_thread_warns_of_nothing(tmp_path):
     """LanceDB warns that ``cleanup_older_than=0`` removes every old version: a purge means
-    it, so the one message is filtered once for the process (a ``catch_warnings`` around each
-    call is not thread-safe and let it through from upkeep's threads)."""
+    it, so that one message is filtered before each such call (a ``catch_warnings`` around
+    each call is not thread-safe and let it through from upkeep's threads)."""
     import threading
     import warnings
 
