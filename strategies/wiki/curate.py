@@ -51,7 +51,7 @@ from .store import (
 )
 from .tindex import TrajIndex
 from .trajectories import Builder
-from .wikiupdate import rebuild_all, sync_state, update
+from .wikiupdate import index_group, rebuild_all, update
 
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
@@ -141,7 +141,8 @@ def curate_session(space: StrategySpace, st: WikiState, session_id: str, llm=Non
     ensure(space)
     cache = st.index
     snaps = new_snapshots(space, session_id, llm)
-    sync = sync_state(space) or {}
+    idx = index_group(space)
+    sync = idx.sync or {}
     index, trajs = cache.take(sync.get("token"))
     in_step = True
     if index is None:
@@ -161,7 +162,7 @@ def curate_session(space: StrategySpace, st: WikiState, session_id: str, llm=Non
     w = write(space, st, b, full=False)
     turnmap.note_append(st.maps, space, snaps, w.rows)
     if in_step:
-        token = update(space, placed, w.fresh, w.changed)
+        token = update(space, placed, w.fresh, w.changed, idx)
     else:
         token = rebuild_all(space)["token"]
     cache.put(token, index, b.trajs, b.touched)

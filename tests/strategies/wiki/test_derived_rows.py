@@ -374,3 +374,29 @@ def test_summing_a_group_again_computes_vectors_only_for_the_snapshots_about_it(
         checked += len(about) < len(snaps)    # a group some of its trajectories' snapshots skip
     assert checked >= 3
     rt.close()
+
+
+def test_a_curated_session_reads_the_index_group_once(home, monkeypatch):
+    """Its state holds the page directory and every trajectory id (hundreds of KB at 30,000
+    turns): curation reads it to learn whether the pages are in step, and updates that same
+    group rather than reading it again. The pages are the ones a rebuild from scratch gives."""
+    rt = runtime(home)
+    space = rt.space("default")
+    index_id = groups.gid(*pages.INDEX)
+    reads: list[int] = []
+    real = space.derived.rows
+
+    def counted(kind, *a, **kw):
+        reads[-1] += kind == store.GROUP and index_id in (kw.get("eq") or {}).get("id", ())
+        return real(kind, *a, **kw)
+
+    monkeypatch.setattr(space.derived, "rows", counted)
+    for s in WIKI_SESSIONS:
+        reads.append(0)
+        say(rt, *s)
+    assert reads == [1] * len(WIKI_SESSIONS)
+    incremental = page_view(space)
+    assert len(incremental) > 5
+    pages.rebuild(space)
+    assert page_view(space) == incremental
+    rt.close()
