@@ -55,6 +55,7 @@ class SpaceCore:
         self.plain_kinds: set[str] = set()           # derived tables known to have no vectors
         self._registered = False
         self._copies: dict[str, TableCopy] = {}   # tables' in-process copies, by kind
+        self.copy_omits: dict[str, frozenset[str]] = {}   # kind -> columns its copy leaves out
         self._encoded: set[str] = set()
         self._rewritten: set[str] = set()            # tables with rows deleted or replaced
         self._rewritten_lock = threading.Lock()
@@ -166,8 +167,19 @@ class SpaceCore:
         if copy is None:
             copy = self._copies.setdefault(kind, TableCopy(
                 self.namespace, self.store.vector_index_min_rows, follows_bulk_writes,
-                self.store.budget.copies, key))
+                self.store.budget.copies, key, self.copy_omits.get(kind, frozenset())))
         return copy.current(tbl)
+
+    def omit_from_copy(self, kind: str, columns: Iterable[str]) -> None:
+        """Leave ``columns`` out of ``kind``'s copy (a copy made from now on): columns no
+        recall reads, such as a wiki page's text (BM25 searches it in LanceDB), which would
+        otherwise be most of what the copy holds. A read that asks for one goes to LanceDB."""
+        self.copy_omits[kind] = self.copy_omits.get(kind, frozenset()) | frozenset(columns)
+
+    def copy_serves(self, kind: str, columns: Iterable[str] | None) -> bool:
+        """Whether ``kind``'s copy may answer a read of ``columns`` (None: every column)."""
+        omits = self.copy_omits.get(kind)
+        return not omits or (columns is not None and not omits.intersection(columns))
 
     def touch_copy(self, kind: str) -> None:
         copy = self._copies.get(kind)

@@ -81,6 +81,10 @@ class Derived:
         self._shape_done: set[str] = set()    # kinds whose columns were checked (``reshape``)
         self._scalar_done: set[str] = set()   # kinds whose scalar indexes were built
 
+    def omit_from_copy(self, kind: str, columns: Iterable[str]) -> None:
+        """Leave ``columns`` out of ``kind``'s in-process copy (``SpaceCore.omit_from_copy``)."""
+        self.core.omit_from_copy(kind, columns)
+
     def memo(self, kind: str, name: str) -> dict | None:
         """A dict kept with the in-process copy of ``kind``'s table at the version it holds
         (empty at first, gone with that version), for what readers derive from its rows and
@@ -220,7 +224,8 @@ class Derived:
         tbl = self.table(kind)
         if tbl is None:
             return []
-        state = self.core.table_copy(kind, tbl) if where is None else None
+        state = self.core.table_copy(kind, tbl) \
+            if where is None and self.core.copy_serves(kind, columns) else None
         if state is not None:
             try:
                 hit = np.flatnonzero(snapshot.eq_mask(state, eq, contains))[:limit]
@@ -285,7 +290,8 @@ class Derived:
         tbl = self.table(kind)
         if tbl is None:
             return []
-        state = self.core.table_copy(kind, tbl)
+        columns = tuple(columns)
+        state = self.core.table_copy(kind, tbl) if self.core.copy_serves(kind, columns) else None
         if state is not None:
             try:
                 mask = snapshot.eq_mask(state, eq) if eq else None
@@ -316,7 +322,9 @@ class Derived:
         out: list[list[dict]] = [[] for _ in vectors]
         if tbl is None or not vectors:
             return out
-        if len(vectors) == 1 or self.core.table_copy(kind, tbl) is not None:
+        columns = tuple(columns)
+        if len(vectors) == 1 or (self.core.copy_serves(kind, columns)
+                                 and self.core.table_copy(kind, tbl) is not None):
             return [self.nearest(kind, v, k, eq, columns) for v in vectors]
         q = (tbl.search([np.asarray(v, dtype=np.float32) for v in vectors], query_type="vector",
                         vector_column_name="vector").distance_type("cosine")

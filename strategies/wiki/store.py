@@ -57,6 +57,15 @@ def ensure(space: StrategySpace) -> None:
     for kind, schema in ((SNAP, SNAP_SCHEMA), (TRAJ, TRAJ_SCHEMA), (PAGE, PAGE_SCHEMA),
                          (GROUP, GROUP_SCHEMA)):
         space.derived.table(kind, schema)
+    for kind, cols in COPY_OMITS.items():
+        space.derived.omit_from_copy(kind, cols)
+
+
+# Columns the in-process copies leave to LanceDB: no recall reads them, and they were most of
+# what the copies held (at 20,000 turns a page's text 70 % of the pages' bytes: only BM25
+# routing searches it, in LanceDB; a trajectory's builder state 68 %: only curation reads it,
+# by id, for the few trajectories it does not already hold in memory).
+COPY_OMITS = {PAGE: ["text"], TRAJ: ["state"]}
 
 
 # Filter columns of each table (what ``space.derived.rows(eq=...)`` looks up), indexed by

@@ -210,3 +210,34 @@ def test_commits_noted_through_one_handle_never_patch_a_copy_read_through_anothe
     assert other is not None
     copy.current(other)                      # another handle: read in full
     assert copy._deltas == {}
+
+
+def test_a_copy_without_a_column_serves_the_reads_that_do_not_ask_for_it(tmp_path, counted):
+    """A column left out of a copy (a wiki page's text, which only BM25 in LanceDB reads) is
+    not held; reads of the other columns are answered from the copy, patched after own writes
+    as before, and a read that asks for the column (or for every column) gets it from LanceDB."""
+    sp = space(tmp_path)
+    sp.derived.omit_from_copy("pages", ["text"])
+    sp.derived.upsert("pages", SCHEMA, rows(range(30), 0))
+    cols = ["id", "n", "tags", "at"]
+
+    def without_text() -> list[dict]:
+        return [{c: r[c] for c in [*cols, "namespace"]} for r in full_read(tmp_path)]
+
+    assert sp.derived.rows("pages", columns=cols) == without_text() and counted["load"] == 1
+    held = sp.derived.core._copies["pages"]._state
+    assert held is not None and "text" not in held.rows[0] and held.mat is not None
+    sp.derived.upsert("pages", SCHEMA, rows([3, 31], 1))
+    sp.derived.delete_rows("pages", {"id": ["p4"]})
+    assert sp.derived.rows("pages", columns=cols) == without_text()
+    assert (counted["load"], counted["patch"]) == (1, 1)
+    assert sp.derived.rows("pages") == full_read(tmp_path)             # every column: LanceDB
+    assert sp.derived.rows("pages", eq={"id": "p3"}, columns=["id", "text"]) == \
+        [{"id": "p3", "namespace": "n", "text": "page 3 v1"}]
+    assert [r["id"] for r in sp.derived.rows("pages", eq={"n": 1}, columns=["id"])] == \
+        [r["id"] for r in full_read(tmp_path) if r["n"] == 1]
+    q = np.asarray(rows([3, 31], 1)[1]["vector"])
+    assert sp.derived.nearest("pages", q, 1, None, columns=["id", "text"])[0]["text"] == \
+        "page 31 v1"
+    assert sp.derived.nearest("pages", q, 1, None, columns=["id"])[0]["id"] == "p31"
+    assert (counted["load"], counted["patch"]) == (1, 1)
