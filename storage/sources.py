@@ -127,6 +127,11 @@ class Sources:
         answers (``snapshot.py``)."""
         return self._snap.current(self.table())
 
+    def copied(self) -> bool:
+        """Whether the in-process copy answers reads of rows and vectors (``snapshot.py``):
+        then a reader need not keep rows or vectors of its own."""
+        return self._snapshot() is not None
+
     def get(self, ids: list[str]) -> list[Source]:
         """Rows for ``ids``, in the order asked (unknown ids are skipped). A long message found
         by a recent search carries ``span``: its best passage's offsets (``passages.py``)."""

@@ -35,7 +35,9 @@ from ...storage.rows import Source
 if TYPE_CHECKING:
     from ..space_api import StrategySpace
 
-UNIT_CACHE = 50_000   # source rows + vectors kept (about 2 kB each: ~100 MB at most)
+# source rows + vectors kept (about 2 kB each: ~100 MB at most) while the sources' copy is not
+# held (past ``Store.source_copy_max_rows``); with it, ``unit_rows`` reads the copy instead
+UNIT_CACHE = 50_000
 RECHECK_S = 2.0   # re-count the tables at most this often (another process may have written)
 
 
@@ -77,8 +79,13 @@ class Snapshot:
 
     def unit_rows(self, space: StrategySpace,
                   ids: list[str]) -> tuple[dict[str, Source], dict[str, np.ndarray]]:
-        """Source rows and vectors of ``ids``, read through a bounded LRU (sources never change;
-        a forget changes the thread table, which replaces the whole snapshot)."""
+        """Source rows and vectors of ``ids``: from the sources' in-process copy while it is
+        held (it answers as fast, and a unit kept here too was a second copy of its vector: at
+        20,000 turns 120 recalls kept 17,258 units, 25 MB of vectors), else through a bounded
+        LRU (sources never change; a forget changes the thread table, which replaces the whole
+        snapshot)."""
+        if space.sources.copied():
+            return {r.id: r for r in space.sources.get(ids)}, space.sources.vectors(ids)
         miss = [i for i in ids if i not in self.units]
         if miss:
             rows = {r.id: r for r in space.sources.get(miss)}

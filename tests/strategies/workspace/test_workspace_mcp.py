@@ -144,3 +144,31 @@ async def test_a_recall_during_curation_keeps_the_snapshot_and_a_failed_write_re
         assert cache.snapshot(snaps, space) is snap   # not a re-read of the half-written graph
     fresh = cache.snapshot(snaps, space)             # the write "failed": no note, counts moved
     assert fresh is not snap and t.id not in fresh.threads
+
+
+async def test_units_are_read_from_the_sources_copy_and_kept_only_without_it(client, server,
+                                                                              tmp_path):
+    """While the sources' in-process copy is held, the graph snapshot keeps no unit rows or
+    vectors of its own (each was a second copy of a vector); a store whose sources are past the
+    copy's bound keeps them in its LRU. Both answer the same recall."""
+    from mcp import Client
+
+    from trimem.server.app import build_server
+    from trimem.server.settings import Settings
+
+    asks = [{"query": q, "strategy": "workspace", "budget_tokens": 200}
+            for q in ("Who planned the Lisbon trip?", "What happens in the pottery class?")]
+    await _load(client, server)
+    held = [payload(await client.call_tool("recall", a))["context"] for a in asks]
+    snap = cache.snapshot(cache.of(server.runtime.context("default")), server.runtime.space("default"))
+    assert server.runtime.space("default").sources.copied() and not snap.units
+
+    other = build_server(Settings(home=str(tmp_path / "uncopied"), source_copy_max_rows=0))
+    async with Client(other) as c:
+        await _load(c, other)
+        kept = [payload(await c.call_tool("recall", a))["context"] for a in asks]
+        space = other.runtime.space("default")
+        snap = cache.snapshot(cache.of(other.runtime.context("default")), space)
+        assert not space.sources.copied() and len(snap.units) >= 5
+    other.runtime.close()
+    assert kept == held
