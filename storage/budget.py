@@ -87,6 +87,11 @@ class CopyBudget:
             other.drop()
         return True
 
+    def charges(self) -> list[tuple[Droppable, int]]:
+        """Each copy held and what it is charged, least recently used first."""
+        with self._lock:
+            return list(self._held.values())
+
     def fits(self, nbytes: int) -> bool:
         return nbytes <= self.limit
 

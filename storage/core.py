@@ -181,6 +181,10 @@ class SpaceCore:
         omits = self.copy_omits.get(kind)
         return not omits or (columns is not None and not omits.intersection(columns))
 
+    def copies(self) -> dict[str, TableCopy]:
+        """The derived tables' copies made so far, by kind (for measuring what they hold)."""
+        return dict(self._copies)
+
     def touch_copy(self, kind: str) -> None:
         copy = self._copies.get(kind)
         if copy is not None:
