@@ -4,22 +4,13 @@ from __future__ import annotations
 
 from argparse import Namespace
 
-from trimem.bench import recall_time, scale
-from trimem.bench.synth import Synth, Timed
-from trimem.server.settings import Settings
+from trimem.bench import recall_time
 from trimem.tools import recall as recall_tool
-from trimem.tools.runtime import Runtime
 
 
-def test_it_times_the_stored_namespace_and_leaves_the_tool_as_it_was(tmp_path):
-    rt = Runtime(Settings(home=str(tmp_path), curation=False).to_config())
-    try:
-        space = rt.space(scale.NS)
-        scale.ingest(rt, space, Synth(seed=7).sessions(), [], 120, Timed(rt.embed))
-    finally:
-        rt.close()
+def test_it_times_the_stored_namespace_and_leaves_the_tool_as_it_was(scale_store):
     inner = recall_tool._run
-    args = Namespace(home=str(tmp_path), strategy="auto", budget=500, queries=4, warmup=1,
+    args = Namespace(home=scale_store, strategy="auto", budget=500, queries=4, warmup=1,
                      stored=120, seed=7, source_copy_max_rows=0)
     out = recall_time.run(args)
     assert recall_tool._run is inner                    # the tool is left as it was
