@@ -49,6 +49,7 @@ from .store import (
     traj_row,
     trajectories,
 )
+from .groups import SumCache
 from .tindex import TrajIndex
 from .trajectories import Builder
 from .wikiupdate import index_group, rebuild_all, update
@@ -91,9 +92,11 @@ class WikiState:
 
     maps: NamespaceCache = field(default_factory=turnmap.new_cache)   # turnmap.TurnMaps
     index: IndexCache = field(default_factory=IndexCache)
+    sums: SumCache = field(default_factory=SumCache)   # small pages' sums this process wrote
 
     def invalidate(self) -> None:   # a forget elsewhere (NamespaceContext.invalidate)
         self.maps.invalidate()
+        self.sums.invalidate()
 
 
 def state_of(ns) -> WikiState:
@@ -148,6 +151,8 @@ def curate_session(space: StrategySpace, st: WikiState, session_id: str, llm=Non
     if index is None:
         index, trajs, placed = load_index(space)
         in_step = placed == sync.get("assigned", 0)
+    if not in_step:
+        st.sums.invalidate()   # the groups are made again from scratch
     if not snaps:
         token = sync.get("token") if in_step else rebuild_all(space)["token"]
         cache.put(token, index, trajs)
@@ -162,7 +167,7 @@ def curate_session(space: StrategySpace, st: WikiState, session_id: str, llm=Non
     w = write(space, st, b, full=False)
     turnmap.note_append(st.maps, space, snaps, w.rows)
     if in_step:
-        token = update(space, placed, w.fresh, w.changed, idx)
+        token = update(space, placed, w.fresh, w.changed, idx, st.sums)
     else:
         token = rebuild_all(space)["token"]
     cache.put(token, index, b.trajs, b.touched)
@@ -174,6 +179,7 @@ def curate_session(space: StrategySpace, st: WikiState, session_id: str, llm=Non
 def replay(space: StrategySpace, st: WikiState, m: int) -> dict:
     """Rebuild every trajectory by appending all snapshots in time order (forget, consolidate)."""
     snaps = sorted(load_snapshots(space), key=order_key)
+    st.sums.invalidate()   # the pages are rebuilt from the replayed trajectories
     b = Builder(m)
     for s in snaps:
         b.append(s)

@@ -10,7 +10,8 @@ for the vector sum. Rows of ``wiki_groups``: id ``kind|key``, a JSON state, and 
 running sum as float64 bytes (the page vector is its normalised float32 copy, kept on the page
 alone). Only the index's group and a page's group linking more than ``SUM_TRAJS`` trajectories
 keep their sums: most groups never become pages, and one without its sum sums its snapshots
-afresh when it is next written as a page, in time order as curation added them
+afresh when it is next written as a page (unless the process that wrote it kept its sum:
+``SumCache``), in time order as curation added them
 (``wikiupdate.resum``, reading at most ``SUM_TRAJS`` trajectories' snapshots): the same float64
 numbers as a kept sum, so the same page vector. The table is model-bound (``MODEL_BOUND``):
 dropped with the other derived tables when the embedder changes. A table written before
@@ -22,7 +23,10 @@ shape by ``upgrade``.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -87,6 +91,7 @@ class Group:
         if d.get("v"):      # the state of a table not yet upgraded
             total = base64.b64decode(d["v"])
         self.v = np.frombuffer(total, dtype=np.float64).copy() if total else np.zeros(dim)
+        self.n_snap = d.get("n_snap", 0)   # snapshots added (a stored state changes with each)
         # stored without its sum (no page then, or a small one): ``v`` holds what was added since
         self.partial = state is not None and not total and bool(self.trajs)
         self.first, self.last = d.get("first"), d.get("last")
@@ -100,7 +105,7 @@ class Group:
 
     def dump(self) -> str:
         d: dict[str, Any] = {k: sorted(getattr(self, k)) for k in SETS if getattr(self, k)}
-        d.update(first=self.first, last=self.last,
+        d.update(n_snap=self.n_snap, first=self.first, last=self.last,
                  n_act=self.n_act, n_hist=self.n_hist, act=self.act, hist=self.hist,
                  names=self.names, name_claims=self.name_claims, date=self.date, pid=self.pid)
         if self.sync is not None:
@@ -117,6 +122,7 @@ class Group:
     def add_snapshot(self, s: Snapshot) -> None:
         """Snapshot ``s`` is about this group: its vector joins the sum, its time the span."""
         self.v += np.asarray(s.vector, dtype=np.float64)
+        self.n_snap += 1
         if s.timestamp is not None:
             t = s.timestamp.isoformat()
             self.first = min(self.first, t) if self.first else t
@@ -193,13 +199,67 @@ def _newest_first(items: list[list]) -> list[list]:
     return sorted(sorted(items, key=lambda x: x[1]), key=lambda x: x[0], reverse=True)
 
 
-def load(space: StrategySpace, keys) -> dict[tuple[str, str], Group]:
-    """The stored groups for ``keys`` ((kind, key) pairs); missing ones start empty."""
+class SumCache:
+    """The vector sums of the small pages' groups this process wrote without them (``keeps_sum``
+    false), by group id and a digest of the state written, so that the next write of such a page
+    by this process takes its sum from here instead of summing its snapshots again
+    (``wikiupdate.resum``: a read of its trajectories' snapshots from LanceDB, a quarter of the
+    wiki's curation time at 20,000 turns). A group's stored state changes whenever a snapshot is
+    added to it (``n_snap``), so a write by another process misses here and is summed again;
+    a forget anywhere (``invalidate``) and a replay or rebuild empty it. At most ``MAX`` sums
+    (3 KB each at 384 dimensions), least recently used dropped first.
+
+    The sum taken from here has the snapshots added since in the order curation added them,
+    as a kept sum has (``keeps_sum``); summed again it adds them in time order: the same
+    numbers while sessions are curated in time order, which a late session can change in the
+    last bits (as it can a kept sum)."""
+
+    MAX = 1024
+
+    def __init__(self):
+        self._sums: OrderedDict[str, tuple[bytes, np.ndarray]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _digest(state: str) -> bytes:
+        return hashlib.blake2b(state.encode(), digest_size=16).digest()
+
+    def get(self, row: GroupRow) -> np.ndarray | None:
+        """A copy of the sum kept for ``row`` as this process wrote it, or None."""
+        with self._lock:
+            hit = self._sums.get(row.id)
+            if hit is None or row.state is None or hit[0] != self._digest(row.state):
+                return None
+            self._sums.move_to_end(row.id)
+            return hit[1].copy()
+
+    def put(self, row: GroupRow, v: np.ndarray) -> None:
+        """``row`` (written without its sum) has the sum ``v``."""
+        if row.state is None:
+            return
+        with self._lock:
+            self._sums[row.id] = (self._digest(row.state), v.copy())
+            self._sums.move_to_end(row.id)
+            while len(self._sums) > self.MAX:
+                self._sums.popitem(last=False)
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._sums.clear()
+
+
+def load(space: StrategySpace, keys, sums: SumCache | None = None) -> dict[tuple[str, str], Group]:
+    """The stored groups for ``keys`` ((kind, key) pairs); missing ones start empty. A group
+    stored without its sum gets the one ``sums`` kept for that state, if any."""
     keys = set(keys)
     upgrade(space)
-    got = {(r.kind, r.key): Group(r.kind, r.key, r.state, r.sum, dim=space.vector_dim)
-           for r in group_rows(space, sorted(gid(*k) for k in keys),
-                               ["id", "kind", "key", "state", "sum"])} if keys else {}
+    got: dict[tuple[str, str], Group] = {}
+    for r in group_rows(space, sorted(gid(*k) for k in keys),
+                        ["id", "kind", "key", "state", "sum"]) if keys else []:
+        g = got[(r.kind, r.key)] = Group(r.kind, r.key, r.state, r.sum, dim=space.vector_dim)
+        v = sums.get(r) if g.partial and sums is not None else None
+        if v is not None:
+            g.v, g.partial = v, False
     return {k: got.get(k) or Group(*k, dim=space.vector_dim) for k in keys}
 
 

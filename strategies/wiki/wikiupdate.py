@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .groups import Group, gid, load, upgrade
+from .groups import Group, SumCache, gid, load, upgrade
 from .pages import (
     INDEX,
     accepts,
@@ -57,16 +57,18 @@ def _replacements(space: StrategySpace, claims: list[Claim]) -> dict[str, Claim]
 
 
 def update(space: StrategySpace, placed: list[tuple[Snapshot, str]], fresh: list[Claim],
-           changed: list[Claim], index: Group | None = None) -> str:
+           changed: list[Claim], index: Group | None = None,
+           sums: SumCache | None = None) -> str:
     """Fold one curation into the wiki. ``placed``: the new snapshots with the trajectory each
     joined, ``fresh``: the claims it created, ``changed``: older claims it revised or deprecated
     (rows as written); ``index``: the index group as :func:`index_group` read it in this
     curation (nothing else writes the groups meanwhile: curation holds the namespace), else it
-    is read here."""
+    is read here; ``sums``: the small pages' sums this process kept (``groups.SumCache``),
+    taken for the groups stored as it wrote them and given the sums this write stores without."""
     sk = [(s, tid, snap_keys(s)) for s, tid in placed]
     keys = {k for _, _, ks in sk for k in ks}
     keys |= {k for c in fresh + changed for k in claim_keys(c)}
-    groups = load(space, (keys | {INDEX}) if index is None else keys - {INDEX})
+    groups = load(space, (keys | {INDEX}) if index is None else keys - {INDEX}, sums)
     if index is not None:
         groups[INDEX] = index
     joined = defaultdict(set)          # trajectory -> entities it is new to
@@ -96,7 +98,7 @@ def update(space: StrategySpace, placed: list[tuple[Snapshot, str]], fresh: list
     idx = groups[INDEX]
     idx.sync = {"token": uuid.uuid4().hex,
                 "assigned": (idx.sync or {}).get("assigned", 0) + len(placed)}
-    _write(space, groups, full=False)
+    _write(space, groups, full=False, sums=sums)
     return idx.sync["token"]
 
 
@@ -161,7 +163,7 @@ def _assign_pids(space: StrategySpace, gs: list[Group], full: bool) -> None:
         g.pid, taken[pid] = pid, g.key
 
 
-def _write(space: StrategySpace, groups: dict, full: bool) -> int:
+def _write(space: StrategySpace, groups: dict, full: bool, sums: SumCache | None = None) -> int:
     upgrade(space)
     idx = groups[INDEX]
     n_all = len(idx.trajs)
@@ -175,8 +177,13 @@ def _write(space: StrategySpace, groups: dict, full: bool) -> int:
     if full:
         _drop_stale(space, groups, {r.id for r in rows} | {index.id})
     store.put_pages(space, rows + [index])
-    store.put_groups(space, [g.row(k == INDEX or is_live(g)) for k, g in groups.items()
-                             if g.trajs or g.n_act or g.n_hist or g.name_claims])
+    kept = [(g, g.row(k == INDEX or is_live(g))) for k, g in groups.items()
+            if g.trajs or g.n_act or g.n_hist or g.name_claims]
+    store.put_groups(space, [r for _, r in kept])
+    if sums is not None:   # a page's group stored without its sum, summed in full here
+        for g, r in kept:
+            if r.live and not r.sum and not g.partial:
+                sums.put(r, g.v)
     return len(rows) + 1
 
 
