@@ -252,8 +252,11 @@ class RamSampler:
         self._thread.start()
 
     def sample(self) -> dict[str, float]:
+        from ..storage.allocators import heap
+
         got = {"rss_mb": rss_mb()[1], "copies_mb": round(self.budget.copies.used / 2**20, 1),
                "lance_mb": round(self.budget.lance_bytes() / 2**20, 1)}
+        got.update((f"malloc_{k}_mb", x) for k, x in (heap() or {}).items())
         peak = self.peaks.setdefault(self.phase, {})
         for k, x in got.items():
             peak[k] = max(peak.get(k, 0.0), x)
@@ -263,7 +266,9 @@ class RamSampler:
         while not self._stop.wait(self.every_s):
             got = self.sample()
             log(f"  ram ({self.phase}): rss {got['rss_mb']} MB, copies {got['copies_mb']} MB, "
-                f"lance caches {got['lance_mb']} MB")
+                f"lance caches {got['lance_mb']} MB"
+                + (f", malloc in use {got['malloc_in_use_mb']} / free {got['malloc_free_mb']} / "
+                   f"mapped {got['malloc_mapped_mb']} MB" if "malloc_free_mb" in got else ""))
 
     def stop(self) -> dict:
         self._stop.set()

@@ -8,6 +8,12 @@ or the copies hold, but freed memory the allocators kept:
   pages of every table a read or a curation materialised (326 MB resident in its region at
   2,000 turns, while Arrow's own count of live bytes was 6 MB). :func:`settle` makes the system
   allocator pyarrow's pool: freed buffers go back to malloc.
+* glibc maps a block of 128 KiB or more on its own and unmaps it when freed, but each time
+  such a block is freed it raises that threshold to the block's size (up to 32 MiB on 64-bit
+  systems; ``mallopt(3)``, M_MMAP_THRESHOLD): after a few, the arrays a recall or a curated
+  session makes (vector matrices, Arrow buffers, LanceDB's reads) come from the heaps and stay
+  there once freed. :func:`settle` fixes it at ``MMAP_THRESHOLD`` (as
+  ``MALLOC_MMAP_THRESHOLD_`` would, unless that or the glibc tunable is set).
 * glibc's malloc gives each thread that allocates an arena of its own (up to eight per core):
   LanceDB's and onnxruntime's thread pools spread their short-lived buffers over a dozen
   arenas, each keeping its peak. :func:`settle` caps the arenas at ``ARENAS`` (as
@@ -15,7 +21,7 @@ or the copies hold, but freed memory the allocators kept:
   the free pages of every arena, after each curated session, and once a server has answered
   nothing for ``IDLE_TRIM_S`` (:func:`trim_when_idle`): what its recalls and writes freed.
 
-Both are no-ops where they do not apply (another C library, another OS).
+Each is a no-op where it does not apply (another C library, another OS).
 """
 
 from __future__ import annotations
@@ -34,6 +40,13 @@ import pyarrow as pa
 log = logging.getLogger(__name__)
 
 ARENAS = 2
+# Blocks this large or larger are mapped on their own and unmapped when freed (glibc's default
+# starts at 128 KiB and, each time such a block is freed, raises itself up to 32 MiB, after
+# which the arrays a recall or a curated session makes and frees stay in the heaps). Measured at
+# 20,000 turns (bench/README.md, "Resident memory"): 800 turns stored, curated and asked after
+# a settled 20,000, peak 940-943 MB with glibc's default, 839 with 1 MiB, and no slower.
+MMAP_THRESHOLD = 1 << 20
+M_MMAP_THRESHOLD = -3   # glibc's mallopt parameter
 # A quiet server gives back what its last calls freed this long after them. Measured at 20,000
 # turns (bench/README.md, "Resident memory"): 60 recalls of a strategy left 18-62 MB that a trim
 # returned, in 2-6 ms; in the process that had also curated the store, 95 MB.
@@ -68,6 +81,10 @@ def settle() -> None:
     lib = _glibc()
     if lib is not None and "MALLOC_ARENA_MAX" not in os.environ:
         lib.mallopt(M_ARENA_MAX, ARENAS)
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    if lib is not None and "MALLOC_MMAP_THRESHOLD_" not in os.environ \
+            and "glibc.malloc.mmap_threshold" not in tunables:
+        lib.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 def trim() -> None:
@@ -75,6 +92,28 @@ def trim() -> None:
     lib = _glibc()
     if lib is not None:
         lib.malloc_trim(0)
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                               "usmblks", "fsmblks", "uordblks", "fordblks",
+                                               "keepcost")]
+
+
+def heap() -> dict[str, float] | None:
+    """What glibc's malloc holds, in MB, over every arena (``mallinfo2``, glibc 2.33+): its
+    allocations in use (``in_use``: numpy's and Arrow's buffers, LanceDB's and onnxruntime's
+    native memory; not Python's small objects, which its own allocator maps), the free memory
+    its arenas keep (``free``: what :func:`trim` can give back, less what fragmentation pins),
+    and its allocations mapped on their own (``mapped``). None elsewhere. For benchmarks."""
+    lib = _glibc()
+    if lib is None or not hasattr(lib, "mallinfo2"):
+        return None
+    lib.mallinfo2.restype = _MallInfo2
+    m = lib.mallinfo2()
+    mb = 2 ** 20
+    return {"in_use": round(m.uordblks / mb, 1), "free": round(m.fordblks / mb, 1),
+            "mapped": round(m.hblkhd / mb, 1)}
 
 
 class IdleTrim:

@@ -66,3 +66,59 @@ async def test_remember_and_recall_each_ask_for_a_trim_once_calls_pause(client, 
     assert wait_for(lambda: allocators.IDLE.done == before + 1)
     payload(await client.call_tool("recall", {"query": "When was the boiler serviced?"}))
     assert wait_for(lambda: allocators.IDLE.done == before + 2)
+
+
+def test_the_heap_counts_what_malloc_holds_in_use_and_free():
+    """``heap`` (the benchmarks' view of glibc's malloc) sees a 64 MB buffer in use while it
+    lives and not after it is freed."""
+    import numpy as np
+
+    if allocators.heap() is None:
+        pytest.skip("not glibc 2.33+")
+    allocators.trim()
+    before = allocators.heap()
+    assert before is not None and min(before.values()) >= 0
+    buf = np.ones(64 * 2**20, dtype=np.uint8)
+    held = allocators.heap()
+    assert held is not None
+    assert held["in_use"] + held["mapped"] - before["in_use"] - before["mapped"] >= 60
+    del buf
+    after = allocators.heap()
+    assert after is not None
+    assert after["in_use"] + after["mapped"] - before["in_use"] - before["mapped"] < 8
+
+
+MAPPED_PROBE = """
+import json, sys
+import numpy as np
+from trimem.storage import allocators
+if sys.argv[1] == "settled":
+    allocators.settle()
+big = np.ones(16 * 2**20, dtype=np.uint8)   # freed: glibc's default threshold rises to 16 MiB
+del big
+before = allocators.heap()["mapped"]
+mid = np.ones(4 * 2**20, dtype=np.uint8)
+print(json.dumps(allocators.heap()["mapped"] - before))
+"""
+
+
+def test_a_settled_process_maps_large_blocks_on_their_own_after_larger_ones_were_freed():
+    """A fresh process each (the threshold is the process's): with glibc's dynamic threshold a
+    4 MiB array made after a 16 MiB one was freed comes from the heap, where freeing it keeps
+    it resident; once ``settle`` fixed the threshold it is mapped on its own."""
+    import json
+    import subprocess
+    import sys
+
+    if allocators.heap() is None:
+        pytest.skip("not glibc 2.33+")
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in ("MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")}
+
+    def mapped(mode: str) -> float:
+        out = subprocess.run([sys.executable, "-c", MAPPED_PROBE, mode], env=env, check=True,
+                             capture_output=True, text=True, timeout=60).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    assert mapped("default") < 1
+    assert mapped("settled") >= 4
