@@ -25,6 +25,7 @@ from . import allocators
 from .budget import DEFAULT_MB, RamBudget
 from .errors import StorageError, purged  # noqa: F401 (purged: callers)
 from .lance import lancedb   # imported with the validators deferred (lance.py)
+from .curating import CurationTurns
 from .locks import Held, lease_lock
 from .names import namespace_key, write_forget_stamp  # noqa: F401 (namespace_key: callers)
 from .private import private_umask
@@ -168,6 +169,7 @@ class Store:
         self.optimize_idle_s = optimize_idle_s
         self.lock_wait_s = lock_wait_s     # storage/locks.py
         self.lock_lease_s = lock_lease_s
+        self.curations = CurationTurns(self.uri, lock_lease_s, lock_wait_s)   # curating.py
         # Another process (a second host's server on the same home) may write too: reads look
         # for newer versions at most once a second, so its writes show up without a restart.
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(seconds=1),

@@ -76,15 +76,16 @@ def run_consolidation(rt: Runtime, namespace: str = "default", dry_run: bool = F
 
     Each consolidating strategy first, then storage upkeep. ``progress(done, total, message)``
     is a plain callable (or None). ``trigger`` says who asked ("request": the tool or the CLI;
-    periodic runs name their setting) and is recorded in the audit entry. Holding the namespace
-    lock keeps curation and ``forget`` of this namespace out while memories are merged. Counts
+    periodic runs name their setting) and is recorded in the audit entry. Holding the namespace's
+    curation turn (``Runtime.curating``) keeps curation in any process and ``forget`` in this one
+    out while memories are merged. Counts
     are of memory rows (sources and derived memories), not logs.
     """
     if isinstance(min_cluster_size, bool) or not isinstance(min_cluster_size, int) or min_cluster_size < 2:
         raise ToolFailure("min_cluster_size must be a whole number ≥ 2")
     ns = require(rt, namespace)
     report = progress if progress is not None else (lambda done, total, message: None)
-    with rt.namespace_lock(ns):
+    with rt.curating(ns, writes=not dry_run):
         t0 = time.perf_counter()
         env = rt.env(ns)
         space = env.space
@@ -222,6 +223,6 @@ def restore(rt: Runtime, namespace: str, memory_id: str) -> dict:
     if mem.status not in ("merged", "superseded"):
         raise ToolFailure(f"{memory_id!r} is {mem.status}: only a merged or superseded "
                           "memory can be restored")
-    with rt.namespace_lock(namespace):
+    with rt.curating(namespace):
         out = cast(HybridStrategy, registry.get("hybrid")).restore(env, memory_id)
     return {"namespace": namespace, "kind": mem.kind, "text": mem.text, **out}

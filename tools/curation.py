@@ -29,6 +29,13 @@ are curated once it pauses; an agent loop's sessions are curated between its exc
 :meth:`CurationWorker.wait_idle` (tests, benchmarks, the CLI's end of an ingest) does not wait
 for the quiet period.
 
+Each session's curation holds its namespace's curation turn (``Runtime.curating``,
+``storage/curating.py``): processes on one memory folder curate a namespace one at a time, and one
+whose turn follows another's reads the namespace afresh. The worker tries for the turn once; when
+another process holds it, the session is queued again for ``BUSY_RETRY_S`` later (the worker does
+not wait there holding the namespace's lock, which this process's forget needs), and a session
+found ``done`` in the turn was curated by the other process meanwhile and is skipped.
+
 With ``consolidate_every`` = N > 0 (off by default), the worker also consolidates a namespace
 once N of its sessions were curated since its last consolidation, after it has curated every
 session of that namespace it had waiting (see ``periodic.py``).
@@ -41,9 +48,11 @@ import os
 import threading
 import time
 from collections import deque
+from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 from ..storage import ForgetRaced
+from ..storage.locks import LockBusy
 from ..strategies import registry
 from ..strategies.base import Curates
 from .curation_state import Failures, StepTimes
@@ -51,6 +60,7 @@ from .periodic import PeriodicConsolidation
 from .recall import catch_up
 
 if TYPE_CHECKING:
+    from ..storage.curating import Turn
     from ..storage.space import Space
     from ..strategies.base import Curates, Env
 
@@ -59,6 +69,7 @@ YIELD_MAX_S = 2.0
 WRITE_QUIET_S = 0.5       # no remember for this long before a session's curation starts
 DEFER_MAX_S = 30.0        # ... but a due session waits for a quiet moment at most this long
 FENCE_TRIES = 3           # a curation that met another process's forget starts again
+BUSY_RETRY_S = 0.5        # a session whose namespace another process is curating: look again then
 
 
 class CurationWorker:
@@ -163,12 +174,15 @@ class CurationWorker:
             if key is None:
                 return  # idle: the thread ends; enqueue starts a new one
             try:
-                self.curate_now(*key)
+                taken = self.curate_now(*key, wait_s=0, due=True)
             except Exception as exc:  # e.g. the store became read-only or full: keep serving
                 log.exception("curation of %s/%s failed", *key)
                 self.failures.add(*key, str(exc))
             else:
-                self._consolidate_if_due(key[0])
+                if taken:
+                    self._consolidate_if_due(key[0])
+                else:   # another process curates the namespace: this thread does not wait there
+                    self._again(key, BUSY_RETRY_S)
             finally:
                 from ..storage.allocators import trim  # lazy: pyarrow (storage.allocators), not at start-up
 
@@ -192,18 +206,44 @@ class CurationWorker:
         with self._cond:
             return self._stopped or any(ns == namespace for ns, _ in self._due)
 
-    def curate_now(self, namespace: str, session_id: str) -> None:
-        with self.rt.namespace_lock(namespace):
-            if self._curate(namespace, session_id) == "done" and self.periodic.enabled:
-                self.periodic.session_curated(namespace, session_id)
+    def _again(self, key: tuple[str, str], after_s: float) -> None:
+        """Queue ``key`` again, due in ``after_s`` (unless it is queued sooner already)."""
+        with self._cond:
+            if not self._stopped:
+                due = time.monotonic() + after_s
+                self._due[key] = min(self._due.get(key, due), due)
+                self._cond.notify_all()
 
-    def _curate(self, namespace: str, session_id: str) -> str | None:
-        """Run every curating strategy on one session: "done", "failed", or None (forgotten)."""
+    def curate_now(self, namespace: str, session_id: str, wait_s: float | None = None,
+                   due: bool = False) -> bool:
+        """Curate one session in the namespace's curation turn (``Runtime.curating``), waiting
+        for it at most ``wait_s`` (default the lock wait, then ``LockBusy``). False when
+        ``wait_s`` is 0 and another process holds the turn (nothing was done). ``due``: the
+        worker's own pick, skipped when another process curated the session meanwhile."""
+        with ExitStack() as stack:
+            try:
+                turn = stack.enter_context(self.rt.curating(namespace, wait_s))
+            except LockBusy:
+                if wait_s == 0:
+                    return False
+                raise
+            state = self._curate(namespace, session_id, turn, due)
+            if state == "done" and self.periodic.enabled:
+                self.periodic.session_curated(namespace, session_id)
+        return True
+
+    def _curate(self, namespace: str, session_id: str, turn: Turn, due: bool) -> str | None:
+        """Run every curating strategy on one session: "done", "failed", or None (forgotten, or
+        ``due`` and curated by another process since it was queued here)."""
         from ..strategies import aliasstats  # lazy: pyarrow (strategies.aliasstats), not at start-up
 
         env = self.rt.env(namespace)
         sess = env.space.sessions.get(session_id)
         if sess is None:   # forgotten meanwhile
+            return None
+        if due and sess.curation == "done":
+            # each remember and forget marks its session queued before queueing it; "done" read in
+            # the turn means another process (its own queue) curated every message since
             return None
         queue = deque(self.times.longest_first(registry.with_hook(Curates)))
         failed: list[str] = []
@@ -219,6 +259,7 @@ class CurationWorker:
                 self.rt.writes.wait_clear(YIELD_MAX_S)
                 t0 = time.monotonic()
                 try:
+                    turn.check()   # still this process's turn (it was not stopped past the lease)
                     _fenced_curate(env, strat, session_id)
                 except Exception as exc:  # one strategy's failure must not stop the others
                     log.exception("curation of %s/%s by %s failed", namespace, session_id, strat.name)

@@ -131,7 +131,7 @@ def store_answer(rt: Runtime, namespace: str, text: str, by: str,
     from ..providers.base import ProviderError  # lazy: numpy (providers.base), not at start-up
     from ..strategies.hybrid.store import replace_session  # lazy: numpy (hybrid store), not at start-up
 
-    with rt.namespace_lock(namespace):
+    with rt.curating(namespace):
         job = plan_job(rt, namespace)
         if job is None or asked not in (None, digest(job.prompt)):
             return {"used": False, "why": "memory changed while the host's model wrote",

@@ -18,8 +18,8 @@ How it works, when N > 0:
   ``trigger="every N sessions"``; then the set is emptied. A consolidation that fails keeps
   the set, so the next curated session of the namespace tries again.
 
-Two processes curating one namespace at once may each miss the other's additions to the set
-(last write wins): consolidation then comes a few sessions late, never early or twice in a row.
+Processes curating one namespace take turns (``storage/curating.py``), and a turn after another
+process's reads the set afresh, so each curated session is counted once.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class PeriodicConsolidation:
         :class:`~trimem.tools.consolidate.ConsolidateResult`, or None when not due."""
         if not self.enabled:
             return None
-        with self.rt.namespace_lock(namespace):
+        with self.rt.curating(namespace):
             sessions = self.pending(namespace)
             if len(sessions) < self.every:
                 return None

@@ -12,8 +12,9 @@ import logging
 import threading
 import time
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from .curation_state import CallGate
 from .errors import ToolFailure
@@ -23,6 +24,7 @@ from ..strategies.base import Env
 from ..strategies.context import NamespaceContext
 
 if TYPE_CHECKING:
+    from ..storage.curating import Turn
     from ..storage.space import Space
     from ..strategies.base import Env
 
@@ -227,6 +229,24 @@ class Runtime:
     def namespace_lock(self, namespace: str) -> threading.RLock:
         """Held by curation of a namespace and by forget in it (``NamespaceContext.lock``)."""
         return self.context(namespace).lock
+
+    @contextmanager
+    def curating(self, namespace: str, wait_s: float | None = None,
+                 writes: bool = True) -> Iterator[Turn]:
+        """Held while a namespace's derived memory is curated (a session's step, consolidation,
+        the host model's curation): the namespace's lock in this process, then its curation
+        turn across processes (``storage/curating.py``; at most ``wait_s``, default the lock
+        wait, else ``LockBusy``). When another process curated the namespace since this one
+        last did, this process's caches and table handles of it are dropped first, so what
+        the curation reads includes the other's writes. ``writes`` False: a dry run."""
+        from .recall import catch_up  # lazy: cycle with tools.recall
+
+        turns = self.store.curations
+        with self.namespace_lock(namespace), turns.turn(namespace, wait_s, writes) as turn:
+            if turn.moved:
+                catch_up(self.env(namespace), force=True)
+                self.store.refresh("_meta")   # periodic consolidation's count (periodic.py)
+            yield turn
 
     def space(self, namespace: str) -> Space:
         """The namespace's storage, bound to the current embedding model."""

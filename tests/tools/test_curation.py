@@ -145,9 +145,9 @@ async def test_curation_starts_no_session_while_writes_keep_arriving(counter, cl
     started: list[float] = []
     orig = rt.curation.curate_now
 
-    def spy(ns, sid):
+    def spy(ns, sid, *args, **kwargs):
         started.append(time.monotonic())
-        return orig(ns, sid)
+        return orig(ns, sid, *args, **kwargs)
 
     monkeypatch.setattr(rt.curation, "curate_now", spy)
     for i in range(5):   # calls back to back, as an import or a long transcript makes them

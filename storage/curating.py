@@ -1,0 +1,121 @@
+"""One namespace's curation, one process at a time: a turn on a lease, and whether another process
+curated the namespace since this one last did.
+
+Curation reads what a namespace's derived tables hold and writes on that basis: the wiki's
+groups, pages and trajectory index, workspace's threads, hybrid's consolidation span every
+session of the namespace. Two processes on one memory folder (two hosts' servers, a server and
+the capture hook's drainer, an import) that curated sessions of one namespace at the same time
+each planned their writes from tables the other was rewriting: in three runs of eight sessions
+curated by two processes at once, the wiki's trajectories, groups and pages and workspace's edges
+came out unlike what one process derives in the order the steps began (115-137 of ~209 pages
+differed; 38 trajectories against 39-40). Each commit was under the namespace's write lock
+(``Store.write_lock``); the read-modify-write of a session's step was not.
+
+So a session's curation (and a consolidation, and the host model's curation) holds the
+namespace's *curation turn*: for a store in a local folder, a lease on
+``_locks/<namespace key>.curate.lease`` (``locks.py``: a dead or stopped holder loses it), apart
+from the write lock, which commits of remember, forget and the recall log take for milliseconds.
+A turn also tells its holder whether another process curated the namespace since this process's
+last turn (:attr:`Turn.moved`): each turn writes a new token to ``_locks/<key>.curated``, and a
+holder that finds a token other than its own drops its caches of the namespace's tables and
+reads them afresh (``Runtime.curating``). Without that, what this process read before
+(LanceDB's handles look for new versions once a second; the strategies' caches recheck row counts,
+which a rewrite in place does not move) could be older than the other's writes.
+
+A store on object storage has no lock files: there, turns are taken in this process only, as
+the write lock is, and two processes curating one namespace at once are not kept apart.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import secrets
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .locks import Held, LockBusy, lease_lock
+from .names import namespace_key
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A curation turn this process holds."""
+
+    held: Held | None   # the lease (None: an object-store home)
+    moved: bool         # another process curated the namespace since this one's last turn
+
+    def check(self) -> None:
+        """Raise ``locks.LockLost`` when another process took the turn over (this one was
+        stopped or hung past the lease): call before a step that writes."""
+        if self.held is not None:
+            self.held.check()
+
+
+class CurationTurns:
+    """The curation turns of one store's namespaces (see the module docstring)."""
+
+    def __init__(self, uri: str, lease_s: float, wait_s: float):
+        self.uri = uri
+        self.lease_s = lease_s
+        self.wait_s = wait_s
+        self._local = "://" not in uri
+        self._token = secrets.token_hex(8)    # this process's, in every token it writes
+        self._count = itertools.count(1)
+        self._mine: dict[str, str] = {}       # namespace key -> the last token this process saw to
+        self._guard = threading.Lock()
+        self._thread_locks: dict[str, threading.RLock] = {}   # object-store homes only
+
+    def _paths(self, key: str) -> tuple[Path, Path]:
+        folder = Path(self.uri) / "_locks"
+        return folder / f"{key}.curate.lease", folder / f"{key}.curated"
+
+    @contextmanager
+    def turn(self, namespace: str, wait_s: float | None = None,
+             writes: bool = True) -> Iterator[Turn]:
+        """Hold ``namespace``'s curation turn, waiting at most ``wait_s`` (default the store's
+        lock wait; 0 tries once), else ``locks.LockBusy``. Re-entrant in a thread. ``writes``
+        False (a dry run): the turn writes no token, as it changes nothing."""
+        key = namespace_key(namespace)
+        if not self._local:
+            with self._guard:
+                tlock = self._thread_locks.setdefault(key, threading.RLock())
+            if not tlock.acquire(timeout=self.wait_s if wait_s is None else wait_s):
+                raise LockBusy(f"namespace {namespace!r} is being curated by another task of "
+                               "this process: retry in a moment")
+            try:
+                yield Turn(None, False)
+            finally:
+                tlock.release()
+            return
+        lease_path, stamp_path = self._paths(key)
+        lock = lease_lock(lease_path, self.lease_s, self.wait_s)
+        with lock.hold(wait_s) as held:
+            with self._guard:
+                found = _read(stamp_path)
+                moved = found != self._mine.get(key)
+                if writes:
+                    mine = f"{self._token}.{next(self._count)}"
+                    # written now, not at the end: a holder that loses the turn half-way (stopped
+                    # past the lease) has told whoever takes it over that the tables moved
+                    _write(stamp_path, mine)
+                    self._mine[key] = mine
+                elif moved:   # read afresh now (Runtime.curating): the token found is seen
+                    self._mine[key] = found
+            yield Turn(held, moved)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _write(path: Path, token: str) -> None:
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(token, encoding="ascii")
+    os.replace(tmp, path)

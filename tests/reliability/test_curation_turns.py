@@ -1,0 +1,270 @@
+"""Processes curating one namespace take turns (``storage/curating.py``): real processes on one
+memory folder, real LanceDB, the real embedder.
+
+Two processes that curated sessions of one namespace at once each planned their writes from
+tables the other was rewriting (eight sessions at once: 115-137 of ~209 wiki pages came out
+unlike what one process derives in the order the steps began). With turns, their steps do not overlap, and what they derive equals
+what one process derives curating the sessions in the order the turns were taken. A session
+another process curated meanwhile is not curated again; a worker whose namespace another
+process is curating does not wait there (this process's forget is not held up)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+from trimem.bench.synth import Synth
+from trimem.server.settings import Settings
+from trimem.storage.curating import CurationTurns
+from trimem.tools.forget import forget
+from trimem.tools.remember import Message, remember
+from trimem.tools.runtime import Runtime
+
+N_SESSIONS = 6
+NOT_COMPARED = {"sources", "sessions", "recalls", "audit"}   # written by remember, or logs
+
+CURATOR = textwrap.dedent("""
+    import sys, time
+    from trimem.server.settings import Settings
+    from trimem.tools.runtime import Runtime
+
+    home, log, sids = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+    rt = Runtime(Settings(home=home, curation=False).to_config())
+    w = rt.curation
+    real = w._curate
+
+    def logged(ns, sid, *rest):   # runs inside the namespace's curation turn
+        t0 = time.time()
+        try:
+            return real(ns, sid, *rest)
+        finally:
+            with open(log, "a") as fh:
+                fh.write(f"{t0:.6f} {time.time():.6f} {sid}\\n")
+
+    w._curate = logged
+    for sid in sids:
+        w.enqueue("default", sid)
+    assert w.wait_idle(240)
+    assert not w.failures, list(w.failures)
+    rt.close(30)
+""")
+
+
+def runtime(home) -> Runtime:
+    return Runtime(Settings(home=str(home), curation=False).to_config())
+
+
+def state(rt: Runtime, sid: str):
+    got = rt.space("default").sessions.get(sid)
+    assert got is not None
+    return got
+
+
+def store_sessions(home: Path) -> list[str]:
+    made = Synth(seed=5).sessions()
+    rt = runtime(home)
+    sids = []
+    try:
+        for _ in range(N_SESSIONS):
+            sid, when, msgs = next(made)
+            turns = [Message(content=m["content"], speaker=m["speaker"], ref=f"{sid}-{i}")
+                     for i, m in enumerate(msgs)]
+            remember(rt, turns, session_id=sid, session_time=when, namespace="default")
+            sids.append(sid)
+        sessions = rt.space("default").sessions
+        for sid in sids:   # as a process that stopped before curating them leaves them
+            sessions.set_curation(sid, "queued", state(rt, sid).n_messages)
+    finally:
+        rt.close(30)
+    return sids
+
+
+def _value(key: str, v):
+    if isinstance(v, list) and v and isinstance(v[0], float):
+        return np.asarray(v, np.float32).tobytes()
+    if key == "lineage" and isinstance(v, str):   # its entries carry the wall-clock time
+        return [{k: x for k, x in e.items() if k != "at"} for e in json.loads(v)["history"]]
+    if key == "state" and isinstance(v, str) and v.startswith("{"):
+        d = json.loads(v)
+        d.get("sync", {}).pop("token", None)   # a random token, new at each write
+        return json.dumps(d, sort_keys=True)
+    return repr(v)
+
+
+def derived(home: Path) -> dict[str, list]:
+    """Every derived table of the namespace, row for row (wall-clock times and random tokens
+    left out: they differ between any two runs)."""
+    import lancedb
+
+    db = lancedb.connect(str(home))
+    out = {}
+    for name in db.list_tables(limit=1000).tables:
+        kind = name.split("__")[1] if name.startswith("ns_") else None
+        if kind is None or kind in NOT_COMPARED:
+            continue
+        rows = db.open_table(name).to_arrow().to_pylist()
+        out[kind] = sorted(repr(sorted((k, _value(k, v)) for k, v in r.items() if k != "created_at"))
+                           for r in rows)
+    return out
+
+
+def test_two_processes_take_turns_and_derive_what_one_process_does(tmp_path):
+    prep = tmp_path / "prep"
+    sids = store_sessions(prep)
+    shutil.copytree(prep, tmp_path / "two")
+    shutil.copytree(prep, tmp_path / "one")
+    log = tmp_path / "turns.log"
+    procs = [subprocess.Popen([sys.executable, "-c", CURATOR, str(tmp_path / "two"), str(log),
+                               ",".join(sids[k::2])], stderr=subprocess.PIPE, text=True)
+             for k in (0, 1)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-3000:]
+    steps = sorted((float(a), float(b), sid) for a, b, sid in
+                   (line.split() for line in log.read_text().splitlines()))
+    assert sorted(s for _, _, s in steps) == sorted(sids)
+    for (_, end, _), (start, _, _) in zip(steps, steps[1:]):
+        assert end <= start, f"two curation steps of one namespace overlapped: {steps}"
+
+    rt = runtime(tmp_path / "one")   # one process, in the order the turns were taken
+    try:
+        for _, _, sid in steps:
+            rt.curation.curate_now("default", sid)
+        assert not rt.curation.failures
+    finally:
+        rt.close(30)
+    one, two = derived(tmp_path / "one"), derived(tmp_path / "two")
+    assert {"wiki_pages", "wiki_groups", "memories", "ws_threads"} <= set(one)
+    assert one == two
+
+
+def test_a_session_another_process_curated_is_not_curated_again(tmp_path, monkeypatch):
+    from trimem.tools import curation
+
+    sids = store_sessions(tmp_path)[:1]
+    a, b = runtime(tmp_path), runtime(tmp_path)   # two stores on one folder: two processes' view
+    steps: list[str] = []
+    real = curation._fenced_curate
+    monkeypatch.setattr(curation, "_fenced_curate",
+                        lambda env, strat, sid: (steps.append(strat.name), real(env, strat, sid)))
+    try:
+        assert b.curation.curate_now("default", sids[0])
+        assert state(b, sids[0]).curation == "done"
+        n = len(steps)
+        assert n >= 3
+        assert a.curation.curate_now("default", sids[0], wait_s=0, due=True)   # a's queued copy
+        assert len(steps) == n
+        assert a.curation.curate_now("default", sids[0])   # asked for: curated again
+        assert len(steps) == 2 * n
+    finally:
+        a.close(30)
+        b.close(30)
+
+
+HOLDER = textwrap.dedent("""
+    import os, sys, time
+    from trimem.storage.curating import CurationTurns
+
+    turns = CurationTurns(sys.argv[1], 10.0, 30.0)
+    with turns.turn("default"):
+        open(sys.argv[2], "w").close()
+        while not os.path.exists(sys.argv[3]):
+            time.sleep(0.02)
+""")
+
+
+def test_a_worker_does_not_wait_in_another_processes_turn(tmp_path):
+    rt = runtime(tmp_path)
+    held, release = tmp_path / "held", tmp_path / "release"
+    holder = None
+    try:
+        remember(rt, [Message(content="The boat trip is on Friday.", speaker="user", ref="a"),
+                      Message(content="And the kayak stays home.", speaker="user", ref="b")],
+                 session_id="s", namespace="default")
+        rt.space("default").sessions.set_curation("s", "queued", 2)
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path), str(held),
+                                   str(release)], stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not held.exists():
+            assert holder.poll() is None and time.monotonic() < deadline, holder.stderr
+            time.sleep(0.02)
+        rt.curation.enqueue("default", "s")
+        time.sleep(1.5)   # the worker tried (and looks again every BUSY_RETRY_S)
+        assert state(rt, "s").curation == "queued"
+        t0 = time.monotonic()
+        forget(rt, refs=["b"], namespace="default")   # the namespace's lock is not held meanwhile
+        assert time.monotonic() - t0 < 10
+        release.touch()
+        assert holder.wait(60) == 0
+        assert rt.curation.wait_idle(120)
+        assert not rt.curation.failures
+        assert state(rt, "s").curation == "done"
+    finally:
+        release.touch()
+        if holder is not None:
+            holder.wait(60)
+        rt.close(30)
+
+
+def test_a_turn_says_whether_another_process_curated_since(tmp_path):
+    """Two ``CurationTurns`` on one folder stand for two processes (each its own token)."""
+    a, b = CurationTurns(str(tmp_path), 10.0, 5.0), CurationTurns(str(tmp_path), 10.0, 5.0)
+    seen = []
+    for who in (a, a, b, b, a, a, b):
+        with who.turn("default") as turn:
+            seen.append(turn.moved)
+    assert seen == [True, False, True, False, True, False, True]
+    with a.turn("other") as turn:   # per namespace
+        assert turn.moved
+    with b.turn("default") as turn:
+        assert not turn.moved
+    token = (tmp_path / "_locks").glob("*.curated")
+    before = {p.name: p.read_text() for p in token}
+    with a.turn("default", writes=False) as turn:   # a dry run: reads afresh, writes no token
+        assert turn.moved
+    assert {p.name: p.read_text() for p in (tmp_path / "_locks").glob("*.curated")} == before
+    with a.turn("default") as turn:
+        assert not turn.moved
+
+
+def test_a_turn_after_another_processes_reads_the_namespace_afresh(tmp_path):
+    """After another process's turn, this process's caches and table handles of the namespace
+    are dropped before it curates (its handles look for new versions once a second only, and
+    a rewrite in place moves no row count); after its own turn, they are kept."""
+
+    class Probe:
+        dropped = 0
+
+        def invalidate(self):
+            self.dropped += 1
+
+    sids = store_sessions(tmp_path)[:1]
+    a, b = runtime(tmp_path), runtime(tmp_path)
+    try:
+        probe = Probe()
+        a.context("default").put("probe", probe)
+        with a.curating("default"):
+            pass
+        a.space("default").sessions.get(sids[0])   # a reads: its handles are open
+        prefix = f"ns_{a.space('default').key}__"
+        assert any(n.startswith(prefix) for n in a.store._tables)
+        dropped = probe.dropped
+        with a.curating("default") as turn:   # its own turn was the last
+            assert not turn.moved
+            assert probe.dropped == dropped
+            assert any(n.startswith(prefix) for n in a.store._tables)
+        assert b.curation.curate_now("default", sids[0])
+        with a.curating("default") as turn:
+            assert turn.moved
+            assert probe.dropped > dropped
+            assert not any(n.startswith(prefix) for n in a.store._tables)
+    finally:
+        a.close(30)
+        b.close(30)
