@@ -219,6 +219,19 @@ class Store:
             for name in [n for n in self._tables if n.startswith(prefix)]:
                 del self._tables[name]
 
+    def see_latest(self, prefix: str = "") -> None:
+        """Move the cached table handles whose name starts with ``prefix`` to their newest
+        version now, not at the connection's next consistency check (1 s): after another
+        process's writes this one must read. Unlike :meth:`refresh`, the handles stay, so the
+        copies of tables the other process did not write stay too (``storage/tablecopy.py``)."""
+        with self.lock:
+            tables = [t for n, t in self._tables.items() if n.startswith(prefix)]
+        for tbl in tables:
+            try:
+                tbl.checkout_latest()
+            except (OSError, RuntimeError, ValueError):   # dropped meanwhile: reopened when read
+                self.refresh(tbl.name)
+
     def close(self, timeout: float = 30.0) -> bool:
         """Let running compactions and index builds finish and start no new ones (call before
         the process exits: a thread killed inside LanceDB's native code can crash the exit)."""

@@ -244,8 +244,12 @@ class Runtime:
         turns = self.store.curations
         with self.namespace_lock(namespace), turns.turn(namespace, wait_s, writes) as turn:
             if turn.moved:
-                catch_up(self.env(namespace), force=True)
-                self.store.refresh("_meta")   # periodic consolidation's count (periodic.py)
+                env = self.env(namespace)
+                catch_up(env)       # a forget there first (drops the handles: read afresh)
+                env.ns.invalidate()   # the strategies' caches (their row counts miss rewrites)
+                # the tables' handles to the newest versions; periodic consolidation's count
+                self.store.see_latest(f"ns_{env.space.key}__")
+                self.store.see_latest("_meta")
             yield turn
 
     def space(self, namespace: str) -> Space:
