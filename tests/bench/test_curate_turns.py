@@ -1,0 +1,31 @@
+"""``bench/curate_turns.py``: one namespace curated by one process, or by two taking turns."""
+
+from __future__ import annotations
+
+from argparse import Namespace
+
+import pytest
+
+from trimem.bench import curate_turns, scale
+from trimem.server.settings import Settings
+from trimem.tools.runtime import Runtime
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_it_curates_every_new_session_in_turns_and_times_each_step(scale_store, processes):
+    args = Namespace(home=scale_store, namespace=scale.NS, sessions=3, processes=processes,
+                     seed=78)
+    out = curate_turns.run(args)
+    assert len(out["sessions"]) == len(out["wall_s"]) == 3
+    assert min(out["wall_s"]) > 0
+    spans = out["spans"]
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+    rt = Runtime(Settings(home=scale_store, curation=False).to_config())
+    try:
+        space = rt.space(scale.NS)
+        for sid in out["sessions"]:   # every strategy curated it
+            row = space.sessions.get(sid)
+            assert row is not None and row.curation == "done"
+            assert space.memories.where({"session_id": sid})
+    finally:
+        rt.close()
