@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import ExitStack
 
+from ..storage.locks import LockBusy
 from .consolidate import run_consolidation
 
 log = logging.getLogger(__name__)
@@ -80,7 +82,13 @@ class PeriodicConsolidation:
         :class:`~trimem.tools.consolidate.ConsolidateResult`, or None when not due."""
         if not self.enabled:
             return None
-        with self.rt.curating(namespace):
+        with ExitStack() as stack:
+            try:   # not waiting: the worker thread holds nothing while another process curates
+                stack.enter_context(self.rt.curating(namespace, wait_s=0))
+            except LockBusy:   # the count stays: the next curated session tries again
+                log.info("namespace %r is being curated by another process; consolidating later",
+                         namespace)
+                return None
             sessions = self.pending(namespace)
             if len(sessions) < self.every:
                 return None

@@ -267,3 +267,34 @@ def test_a_turn_after_another_processes_reads_the_namespace_afresh(tmp_path):
     finally:
         a.close(30)
         b.close(30)
+
+
+def test_periodic_consolidation_does_not_wait_for_another_processes_turn(tmp_path):
+    rt = Runtime(Settings(home=str(tmp_path), curation=False,
+                          consolidate_every_sessions=1).to_config())
+    held, release = tmp_path / "held", tmp_path / "release"
+    holder = None
+    try:
+        remember(rt, [Message(content="Ana moved to Lisbon in May.", speaker="user")],
+                 session_id="s1", namespace="default")
+        periodic = rt.curation.periodic
+        periodic.session_curated("default", "s1")
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path), str(held),
+                                   str(release)], stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not held.exists():
+            assert holder.poll() is None and time.monotonic() < deadline, holder.stderr
+            time.sleep(0.02)
+        t0 = time.monotonic()
+        assert periodic.run_if_due("default") is None
+        assert time.monotonic() - t0 < 5
+        assert periodic.pending("default") == ["s1"]   # counted still: the next session tries
+        release.touch()
+        assert holder.wait(60) == 0
+        assert periodic.run_if_due("default") is not None
+        assert periodic.pending("default") == []
+    finally:
+        release.touch()
+        if holder is not None:
+            holder.wait(60)
+        rt.close(30)
