@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from argparse import Namespace
 
-import pytest
-
 from trimem.bench import curate_turns, scale
 from trimem.server.settings import Settings
 from trimem.tools.runtime import Runtime
 
 
-@pytest.mark.parametrize("processes", [1, 2])
-def test_it_curates_every_new_session_in_turns_and_times_each_step(scale_store, processes):
-    args = Namespace(home=scale_store, namespace=scale.NS, sessions=3, processes=processes,
-                     seed=78)
+def test_it_curates_every_new_session_in_turns_and_times_each_step(scale_store):
+    args = Namespace(home=scale_store, namespace=scale.NS, sessions=3, processes=2, seed=78)
     out = curate_turns.run(args)
     assert len(out["sessions"]) == len(out["wall_s"]) == 3
     assert min(out["wall_s"]) > 0

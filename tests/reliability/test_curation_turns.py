@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from trimem.bench.synth import Synth
 from trimem.server.settings import Settings
@@ -115,6 +116,7 @@ def derived(home: Path) -> dict[str, list]:
     return out
 
 
+@pytest.mark.slow   # ~15 s: three processes curate six sessions
 def test_two_processes_take_turns_and_derive_what_one_process_does(tmp_path):
     prep = tmp_path / "prep"
     sids = store_sessions(prep)
