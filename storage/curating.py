@@ -29,7 +29,6 @@ the write lock is, and two processes curating one namespace at once are not kept
 from __future__ import annotations
 
 import itertools
-import os
 import secrets
 import threading
 from contextlib import contextmanager
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .locks import Held, LockBusy, lease_lock
-from .names import namespace_key
+from .names import namespace_key, read_token, write_token
 
 
 @dataclass(frozen=True)
@@ -95,27 +94,15 @@ class CurationTurns:
         lock = lease_lock(lease_path, self.lease_s, self.wait_s)
         with lock.hold(wait_s) as held:
             with self._guard:
-                found = _read(stamp_path)
+                found = read_token(stamp_path)
                 moved = found != self._mine.get(key)
                 if writes:
                     mine = f"{self._token}.{next(self._count)}"
                     # written now, not at the end: a holder that loses the turn half-way (stopped
                     # past the lease) has told whoever takes it over that the tables moved
-                    _write(stamp_path, mine)
+                    write_token(stamp_path, mine)
                     self._mine[key] = mine
                 elif moved:   # read afresh now (Runtime.curating): the token found is seen
                     self._mine[key] = found
             yield Turn(held, moved)
 
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
-
-
-def _write(path: Path, token: str) -> None:
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(token, encoding="ascii")
-    os.replace(tmp, path)

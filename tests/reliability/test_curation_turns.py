@@ -17,7 +17,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -188,36 +190,48 @@ HOLDER = textwrap.dedent("""
 """)
 
 
+@contextmanager
+def turn_held_elsewhere(home: Path) -> Iterator[Callable[[], None]]:
+    """Another process holds ``default``'s curation turn on ``home`` until the yielded
+    ``release`` is called (or the block ends)."""
+    held, stop = home / "held", home / "release"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(home), str(held), str(stop)],
+                              stderr=subprocess.PIPE, text=True)
+
+    def release() -> None:
+        stop.touch()
+        assert holder.wait(60) == 0, holder.stderr
+
+    try:
+        deadline = time.monotonic() + 60
+        while not held.exists():
+            assert holder.poll() is None and time.monotonic() < deadline, holder.stderr
+            time.sleep(0.02)
+        yield release
+    finally:
+        stop.touch()
+        holder.wait(60)
+
+
 def test_a_worker_does_not_wait_in_another_processes_turn(tmp_path):
     rt = runtime(tmp_path)
-    held, release = tmp_path / "held", tmp_path / "release"
-    holder = None
     try:
         remember(rt, [Message(content="The boat trip is on Friday.", speaker="user", ref="a"),
                       Message(content="And the kayak stays home.", speaker="user", ref="b")],
                  session_id="s", namespace="default")
         rt.space("default").sessions.set_curation("s", "queued", 2)
-        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path), str(held),
-                                   str(release)], stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while not held.exists():
-            assert holder.poll() is None and time.monotonic() < deadline, holder.stderr
-            time.sleep(0.02)
-        rt.curation.enqueue("default", "s")
-        time.sleep(1.5)   # the worker tried (and looks again every BUSY_RETRY_S)
-        assert state(rt, "s").curation == "queued"
-        t0 = time.monotonic()
-        forget(rt, refs=["b"], namespace="default")   # the namespace's lock is not held meanwhile
-        assert time.monotonic() - t0 < 10
-        release.touch()
-        assert holder.wait(60) == 0
+        with turn_held_elsewhere(tmp_path) as release:
+            rt.curation.enqueue("default", "s")
+            time.sleep(1.5)   # the worker tried (and looks again every BUSY_RETRY_S)
+            assert state(rt, "s").curation == "queued"
+            t0 = time.monotonic()
+            forget(rt, refs=["b"], namespace="default")   # the namespace's lock is not held
+            assert time.monotonic() - t0 < 10
+            release()
         assert rt.curation.wait_idle(120)
         assert not rt.curation.failures
         assert state(rt, "s").curation == "done"
     finally:
-        release.touch()
-        if holder is not None:
-            holder.wait(60)
         rt.close(30)
 
 
@@ -280,29 +294,18 @@ def test_a_turn_after_another_processes_reads_the_namespace_afresh(tmp_path):
 def test_periodic_consolidation_does_not_wait_for_another_processes_turn(tmp_path):
     rt = Runtime(Settings(home=str(tmp_path), curation=False,
                           consolidate_every_sessions=1).to_config())
-    held, release = tmp_path / "held", tmp_path / "release"
-    holder = None
     try:
         remember(rt, [Message(content="Ana moved to Lisbon in May.", speaker="user")],
                  session_id="s1", namespace="default")
         periodic = rt.curation.periodic
         periodic.session_curated("default", "s1")
-        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path), str(held),
-                                   str(release)], stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while not held.exists():
-            assert holder.poll() is None and time.monotonic() < deadline, holder.stderr
-            time.sleep(0.02)
-        t0 = time.monotonic()
-        assert periodic.run_if_due("default") is None
-        assert time.monotonic() - t0 < 5
-        assert periodic.pending("default") == ["s1"]   # counted still: the next session tries
-        release.touch()
-        assert holder.wait(60) == 0
+        with turn_held_elsewhere(tmp_path) as release:
+            t0 = time.monotonic()
+            assert periodic.run_if_due("default") is None
+            assert time.monotonic() - t0 < 5
+            assert periodic.pending("default") == ["s1"]   # counted still: the next one tries
+            release()
         assert periodic.run_if_due("default") is not None
         assert periodic.pending("default") == []
     finally:
-        release.touch()
-        if holder is not None:
-            holder.wait(60)
         rt.close(30)
