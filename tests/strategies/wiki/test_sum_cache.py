@@ -4,7 +4,6 @@ from its snapshots when it is next written (``wikiupdate.resum``); the process t
 takes the sum it kept instead, and the pages come out bit for bit as when every session is
 curated by a new process (which keeps nothing) and as a rebuild from scratch gives them."""
 
-import time
 from datetime import datetime
 
 import numpy as np
@@ -34,7 +33,8 @@ def say(rt, sid, when, msgs) -> None:
     turns = [Message(content=m["content"], speaker=m["speaker"], ref=f"{sid}-{i}")
              for i, m in enumerate(msgs)]
     remember(rt, turns, session_id=sid, session_time=when, namespace="default")
-    WikiStrategy().curate(rt.env("default"), sid)
+    with rt.curating("default"):   # as the worker curates: in the namespace's curation turn
+        WikiStrategy().curate(rt.env("default"), sid)
 
 
 def exact_pages(space) -> dict:
@@ -82,8 +82,10 @@ def test_one_process_takes_the_sums_it_kept_and_writes_the_same_pages(tmp_path, 
 
 
 def test_a_write_by_another_process_is_summed_again(tmp_path, monkeypatch):
-    """Two processes curating sessions in turn: each one's kept sums miss after the other's
-    write, and the pages equal those of a process per session."""
+    """Two processes curating sessions in turn, back to back: each one's kept sums miss after
+    the other's write, and the pages equal those of a process per session. No pause for
+    LanceDB's read-consistency interval: a turn taken after the other process's sees its writes
+    (``Runtime.curating``), and so does the final read, made in a turn of its own."""
     made = sessions()
     for s in made:
         rt = runtime(tmp_path / "each")
@@ -96,8 +98,9 @@ def test_a_write_by_another_process_is_summed_again(tmp_path, monkeypatch):
     a, b = runtime(tmp_path / "two"), runtime(tmp_path / "two")
     for n, s in enumerate(made):
         say(a if n % 2 == 0 else b, *s)
-        time.sleep(1.2)   # the other process sees this write (LanceDB's read-consistency interval)
-    got = exact_pages(a.space("default"))
+    with a.curating("default") as turn:   # b curated last
+        assert turn.moved
+        got = exact_pages(a.space("default"))
     a.close()
     b.close()
     assert got == each
