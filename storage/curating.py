@@ -22,6 +22,13 @@ reads them afresh (``Runtime.curating``). Without that, what this process read b
 (LanceDB's handles look for new versions once a second; the strategies' caches recheck row counts,
 which a rewrite in place does not move) could be older than the other's writes.
 
+Turns are fair between processes that each have sessions waiting (``fair``, the worker's
+tries): a process that finds the turn taken leaves its claim in ``_locks/<key>.curate.next``,
+and a process about to take the turn while another's claim is fresh (``CLAIM_FRESH_S``) lets it
+go first. Without that a process curating many sessions back to back (an import, a captured
+transcript) took the turn again the moment it let it go, and the other's sessions (a live
+session's) waited on disk until it was done.
+
 A store on object storage has no lock files: there, turns are taken in this process only, as
 the write lock is, and two processes curating one namespace at once are not kept apart.
 """
@@ -31,13 +38,19 @@ from __future__ import annotations
 import itertools
 import secrets
 import threading
-from contextlib import contextmanager
+import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from .locks import Held, LockBusy, lease_lock
 from .names import namespace_key, read_token, write_token
+
+# How long a process's claim on the next turn stands: a few of the worker's looks at a busy
+# turn (every 0.2 s, ``tools/curation.BUSY_RETRY_S``), each of which renews it; a claim left by
+# a process that stopped waiting holds the others back at most this long.
+CLAIM_FRESH_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -68,16 +81,34 @@ class CurationTurns:
         self._guard = threading.Lock()
         self._thread_locks: dict[str, threading.RLock] = {}   # object-store homes only
 
-    def _paths(self, key: str) -> tuple[Path, Path]:
+    def _paths(self, key: str) -> tuple[Path, Path, Path]:
         folder = Path(self.uri) / "_locks"
-        return folder / f"{key}.curate.lease", folder / f"{key}.curated"
+        return (folder / f"{key}.curate.lease", folder / f"{key}.curated",
+                folder / f"{key}.curate.next")
+
+    def _claimed(self, path: Path) -> str | None:
+        """The process token of a fresh claim on the next turn (None: no claim, or stale)."""
+        who, _, at = read_token(path).partition(" ")
+        try:
+            fresh = 0 <= time.time() - float(at) < CLAIM_FRESH_S
+        except ValueError:
+            return None
+        return who if who and fresh else None
+
+    def _claim(self, path: Path) -> None:
+        """Claim the next turn, or renew this process's claim; another's fresh claim stands (two
+        processes overwriting each other's claims would each let the other go first)."""
+        if self._claimed(path) in (None, self._token):
+            write_token(path, f"{self._token} {time.time():.3f}")
 
     @contextmanager
-    def turn(self, namespace: str, wait_s: float | None = None,
-             writes: bool = True) -> Iterator[Turn]:
+    def turn(self, namespace: str, wait_s: float | None = None, writes: bool = True,
+             fair: bool = False) -> Iterator[Turn]:
         """Hold ``namespace``'s curation turn, waiting at most ``wait_s`` (default the store's
         lock wait; 0 tries once), else ``locks.LockBusy``. Re-entrant in a thread. ``writes``
-        False (a dry run): the turn writes no token, as it changes nothing."""
+        False (a dry run): the turn writes no token, as it changes nothing. ``fair`` (one try,
+        from a queue that will try again): busy while another process's claim is fresh, and a
+        claim of this process's left when the turn is taken (module docstring)."""
         key = namespace_key(namespace)
         if not self._local:
             with self._guard:
@@ -90,9 +121,19 @@ class CurationTurns:
             finally:
                 tlock.release()
             return
-        lease_path, stamp_path = self._paths(key)
+        lease_path, stamp_path, next_path = self._paths(key)
         lock = lease_lock(lease_path, self.lease_s, self.wait_s)
-        with lock.hold(wait_s) as held:
+        with ExitStack() as stack:
+            try:
+                if fair and self._claimed(next_path) not in (None, self._token):
+                    raise LockBusy(f"namespace {namespace!r}: another process's turn is next")
+                held = stack.enter_context(lock.hold(wait_s))
+            except LockBusy:
+                if fair:
+                    self._claim(next_path)
+                raise
+            if fair and self._claimed(next_path) == self._token:
+                next_path.unlink(missing_ok=True)
             with self._guard:
                 found = read_token(stamp_path)
                 moved = found != self._mine.get(key)

@@ -232,17 +232,18 @@ class Runtime:
 
     @contextmanager
     def curating(self, namespace: str, wait_s: float | None = None,
-                 writes: bool = True) -> Iterator[Turn]:
+                 writes: bool = True, fair: bool = False) -> Iterator[Turn]:
         """Held while a namespace's derived memory is curated (a session's step, consolidation,
         the host model's curation): the namespace's lock in this process, then its curation
         turn across processes (``storage/curating.py``; at most ``wait_s``, default the lock
         wait, else ``LockBusy``). When another process curated the namespace since this one
         last did, this process's caches and table handles of it are dropped first, so what
-        the curation reads includes the other's writes. ``writes`` False: a dry run."""
+        the curation reads includes the other's writes. ``writes`` False: a dry run. ``fair``:
+        the worker's try, which lets another process waiting for the turn go first."""
         from .recall import catch_up  # lazy: cycle with tools.recall
 
         turns = self.store.curations
-        with self.namespace_lock(namespace), turns.turn(namespace, wait_s, writes) as turn:
+        with self.namespace_lock(namespace), turns.turn(namespace, wait_s, writes, fair) as turn:
             if turn.moved:
                 env = self.env(namespace)
                 catch_up(env)       # a forget there first (drops the handles: read afresh)

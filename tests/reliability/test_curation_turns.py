@@ -26,7 +26,9 @@ import pytest
 
 from trimem.bench.synth import Synth
 from trimem.server.settings import Settings
-from trimem.storage.curating import CurationTurns
+from trimem.storage.curating import CLAIM_FRESH_S, CurationTurns
+from trimem.storage.locks import LockBusy
+from trimem.storage.names import namespace_key
 from trimem.tools.forget import forget
 from trimem.tools.remember import Message, remember
 from trimem.tools.runtime import Runtime
@@ -137,6 +139,9 @@ def test_two_processes_take_turns_and_derive_what_one_process_does(tmp_path):
     assert sorted(s for _, _, s in steps) == sorted(sids)
     for (_, end, _), (start, _, _) in zip(steps, steps[1:]):
         assert end <= start, f"two curation steps of one namespace overlapped: {steps}"
+    whose = [sids.index(sid) % 2 for _, _, sid in steps]   # which process curated it
+    switches = sum(x != y for x, y in zip(whose, whose[1:]))
+    assert switches >= 3, f"one process kept the turn while the other's sessions waited: {whose}"
 
     rt = runtime(tmp_path / "one")   # one process, in the order the turns were taken
     try:
@@ -198,14 +203,17 @@ def turn_held_elsewhere(home: Path) -> Iterator[Callable[[], None]]:
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(home), str(held), str(stop)],
                               stderr=subprocess.PIPE, text=True)
 
+    def failed() -> str:   # what the holder wrote, once it ended
+        return "(still running)" if holder.poll() is None else holder.communicate()[1]
+
     def release() -> None:
         stop.touch()
-        assert holder.wait(60) == 0, holder.stderr
+        assert holder.wait(60) == 0, failed()
 
     try:
         deadline = time.monotonic() + 60
         while not held.exists():
-            assert holder.poll() is None and time.monotonic() < deadline, holder.stderr
+            assert holder.poll() is None and time.monotonic() < deadline, failed()
             time.sleep(0.02)
         yield release
     finally:
@@ -233,6 +241,32 @@ def test_a_worker_does_not_wait_in_another_processes_turn(tmp_path):
         assert state(rt, "s").curation == "done"
     finally:
         rt.close(30)
+
+
+def test_a_process_waiting_for_the_turn_goes_next(tmp_path):
+    """A fair try that finds the turn taken claims the next; another process's fair try lets a
+    fresh claim go first, a stale one not; a try that is not fair (an explicit call) does not
+    look; and a claim is not overwritten by the process it holds back."""
+    a, b = CurationTurns(str(tmp_path), 10.0, 5.0), CurationTurns(str(tmp_path), 10.0, 5.0)
+    claim = tmp_path / "_locks" / f"{namespace_key('default')}.curate.next"
+    with turn_held_elsewhere(tmp_path) as release:
+        with pytest.raises(LockBusy), b.turn("default", wait_s=0, fair=True):
+            pass
+        with pytest.raises(LockBusy), a.turn("default", wait_s=0, fair=True):
+            pass
+        release()
+    assert claim.read_text().startswith(b._token)   # a's failed try left b's claim standing
+    with pytest.raises(LockBusy), a.turn("default", wait_s=0, fair=True):
+        pass
+    with a.turn("default", wait_s=0):   # not fair: an explicit call does not look
+        pass
+    with b.turn("default", wait_s=0, fair=True):   # b's own claim: taken, and cleared
+        assert not claim.exists()
+    with a.turn("default", wait_s=0, fair=True):
+        pass
+    claim.write_text(f"{b._token} {time.time() - CLAIM_FRESH_S - 1:.3f}")   # b stopped waiting
+    with a.turn("default", wait_s=0, fair=True):
+        pass
 
 
 def test_a_turn_says_whether_another_process_curated_since(tmp_path):
