@@ -29,8 +29,10 @@ go first. Without that a process curating many sessions back to back (an import,
 transcript) took the turn again the moment it let it go, and the other's sessions (a live
 session's) waited on disk until it was done.
 
-A store on object storage has no lock files: there, turns are taken in this process only, as
-the write lock is, and two processes curating one namespace at once are not kept apart.
+A store on object storage has no lock files: there the turn is a lease on the namespace's row
+of the store's ``_leases`` table (``bucket_lease.py``: taken by a conditional write, renewed
+while held), and the row carries the token. Claims on the next turn are kept in lock files only:
+on a bucket, a process curating many sessions may keep the turn until it is done.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
+from .bucket_lease import BucketHeld, BucketLeases
 from .locks import Held, LockBusy, lease_lock
 from .names import namespace_key, read_token, write_token
 
@@ -57,7 +60,7 @@ CLAIM_FRESH_S = 2.0
 class Turn:
     """A curation turn this process holds."""
 
-    held: Held | None   # the lease (None: an object-store home)
+    held: Held | BucketHeld | None   # the lease (a lock file, or a row on a bucket)
     moved: bool         # another process curated the namespace since this one's last turn
 
     def check(self) -> None:
@@ -70,7 +73,8 @@ class Turn:
 class CurationTurns:
     """The curation turns of one store's namespaces (see the module docstring)."""
 
-    def __init__(self, uri: str, lease_s: float, wait_s: float):
+    def __init__(self, uri: str, lease_s: float, wait_s: float,
+                 open_table: Callable[[str, Any], Any] | None = None):
         self.uri = uri
         self.lease_s = lease_s
         self.wait_s = wait_s
@@ -80,6 +84,43 @@ class CurationTurns:
         self._mine: dict[str, str] = {}       # namespace key -> the last token this process saw to
         self._guard = threading.Lock()
         self._thread_locks: dict[str, threading.RLock] = {}   # object-store homes only
+        self._bucket_held: dict[str, BucketHeld] = {}         # key -> the lease held (bucket)
+        self._leases = (BucketLeases(open_table, lease_s)
+                        if not self._local and open_table is not None else None)
+
+    @contextmanager
+    def _bucket_turn(self, namespace: str, key: str, wait_s: float | None,
+                     writes: bool) -> Iterator[Turn]:
+        """The turn on an object-store home: this process's thread lock, then (outermost only)
+        the namespace's row lease (``bucket_lease.py``), whose row carries the token."""
+        wait = self.wait_s if wait_s is None else wait_s
+        end = time.monotonic() + wait
+        with self._guard:
+            tlock = self._thread_locks.setdefault(key, threading.RLock())
+        got = tlock.acquire(timeout=wait) if wait > 0 else tlock.acquire(blocking=False)
+        if not got:
+            raise LockBusy(f"namespace {namespace!r} is being curated by another task of "
+                           "this process: retry in a moment")
+        try:
+            nested = self._bucket_held.get(key)
+            if nested is not None or self._leases is None:
+                yield Turn(nested, False)
+                return
+            mine = f"{self._token}.{next(self._count)}"
+            held, found = self._leases.take(key, mine, max(0.0, end - time.monotonic()),
+                                             lambda found: mine if writes else None)
+            with self._guard:
+                moved = found != self._mine.get(key)
+                if writes or moved:
+                    self._mine[key] = mine if writes else found
+            self._bucket_held[key] = held
+            try:
+                yield Turn(held, moved)
+            finally:
+                del self._bucket_held[key]
+                held.release()
+        finally:
+            tlock.release()
 
     def _paths(self, key: str) -> tuple[Path, Path, Path]:
         folder = Path(self.uri) / "_locks"
@@ -111,15 +152,8 @@ class CurationTurns:
         claim of this process's left when the turn is taken (module docstring)."""
         key = namespace_key(namespace)
         if not self._local:
-            with self._guard:
-                tlock = self._thread_locks.setdefault(key, threading.RLock())
-            if not tlock.acquire(timeout=self.wait_s if wait_s is None else wait_s):
-                raise LockBusy(f"namespace {namespace!r} is being curated by another task of "
-                               "this process: retry in a moment")
-            try:
-                yield Turn(None, False)
-            finally:
-                tlock.release()
+            with self._bucket_turn(namespace, key, wait_s, writes) as turn:
+                yield turn
             return
         lease_path, stamp_path, next_path = self._paths(key)
         lock = lease_lock(lease_path, self.lease_s, self.wait_s)

@@ -169,7 +169,8 @@ class Store:
         self.optimize_idle_s = optimize_idle_s
         self.lock_wait_s = lock_wait_s     # storage/locks.py
         self.lock_lease_s = lock_lease_s
-        self.curations = CurationTurns(self.uri, lock_lease_s, lock_wait_s)   # curating.py
+        self.curations = CurationTurns(self.uri, lock_lease_s, lock_wait_s,   # curating.py
+                                       open_table=self.open_table)
         # Another process (a second host's server on the same home) may write too: reads look
         # for newer versions at most once a second, so its writes show up without a restart.
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(seconds=1),
