@@ -90,10 +90,11 @@ def test_a_holder_stopped_past_its_lease_loses_the_turn(s3_env):
     time.sleep(2.0)             # the new holder renews its lease while it holds it
     other.check()
     other.release()
-    assert leases.read("k")["holder"] == ""
+    row = leases.read("k")
+    assert row is not None and row["holder"] == ""
 
 
-def test_two_machines_workers_curate_one_namespace_in_turns(s3_env):
+def test_two_machines_workers_curate_one_namespace_in_turns(s3_env, monkeypatch):
     """Two runtimes on one bucket (two machines' servers), each curating its own sessions of one
     namespace with its worker at the same moment: their steps never overlap, and every session
     is curated."""
@@ -129,7 +130,7 @@ def test_two_machines_workers_curate_one_namespace_in_turns(s3_env):
                 finally:
                     spans.append((t0, time.monotonic(), sid))
 
-            worker._curate = logged
+            monkeypatch.setattr(worker, "_curate", logged)
         for rt, share in zip(runtimes, shares):
             for sid in share:
                 rt.curation.enqueue("team", sid)
