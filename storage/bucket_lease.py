@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import timedelta
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -176,8 +177,6 @@ class BucketLeases:
                              name="trimem-lease-compact").start()
 
     def _compact(self, tbl: Any) -> None:
-        from datetime import timedelta
-
         from .db import retrying  # lazy: storage.db imports this module's user
 
         try:
