@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
@@ -54,7 +55,9 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     (``Store.write_lock``): forgets in several processes run one after the other, each from
     the newest table versions, and a recall record another process writes is either seen and
     deleted or refused afterwards (``storage.logs.Log._write_recalls``). It answers only once no table
-    lists a version from before its purge.
+    lists a version from before its purge. On a bucket (no lock files) it holds the namespace's
+    curation turn too (``storage/bucket_lease.py``): another machine's curation step ends before
+    it deletes, and the next one reads what is left.
     """
     v.namespace(namespace, rt.limits)
     ids = [v.text_field(f"ids[{k}]", x, rt.limits, required=True) for k, x in enumerate(ids or [])]
@@ -79,7 +82,13 @@ def forget(rt: Runtime, ids: list[str] | None = None, refs: list[str] | None = N
     try:
         for attempt in range(LOCK_TRIES):
             try:
-                with space.store.write_lock(ns) as held:
+                with ExitStack() as stack:
+                    if "://" in space.store.uri:
+                        # a bucket has no forget fence (``SpaceCore.fenced``): wait for another
+                        # machine's curation step instead of deleting under it, and make its next
+                        # step read afresh (the turn's token)
+                        stack.enter_context(space.store.curations.turn(ns))
+                    held = stack.enter_context(space.store.write_lock(ns))
                     # another process's forget may have purged the versions this process's
                     # handles and caches were made from: start from the newest
                     catch_up(rt.env(ns), force=True)

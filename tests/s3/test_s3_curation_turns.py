@@ -153,3 +153,69 @@ def test_two_machines_workers_curate_one_namespace_in_turns(s3_env, monkeypatch)
     finally:
         for rt in runtimes:
             rt.close(60)
+
+
+SECRET = "The storage unit code is 4417 and only the night guard knows it."
+
+
+def _holding(home: str, needle: str) -> list[str]:
+    """The tables of the store whose current rows hold ``needle`` in a string column."""
+    import lancedb
+    import pyarrow as pa
+
+    db = lancedb.connect(home)
+    out = []
+    for name in db.list_tables(limit=1000).tables:
+        data = db.open_table(name).to_arrow()
+        for col in data.itercolumns():
+            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                if any(needle in (v or "") for v in col.to_pylist()):
+                    out.append(name)
+                    break
+    return out
+
+
+def test_a_forget_on_another_machine_waits_for_the_curation_step(s3_env, monkeypatch):
+    """A bucket has no forget fence: a forget that deleted a message while another machine's
+    curation step had read it but not yet written let that step write rows quoting it. The
+    forget holds the curation turn there, so it deletes after the step, and nothing is left."""
+    from trimem.bench.synth import Synth
+    from trimem.server.settings import Settings
+    from trimem.storage import derived
+    from trimem.tools.forget import forget
+    from trimem.tools.remember import Message, remember
+    from trimem.tools.runtime import Runtime
+
+    home = s3_env["TRIMEM_HOME"]
+    a, b = (Runtime(Settings(home=home, curation=False).to_config()) for _ in range(2))
+    try:
+        sid, when, msgs = next(Synth(seed=12).sessions())
+        turns = [Message(content=m["content"], speaker=m["speaker"], ref=f"m{i}")
+                 for i, m in enumerate(msgs)]
+        turns.insert(3, Message(content=SECRET, speaker="user", ref="secret"))
+        remember(a, turns, session_id=sid, session_time=when, namespace="team")
+        row = a.space("team").sessions.get(sid)
+        assert row is not None
+        a.space("team").sessions.set_curation(sid, "queued", row.n_messages)
+
+        read, real = threading.Event(), derived.Derived.upsert
+
+        def slow_upsert(self, *args, **kw):   # a's step: read, then a pause before it writes
+            if self.core.store is a.store and not read.is_set():
+                read.set()
+                time.sleep(3.0)
+            return real(self, *args, **kw)
+
+        monkeypatch.setattr(derived.Derived, "upsert", slow_upsert)
+        step = threading.Thread(target=a.curation.curate_now, args=("team", sid))
+        step.start()
+        assert read.wait(120)
+        gone = forget(b, refs=["secret"], namespace="team")   # while a's step pauses
+        step.join(120)
+        assert gone.removed_sources == 1
+        assert not a.curation.failures
+    finally:
+        a.close(60)
+        b.close(60)
+    # without the turn: the memories and five wiki tables quoted it (checked)
+    assert _holding(home, "4417") == []
