@@ -62,6 +62,8 @@ def main(argv=None) -> None:
     ap.add_argument("--procs", type=int, default=1,
                     help="2 or more: that many worker processes on one bucket (bench/s3_procs.py)")
     ap.add_argument("--exchanges", type=int, default=30, help="with --procs: per worker")
+    ap.add_argument("--curation", action="store_true",
+                    help="with --procs: each worker curates what it stored, then recalls")
     ap.add_argument("--worker", help=argparse.SUPPRESS)   # s3_procs.py starts its workers so
     ap.add_argument("--names", help=argparse.SUPPRESS)
     ap.add_argument("--barriers", help=argparse.SUPPRESS)
@@ -71,12 +73,12 @@ def main(argv=None) -> None:
         from .s3_procs import worker
 
         worker(args.worker, args.names.split(","), args.exchanges, args.queries,
-               Path(args.barriers), Path(args.out))
+               Path(args.barriers), Path(args.out), args.curation)
         return
     if args.procs > 1:
         from .s3_procs import run
 
-        report = run(args.procs, args.exchanges, args.queries)
+        report = run(args.procs, args.exchanges, args.queries, args.curation)
         print(json.dumps(report, indent=2, default=str))
         sys.exit(0 if report["ok"] else 1)
     from .moto_s3 import MotoS3

@@ -8,7 +8,9 @@ messages of one session at one position), ``seq_gaps`` (positions not 0..n-1), `
 (a worker's messages in a session not in the order it wrote them), ``n_messages_off`` (a
 session row whose message count is not what the session holds), ``session_rows_doubled``
 (a session with more than one row), ``namespaces_off`` (the
-namespace list not exactly the namespaces written, each once).
+namespace list not exactly the namespaces written, each once). With ``curation``:
+``uncurated`` (a session not marked curated) and ``derived_leaked`` (a derived row of a
+worker's own namespace quoting another worker's message).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 
-def check(home: str, reports: list[dict], names: list[str]) -> dict:
+def check(home: str, reports: list[dict], names: list[str], curation: bool = False) -> dict:
     from ..server.settings import Settings
     from ..tools.runtime import Runtime
 
@@ -29,7 +31,8 @@ def check(home: str, reports: list[dict], names: list[str]) -> dict:
     owner = {ref: ns for ns, refs in expect.items() for ref in refs}
     out = Counter({k: 0 for k in ("lost", "doubled", "wrong_id", "leaked", "extra", "seq_twins",
                                   "seq_gaps", "out_of_order", "n_messages_off",
-                                  "session_rows_doubled", "namespaces_off")})
+                                  "session_rows_doubled", "namespaces_off")}
+                  | ({"uncurated": 0, "derived_leaked": 0} if curation else {}))
     detail: list[str] = []
     rt = Runtime(Settings(home=home, curation=False).to_config())
     try:
@@ -62,6 +65,8 @@ def check(home: str, reports: list[dict], names: list[str]) -> dict:
                     out["extra"] += 1
                     detail.append(f"extra {ns}/{r.ref}")
             _sessions(space, ns, rows, written, out, detail)
+            if curation:
+                _curated(rt, space, ns, names, out, detail)
     finally:
         rt.close()
     return dict(out) | {"messages": sum(len(v) for v in expect.values()), "detail": detail[:40]}
@@ -98,3 +103,23 @@ def _sessions(space, ns: str, rows: list, written: dict, out: Counter, detail: l
             out["n_messages_off"] += 1
             detail.append(f"{ns}/{sid}: session row says "
                           f"{session.n_messages if session else None}, holds {len(got)}")
+
+
+def _curated(rt, space, ns: str, names: list[str], out: Counter, detail: list[str]) -> None:
+    """Every session curated; no derived row of a worker's own namespace quoting another's
+    message (each message carries its writer's marker, ``s3_procs.marker``)."""
+    for sid in space.sessions.uncurated():
+        out["uncurated"] += 1
+        detail.append(f"{ns}/{sid}: not curated")
+    owner = ns.removeprefix("own-") if ns.startswith("own-") else None
+    if owner is None:
+        return
+    others = [f"zz{n}x" for n in names if n != owner]
+    for name in rt.store.table_names():
+        if not name.startswith(f"ns_{space.key}__") or "__sources" in name:
+            continue
+        for row in rt.store.open_table(name).to_arrow().to_pylist():
+            text = " ".join(str(v) for v in row.values() if isinstance(v, str))
+            if any(o in text for o in others):
+                out["derived_leaked"] += 1
+                detail.append(f"{name}: a row quotes another worker's message")

@@ -12,6 +12,12 @@ shared one; a recall from its own namespace quoting the other's messages counts 
 Then ``s3_check.py`` reads every namespace from a fresh runtime. Reported: per worker remember
 and recall p50 / p95 (ms), and what was lost, doubled, leaked or misnumbered; the exit status
 is 1 if anything was.
+
+``--curation``: each worker's server curates what it stored, as a server does (the shared
+namespace's sessions by both, taking turns: ``storage/bucket_lease.py``), and waits for its
+queue to drain before the recalls (the drain's seconds are reported). The check then also counts
+sessions left uncurated and derived rows of a worker's own namespace quoting the other's
+messages.
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ def barrier(folder: Path, step: str, me: str, names: list[str], timeout: float =
 
 
 def worker(name: str, names: list[str], exchanges: int, queries: int, barriers: Path,
-           out: Path) -> None:
+           out: Path, curation: bool = False) -> None:
     from ..server.settings import Settings
     from ..tools.recall import recall
     from ..tools.remember import Message, remember
@@ -67,7 +73,7 @@ def worker(name: str, names: list[str], exchanges: int, queries: int, barriers: 
     from .synth import Synth
 
     others = [n for n in names if n != name]
-    rt = Runtime(Settings(home=HOME_URI, curation=False).to_config())
+    rt = Runtime(Settings(home=HOME_URI, curation=curation).to_config())
     rt.embed(["warm up"])
     syn = Synth(seed=11 + names.index(name))
     turns = iter(m["content"] for _, _, msgs in syn.sessions() for m in msgs)
@@ -83,6 +89,10 @@ def worker(name: str, names: list[str], exchanges: int, queries: int, barriers: 
             acks.append({"ns": ns, "sid": sid, "refs": [m.ref for m in msgs],
                          "ids": res.source_ids, "stored": res.stored})
     barrier(barriers, "written", name, names)
+    t0 = time.perf_counter()
+    drained = rt.curation.wait_idle(1800) if curation else True
+    drain_s = round(time.perf_counter() - t0, 1)
+    barrier(barriers, "curated", name, names)
     rec: dict[str, list[float]] = {"plain": [], "auto": []}
     leaks: list[str] = []
     for q in syn.pick_questions(queries, seed=3):
@@ -101,7 +111,9 @@ def worker(name: str, names: list[str], exchanges: int, queries: int, barriers: 
               "remember_ms_p50": ms_pct(rem_ms, 0.5), "remember_ms_p95": ms_pct(rem_ms, 0.95),
               **{f"recall_{s}_ms_{p}": ms_pct(xs, q) for s, xs in rec.items()
                  for p, q in (("p50", 0.5), ("p95", 0.95))},
-              "recalls": sum(len(xs) for xs in rec.values()), "recall_leaks": leaks, "acks": acks}
+              "recalls": sum(len(xs) for xs in rec.values()), "recall_leaks": leaks, "acks": acks,
+              "curation": curation, "curation_drain_s": drain_s if curation else None,
+              "curation_drained": drained, "curation_failures": len(rt.curation.failures)}
     out.write_text(json.dumps(report))
 
 
@@ -117,7 +129,7 @@ def machine_env(base: dict[str, str], folder: Path, s3_env: dict[str, str]) -> d
         "TRIMEM_HOME": HOME_URI, "LANCEDB_LOG": "error"}
 
 
-def run(procs: int = 2, exchanges: int = 30, queries: int = 10) -> dict:
+def run(procs: int = 2, exchanges: int = 30, queries: int = 10, curation: bool = False) -> dict:
     """Start moto, the workers, wait, check: the report (``ok`` False if anything went wrong)."""
     from .moto_s3 import MotoS3
     from .s3_check import check
@@ -134,6 +146,7 @@ def run(procs: int = 2, exchanges: int = 30, queries: int = 10) -> dict:
             cmd = [sys.executable, "-m", "trimem.bench.s3", "--worker", n, "--names", ",".join(names),
                    "--exchanges", str(exchanges), "--queries", str(queries),
                    "--barriers", str(root / "barriers"), "--out", str(root / f"{n}.json")]
+            cmd += ["--curation"] if curation else []
             workers[n] = subprocess.Popen(cmd, env=machine_env(dict(os.environ), root / n,
                                                                  s3.env_for()),
                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -148,13 +161,14 @@ def run(procs: int = 2, exchanges: int = 30, queries: int = 10) -> dict:
         local = {n: sorted(str(p.relative_to(root / n)) for p in (root / n).rglob("*")
                            if p.is_file()) for n in names}
         os.environ.update(s3.env_for())          # the checker reads the bucket from here
-        checked = check(HOME_URI, reports, names) if not failed else {}
+        checked = check(HOME_URI, reports, names, curation) if not failed else {}
     acks = [a for r in reports for a in r.pop("acks")]
     problems = sum(v for k, v in checked.items() if isinstance(v, int) and k != "messages")
-    leaks = sum(len(r["recall_leaks"]) for r in reports)
+    leaks = sum(len(r["recall_leaks"]) + r["curation_failures"] + (not r["curation_drained"])
+                for r in reports)
     return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "if_none_match_overwrite": conditional, "procs": procs, "exchanges": exchanges,
-            "queries": queries, "wall_s": wall, "remember_calls": len(acks),
+            "queries": queries, "curation": curation, "wall_s": wall, "remember_calls": len(acks),
             "workers": reports, "check": checked, "worker_failures": failed,
             "process_local_files": local,
             "ok": not failed and problems == 0 and leaks == 0}

@@ -16,11 +16,16 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def test_two_machines_share_a_bucket_and_keep_their_namespaces_apart():
+@pytest.mark.parametrize("curation", [False, True], ids=["stored", "curated"])
+def test_two_machines_share_a_bucket_and_keep_their_namespaces_apart(curation):
+    """Curated: each worker's server curates what it stored (the shared namespace by both, in
+    turns), every session ends curated, and no derived row of a worker's own namespace quotes
+    the other's messages."""
     pytest.importorskip("moto.server", reason='pip install "moto[server]"')
     done = subprocess.run([sys.executable, "-m", "trimem.bench.s3", "--procs", "2",
-                           "--exchanges", "4", "--queries", "2"],
-                          capture_output=True, text=True, timeout=300)
+                           "--exchanges", "4", "--queries", "2"]
+                          + (["--curation"] if curation else []),
+                          capture_output=True, text=True, timeout=600)
     report = json.loads(done.stdout)
     check = report["check"]
     assert report["worker_failures"] == {}
@@ -30,3 +35,7 @@ def test_two_machines_share_a_bucket_and_keep_their_namespaces_apart():
     assert [w["recall_leaks"] for w in report["workers"]] == [[], []]
     assert all(w["recalls"] == 2 * 2 * 2 for w in report["workers"])
     assert report["ok"] and done.returncode == 0
+    if curation:
+        assert {"uncurated", "derived_leaked"} <= set(check)
+        assert all(w["curation_drained"] and w["curation_drain_s"] > 0
+                   for w in report["workers"])
