@@ -17,7 +17,7 @@ string "subject relation object", with its resolved date(s) appended when the te
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..base import spoken
 from ..ids import stable_id
@@ -39,9 +39,9 @@ DERIVED_ORIGINS = ("heuristic", "llm")
 KEPT_ORIGINS = ("host", "sampled")   # written by the host (or its model): curation keeps them
 
 
-def session_rows(space: StrategySpace, session_id: str) -> list[Memory]:
-    """Every hybrid memory row (any status) of one session."""
-    return space.memories.where({"session_id": session_id, "kind": list(KINDS)})
+def session_rows(space: StrategySpace, session_id: str, vectors: bool = False) -> list[Memory]:
+    """Every hybrid memory row (any status) of one session (with its vector if ``vectors``)."""
+    return space.memories.where({"session_id": session_id, "kind": list(KINDS)}, vectors)
 
 
 def llm_usable(llm: LLM | None) -> TypeGuard[LLM]:
@@ -86,8 +86,12 @@ def build_rows(episodes: list[Episode], tuples: list[Fact], session_id: str, whe
 def curate(env: Env, session_id: str) -> dict:
     """(Re)build the hybrid memories of one session; returns what was done (for logs/tests)."""
     space = env.space
-    existing = session_rows(space, session_id)
+    existing = session_rows(space, session_id, vectors=True)
     stale = [r.id for r in existing if r.origin in DERIVED_ORIGINS]
+    # a live session is curated again after each exchange; most of its episodes' and facts'
+    # texts come out as before: their vectors are taken back instead of embedded again
+    known = {r.text: r.vector for r in existing
+             if r.origin in DERIVED_ORIGINS and r.vector is not None}
     if stale:
         space.memories.delete(stale)
     kept = next((r.origin for r in existing if r.origin in KEPT_ORIGINS), None)
@@ -110,16 +114,22 @@ def curate(env: Env, session_id: str) -> dict:
         episodes, tuples = heuristics.curate_session(turns, vectors, when, space.dim)
     now = space.now()
     rows = build_rows(episodes, tuples, session_id, when, origin, now, written_by)
-    write(env, rows)
+    write(env, rows, known=known)
     return {"origin": origin, "removed": len(stale), "added": len(rows),
             "episodes": len(episodes), "facts": len(tuples)}
 
 
-def write(env: Env, rows: list[Memory], replacing: dict[str, list[str]] | None = None) -> None:
-    """Embed ``rows``' texts and store them."""
-    if rows:
-        vecs = env.embed([r.text for r in rows])
-        env.space.memories.add([r.with_vector(v) for r, v in zip(rows, vecs)], replacing)
+def write(env: Env, rows: list[Memory], replacing: dict[str, list[str]] | None = None,
+          known: dict[str, Any] | None = None) -> None:
+    """Embed ``rows``' texts and store them. ``known``: text -> the vector a row of this
+    namespace's table already holds for it (the embedding of that text by this model, as
+    stored), taken instead of embedding the text again."""
+    if not rows:
+        return
+    known = known or {}
+    todo = sorted({r.text for r in rows if r.text not in known})
+    vectors = known | (dict(zip(todo, env.embed(todo))) if todo else {})
+    env.space.memories.add([r.with_vector(vectors[r.text]) for r in rows], replacing)
 
 
 def replace_session(env: Env, session_id: str, episodes: list[Episode], tuples: list[Fact],
