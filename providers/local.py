@@ -27,6 +27,12 @@ Design choices:
   for a long neighbour; results are scattered back to input order.
 * **Threads.** ``intra_op_num_threads = min(2, cpu_count)``: the target machines are small,
   and more threads than cores only adds contention with the rest of the server.
+* **Recent vectors kept.** The last ``MEMO_ROWS`` vectors are kept by their token ids (after
+  truncation at ``MAX_SEQ_LEN``), and a text whose ids were embedded lately is not run through
+  the model again: a live session's growing episode (hybrid curates the session again after each
+  exchange; past 256 tokens what it appends is cut off anyway), a question asked again. A row's
+  vector does not depend on the batch it was computed in (padding is masked out; checked bit for
+  bit), so a kept vector is the one the model would give. 1,024 rows hold ~2 MB.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +53,7 @@ from .packaged import BERT_UNCASED_VOCAB, MINILM_INT8_ONNX
 log = logging.getLogger(__name__)
 
 MAX_SEQ_LEN = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
+MEMO_ROWS = 1024   # recent vectors kept by their token ids (module docstring)
 
 
 def import_onnxruntime() -> Any:
@@ -99,6 +107,8 @@ class LocalEmbedder:
         self.batch_tokens = max(1, int(batch_tokens))
         self._threads = threads or min(2, os.cpu_count() or 1)
         self._lock = threading.Lock()
+        self._memo: OrderedDict[bytes, np.ndarray] = OrderedDict()   # token ids -> vector
+        self._memo_lock = threading.Lock()
         # Filled by load(); None means "not loaded yet".
         self._tokenizer: Any = None
         self._session: Any = None  # onnxruntime.InferenceSession
@@ -162,7 +172,19 @@ class LocalEmbedder:
             return out
         self.load()
         encodings = self._tokenizer.encode_batch(texts)
-        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
+        keys = [np.asarray(e.ids, dtype=np.int32).tobytes() for e in encodings]
+        todo: dict[bytes, list[int]] = {}   # ids not kept -> the rows that have them
+        with self._memo_lock:
+            for i, key in enumerate(keys):
+                kept = self._memo.get(key)
+                if kept is None:
+                    todo.setdefault(key, []).append(i)
+                else:
+                    self._memo.move_to_end(key)
+                    out[i] = kept
+        first = np.fromiter((rows[0] for rows in todo.values()), dtype=np.int64, count=len(todo))
+        lengths = np.fromiter((len(encodings[i].ids) for i in first), dtype=np.int64,
+                              count=len(first))
         order = np.argsort(lengths, kind="stable")
         for idx in self._batches(lengths[order], order):
             width = int(lengths[idx[-1]])  # sorted ascending: the last row is the longest
@@ -170,10 +192,19 @@ class LocalEmbedder:
             mask = np.zeros((len(idx), width), dtype=np.int64)
             for row, i in enumerate(idx):
                 n = lengths[i]
-                ids[row, :n] = encodings[i].ids
+                ids[row, :n] = encodings[first[i]].ids
                 mask[row, :n] = 1
-            out[idx] = self._forward(ids, mask)
+            for i, vec in zip(idx, self._forward(ids, mask)):
+                self._keep(keys[first[i]], vec.copy())   # not a view of the whole batch
+                out[todo[keys[first[i]]]] = vec
         return out
+
+    def _keep(self, key: bytes, vec: np.ndarray) -> None:
+        with self._memo_lock:
+            self._memo[key] = vec
+            self._memo.move_to_end(key)
+            while len(self._memo) > MEMO_ROWS:
+                self._memo.popitem(last=False)
 
     def _batches(self, sorted_lengths: np.ndarray, order: np.ndarray) -> list[np.ndarray]:
         """Cut the length-sorted indices into runs of at most ``batch_size`` rows whose padded

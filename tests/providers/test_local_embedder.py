@@ -221,3 +221,35 @@ def test_a_damaged_vocabulary_is_refused_and_names_trimem(monkeypatch):
     monkeypatch.setattr("trimem.providers.local.BERT_UNCASED_VOCAB", other)
     with pytest.raises(ProviderError):
         LocalEmbedder().embed(["x"])
+
+
+def test_recent_vectors_are_kept_by_their_token_ids(monkeypatch):
+    """A text whose token ids were embedded lately is not run through the model again, and
+    gets the vector the model gives it (bit for bit); a text past ``MAX_SEQ_LEN`` tokens whose
+    tail alone changed has the same ids; the kept rows stay within ``MEMO_ROWS``."""
+    from trimem.providers import local
+
+    monkeypatch.setattr(local, "MEMO_ROWS", 4)
+    e = LocalEmbedder()
+    ran: list[int] = []
+    real = e._forward
+
+    def counted(ids, mask):
+        ran.append(len(ids))
+        return real(ids, mask)
+
+    monkeypatch.setattr(e, "_forward", counted)
+    long = "We walked along the river and talked about the garden and the coast. " * 30
+    texts = ["the coast trip was lovely", "alpha beta", "the coast trip was lovely", long]
+    first = e.embed(texts)
+    assert sum(ran) == 3                                    # the twin ran once
+    fresh = LocalEmbedder()
+    assert np.array_equal(first, np.stack([fresh.embed([t])[0] for t in texts]))
+    ran.clear()
+    again = e.embed([long + " And then it rained all afternoon.", "alpha beta"])
+    assert ran == [] and np.array_equal(again, first[[3, 1]])   # cut off at 256 tokens
+    e.embed([f"text number {k}" for k in range(6)])
+    assert len(e._memo) == 4
+    ran.clear()
+    e.embed(["alpha beta"])                                 # pushed out: embedded again
+    assert ran == [1]
