@@ -143,6 +143,27 @@ class BucketLeases:
                                "wait: retry in a moment")
             time.sleep(POLL_S)
 
+    # -- claims on the next turn (``curating.py``'s fair tries), rows of their own -------------
+    def claimed(self, key: str) -> str | None:
+        """Who holds a claim on ``key``'s next turn that has not run out (None: no one)."""
+        row = self.read(f"{key}.next")
+        fresh = row is not None and row["holder"] and row["expires_ms"] > _now_ms()
+        return row["holder"] if row is not None and fresh else None
+
+    def claim(self, key: str, me: str, fresh_s: float) -> None:
+        """Claim ``key``'s next turn for ``fresh_s`` (or renew this claim); another's claim that
+        has not run out stands, and of two claiming at once one wins (a conditional write)."""
+        row = self.read(f"{key}.next")
+        now = _now_ms()
+        if row is not None and row["holder"] not in ("", me) and row["expires_ms"] > now:
+            return
+        seen = None if row is None else (row["holder"], row["expires_ms"])
+        self.write(f"{key}.next", me, now + int(fresh_s * 1000), "", seen=seen)
+
+    def unclaim(self, key: str, me: str) -> None:
+        """Drop this process's claim on ``key``'s next turn (it has the turn now)."""
+        self.write(f"{key}.next", "", 0, "", mine=me)
+
     def write(self, key: str, holder: str, expires_ms: int, token: str, *,
               seen: tuple[str, int] | None = None, mine: str | None = None) -> bool:
         """One conditional write of ``key``'s row; True when it was written. ``seen``: only if

@@ -31,8 +31,7 @@ session's) waited on disk until it was done.
 
 A store on object storage has no lock files: there the turn is a lease on the namespace's row
 of the store's ``_leases`` table (``bucket_lease.py``: taken by a conditional write, renewed
-while held), and the row carries the token. Claims on the next turn are kept in lock files only:
-on a bucket, a process curating many sessions may keep the turn until it is done.
+while held), the row carries the token, and a claim on the next turn is a row of that table.
 """
 
 from __future__ import annotations
@@ -89,10 +88,11 @@ class CurationTurns:
                         if not self._local and open_table is not None else None)
 
     @contextmanager
-    def _bucket_turn(self, namespace: str, key: str, wait_s: float | None,
-                     writes: bool) -> Iterator[Turn]:
+    def _bucket_turn(self, namespace: str, key: str, wait_s: float | None, writes: bool,
+                     fair: bool) -> Iterator[Turn]:
         """The turn on an object-store home: this process's thread lock, then (outermost only)
-        the namespace's row lease (``bucket_lease.py``), whose row carries the token."""
+        the namespace's row lease (``bucket_lease.py``), whose row carries the token; the
+        claims of ``fair`` tries are rows of that table too."""
         wait = self.wait_s if wait_s is None else wait_s
         end = time.monotonic() + wait
         with self._guard:
@@ -106,9 +106,19 @@ class CurationTurns:
             if nested is not None or self._leases is None:
                 yield Turn(nested, False)
                 return
-            mine = f"{self._token}.{next(self._count)}"
-            held, found = self._leases.take(key, mine, max(0.0, end - time.monotonic()),
-                                             lambda found: mine if writes else None)
+            leases, mine = self._leases, f"{self._token}.{next(self._count)}"
+            claim = leases.claimed(key) if fair else None
+            if claim not in (None, self._token):
+                raise LockBusy(f"namespace {namespace!r}: another process's turn is next")
+            try:
+                held, found = leases.take(key, mine, max(0.0, end - time.monotonic()),
+                                          lambda found: mine if writes else None)
+            except LockBusy:
+                if fair:
+                    leases.claim(key, self._token, CLAIM_FRESH_S)
+                raise
+            if claim == self._token:
+                leases.unclaim(key, self._token)
             with self._guard:
                 moved = found != self._mine.get(key)
                 if writes or moved:
@@ -152,7 +162,7 @@ class CurationTurns:
         claim of this process's left when the turn is taken (module docstring)."""
         key = namespace_key(namespace)
         if not self._local:
-            with self._bucket_turn(namespace, key, wait_s, writes) as turn:
+            with self._bucket_turn(namespace, key, wait_s, writes, fair) as turn:
                 yield turn
             return
         lease_path, stamp_path, next_path = self._paths(key)

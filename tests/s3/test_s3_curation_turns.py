@@ -13,6 +13,7 @@ import pytest
 from trimem.storage.bucket_lease import BucketLeases
 from trimem.storage.db import Store
 from trimem.storage.locks import LockBusy, LockLost
+from trimem.storage.names import namespace_key
 
 pytestmark = pytest.mark.slow
 
@@ -96,8 +97,9 @@ def test_a_holder_stopped_past_its_lease_loses_the_turn(s3_env):
 
 def test_two_machines_workers_curate_one_namespace_in_turns(s3_env, monkeypatch):
     """Two runtimes on one bucket (two machines' servers), each curating its own sessions of one
-    namespace with its worker at the same moment: their steps never overlap, and every session
-    is curated."""
+    namespace with its worker at the same moment: their steps never overlap, the turn passes
+    from one to the other while both have sessions waiting (without the claims: 0 0 1 1), and
+    every session is curated."""
     from trimem.bench.synth import Synth
     from trimem.server.settings import Settings
     from trimem.tools.remember import Message, remember
@@ -140,6 +142,8 @@ def test_two_machines_workers_curate_one_namespace_in_turns(s3_env, monkeypatch)
         spans.sort()
         assert sorted(s for *_, s in spans) == sorted(shares[0] + shares[1])
         assert min(end - begin for begin, end, _ in spans) > 0.2   # whole steps: every strategy
+        whose = [0 if sid in shares[0] else 1 for *_, sid in spans]
+        assert whose in ([0, 1, 0, 1], [1, 0, 1, 0]), whose   # the turn passes (claims)
         for (_, end, _), (begin, _, _) in zip(spans, spans[1:]):
             assert end <= begin, spans
         last = next(sid for *_, sid in reversed(spans))
@@ -219,3 +223,29 @@ def test_a_forget_on_another_machine_waits_for_the_curation_step(s3_env, monkeyp
         b.close(60)
     # without the turn: the memories and five wiki tables quoted it (checked)
     assert _holding(home, "4417") == []
+
+
+def test_a_machine_waiting_for_the_turn_goes_next(s3_env):
+    """Claims on a bucket are rows of the lease table: a fair try that finds the turn taken
+    claims the next; the other machine's fair try lets the claim go first; a try that is not
+    fair does not look; a claim that ran out holds no one back."""
+    a, b = stores(s3_env["TRIMEM_HOME"])
+    leases = BucketLeases(a.open_table, 10.0)
+    key = namespace_key("default")
+    with a.curations.turn("default"):
+        with pytest.raises(LockBusy), b.curations.turn("default", wait_s=0, fair=True):
+            pass
+    assert leases.claimed(key) == b.curations._token
+    with pytest.raises(LockBusy), a.curations.turn("default", wait_s=0, fair=True):
+        pass
+    assert leases.claimed(key) == b.curations._token   # a's failed try left b's claim standing
+    with a.curations.turn("default", wait_s=0):         # not fair: an explicit call
+        pass
+    with b.curations.turn("default", wait_s=0, fair=True):   # b's own claim: taken, cleared
+        assert leases.claimed(key) is None
+    with a.curations.turn("default", wait_s=0, fair=True):
+        pass
+    leases.claim(key, b.curations._token, 0.5)          # b claims, then stops waiting
+    time.sleep(0.8)
+    with a.curations.turn("default", wait_s=0, fair=True):
+        pass
