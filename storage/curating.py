@@ -84,6 +84,7 @@ class CurationTurns:
         self._guard = threading.Lock()
         self._thread_locks: dict[str, threading.RLock] = {}   # object-store homes only
         self._bucket_held: dict[str, BucketHeld] = {}         # key -> the lease held (bucket)
+        self._here: dict[str, int] = {}   # key -> turns this process's threads hold (nested too)
         self._leases = (BucketLeases(open_table, lease_s)
                         if not self._local and open_table is not None else None)
 
@@ -132,6 +133,10 @@ class CurationTurns:
         finally:
             tlock.release()
 
+    def _left(self, key: str) -> None:
+        with self._guard:
+            self._here[key] -= 1
+
     def _paths(self, key: str) -> tuple[Path, Path, Path]:
         folder = Path(self.uri) / "_locks"
         return (folder / f"{key}.curate.lease", folder / f"{key}.curated",
@@ -173,11 +178,14 @@ class CurationTurns:
                     raise LockBusy(f"namespace {namespace!r}: another process's turn is next")
                 held = stack.enter_context(lock.hold(wait_s))
             except LockBusy:
-                if fair:
+                if fair and not self._here.get(key):   # held by another process, not a thread here
                     self._claim(next_path)
                 raise
             if fair and self._claimed(next_path) == self._token:
                 next_path.unlink(missing_ok=True)
+            with self._guard:
+                self._here[key] = self._here.get(key, 0) + 1
+            stack.callback(self._left, key)
             with self._guard:
                 found = read_token(stamp_path)
                 moved = found != self._mine.get(key)

@@ -82,12 +82,13 @@ def full_and_ranking_only(strategy: str, env, query: str, budget: int = 500):
 def listing(root) -> set[tuple[str, int, int]]:
     """Every file under ``root``: its relative path, size and modification time (a store's
     files compared before and after something that must write nothing). Not the curation
-    turns' tokens (``_locks/*.curated``, ``storage/curating.py``): a turn that wrote nothing
-    still tells other processes it was taken, as a lock's marker file does."""
+    turns' tokens and claims (``_locks/*.curated``, ``*.curate.next``, ``storage/curating.py``):
+    a turn that wrote nothing still tells other processes it was taken, as a lock's marker file
+    does."""
     out = set()
     for dirpath, _, files in os.walk(root):
         for f in files:
-            if f.endswith(".curated") and os.path.basename(dirpath) == "_locks":
+            if f.endswith((".curated", ".curate.next")) and os.path.basename(dirpath) == "_locks":
                 continue
             st = os.stat(os.path.join(dirpath, f))
             out.add((os.path.relpath(os.path.join(dirpath, f), root), st.st_size, st.st_mtime_ns))

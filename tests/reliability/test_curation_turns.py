@@ -269,6 +269,33 @@ def test_a_process_waiting_for_the_turn_goes_next(tmp_path):
         pass
 
 
+def test_a_turn_held_by_another_thread_here_is_not_claimed(tmp_path):
+    """Claims are for other processes: a fair try that finds the turn held by another thread of
+    this process (a consolidation beside the worker) leaves no claim behind."""
+    import threading
+
+    turns = CurationTurns(str(tmp_path), 10.0, 5.0)
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with turns.turn("default"):
+            held.set()
+            done.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(30)
+        with pytest.raises(LockBusy), turns.turn("default", wait_s=0, fair=True):
+            pass
+        assert not list((tmp_path / "_locks").glob("*.curate.next"))
+    finally:
+        done.set()
+        holder.join(30)
+    with turns.turn("default", wait_s=0, fair=True):   # free again
+        pass
+
+
 def test_a_turn_says_whether_another_process_curated_since(tmp_path):
     """Two ``CurationTurns`` on one folder stand for two processes (each its own token)."""
     a, b = CurationTurns(str(tmp_path), 10.0, 5.0), CurationTurns(str(tmp_path), 10.0, 5.0)
