@@ -37,17 +37,33 @@ while held), the row carries the token, and a claim on the next turn is a row of
 from __future__ import annotations
 
 import itertools
+import logging
 import secrets
 import threading
 import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from .bucket_lease import BucketHeld, BucketLeases
 from .locks import Held, LockBusy, lease_lock
 from .names import namespace_key, read_token, write_token
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def _best_effort(what: str, fn: Callable[[], T]) -> T | None:
+    """``fn()``, or None with a warning when it fails: a claim only orders the turns, and a
+    curation must not fail (nor a turn taken be left held) because one could not be read or
+    written (a full disk, a bucket's request failing)."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        log.warning("%s failed: %s", what, exc)
+        return None
+
 
 # How long a process's claim on the next turn stands: a few of the worker's looks at a busy
 # turn (every 0.2 s, ``tools/curation.BUSY_RETRY_S``), each of which renews it; a claim left by
@@ -108,7 +124,8 @@ class CurationTurns:
                 yield Turn(nested, False)
                 return
             leases, mine = self._leases, f"{self._token}.{next(self._count)}"
-            claim = leases.claimed(key) if fair else None
+            claim = _best_effort("reading the claims on the next turn",
+                                 lambda: leases.claimed(key)) if fair else None
             if claim not in (None, self._token):
                 raise LockBusy(f"namespace {namespace!r}: another process's turn is next")
             try:
@@ -116,16 +133,18 @@ class CurationTurns:
                                           lambda found: mine if writes else None)
             except LockBusy:
                 if fair:
-                    leases.claim(key, self._token, CLAIM_FRESH_S)
+                    _best_effort("claiming the next turn",
+                                 lambda: leases.claim(key, self._token, CLAIM_FRESH_S))
                 raise
-            if claim == self._token:
-                leases.unclaim(key, self._token)
-            with self._guard:
-                moved = found != self._mine.get(key)
-                if writes or moved:
-                    self._mine[key] = mine if writes else found
             self._bucket_held[key] = held
             try:
+                if claim == self._token:
+                    _best_effort("dropping this process's claim",
+                                 lambda: leases.unclaim(key, self._token))
+                with self._guard:
+                    moved = found != self._mine.get(key)
+                    if writes or moved:
+                        self._mine[key] = mine if writes else found
                 yield Turn(held, moved)
             finally:
                 del self._bucket_held[key]
@@ -179,10 +198,11 @@ class CurationTurns:
                 held = stack.enter_context(lock.hold(wait_s))
             except LockBusy:
                 if fair and not self._here.get(key):   # held by another process, not a thread here
-                    self._claim(next_path)
+                    _best_effort("claiming the next turn", lambda: self._claim(next_path))
                 raise
             if fair and self._claimed(next_path) == self._token:
-                next_path.unlink(missing_ok=True)
+                _best_effort("dropping this process's claim",
+                             lambda: next_path.unlink(missing_ok=True))
             with self._guard:
                 self._here[key] = self._here.get(key, 0) + 1
             stack.callback(self._left, key)

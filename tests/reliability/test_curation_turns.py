@@ -296,6 +296,39 @@ def test_a_turn_held_by_another_thread_here_is_not_claimed(tmp_path):
         pass
 
 
+def test_a_claim_that_cannot_be_written_fails_no_curation(tmp_path, monkeypatch):
+    """Claims only order the turns: a claim that cannot be written (a full disk) leaves the try
+    busy, as it was, and one that cannot be dropped leaves the turn taken and let go."""
+    from trimem.storage import curating
+
+    def broken(path, token):
+        raise OSError(28, "No space left on device")
+
+    turns = CurationTurns(str(tmp_path), 10.0, 5.0)
+    with turn_held_elsewhere(tmp_path) as release:
+        monkeypatch.setattr(curating, "write_token", broken)
+        with pytest.raises(LockBusy), turns.turn("default", wait_s=0, fair=True):
+            pass
+        monkeypatch.undo()
+        with pytest.raises(LockBusy), turns.turn("default", wait_s=0, fair=True):
+            pass                                   # this one claims
+        release()
+    unlink = Path.unlink
+
+    def unlink_but_claims(self, missing_ok=False):
+        if self.name.endswith(".curate.next"):
+            broken(self, "")
+        unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", unlink_but_claims)
+    with turns.turn("default", wait_s=0, fair=True) as turn:   # the claim stays; the turn is had
+        assert turn.held is not None
+    monkeypatch.undo()
+    other = CurationTurns(str(tmp_path), 10.0, 5.0)
+    with other.turn("default", wait_s=0):          # and was let go
+        pass
+
+
 def test_a_turn_says_whether_another_process_curated_since(tmp_path):
     """Two ``CurationTurns`` on one folder stand for two processes (each its own token)."""
     a, b = CurationTurns(str(tmp_path), 10.0, 5.0), CurationTurns(str(tmp_path), 10.0, 5.0)

@@ -249,3 +249,26 @@ def test_a_machine_waiting_for_the_turn_goes_next(s3_env):
     time.sleep(0.8)
     with a.curations.turn("default", wait_s=0, fair=True):
         pass
+
+
+def test_claims_that_fail_on_the_bucket_fail_no_curation(s3_env, monkeypatch):
+    """A claim's request failing (the bucket's endpoint erring) leaves a fair try busy as it
+    was, and a turn whose claim cannot be dropped is still taken and let go."""
+    a, b = stores(s3_env["TRIMEM_HOME"])
+
+    def broken(*args, **kw):
+        raise RuntimeError("the endpoint answered 503")
+
+    with a.curations.turn("default"):
+        monkeypatch.setattr(BucketLeases, "claim", broken)
+        with pytest.raises(LockBusy), b.curations.turn("default", wait_s=0, fair=True):
+            pass
+        monkeypatch.undo()
+        with pytest.raises(LockBusy), b.curations.turn("default", wait_s=0, fair=True):
+            pass                                   # this one claims
+    monkeypatch.setattr(BucketLeases, "unclaim", broken)
+    with b.curations.turn("default", wait_s=0, fair=True) as turn:
+        assert turn.held is not None
+    monkeypatch.undo()
+    with a.curations.turn("default", wait_s=0):    # let go: a takes it at once
+        pass
