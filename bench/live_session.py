@@ -28,7 +28,6 @@ import numpy as np
 def run(home: str, exchanges: int, seed: int = 21) -> dict:
     from ..server.settings import Settings
     from ..strategies.hybrid.store import KINDS
-    from ..tools import curation
     from ..tools.remember import Message, remember
     from ..tools.runtime import Runtime
     from .synth import Synth
@@ -40,17 +39,14 @@ def run(home: str, exchanges: int, seed: int = 21) -> dict:
     while len(texts) < 2 * exchanges:
         texts += [m["content"] for m in next(made)[2]]
     steps: dict[str, list[float]] = {}
-    real = curation._fenced_curate
-
-    def timed(env, strat, sid) -> None:
-        t0 = time.perf_counter()
-        try:
-            real(env, strat, sid)
-        finally:
-            steps.setdefault(strat.name, []).append(time.perf_counter() - t0)
-
-    curation._fenced_curate = timed
     rt = Runtime(Settings(home=home, curation=False).to_config())
+    worker_note = rt.curation.times.note
+
+    def note(name: str, seconds: float) -> None:   # each strategy's step, as the worker times it
+        steps.setdefault(name, []).append(seconds)
+        worker_note(name, seconds)
+
+    rt.curation.times.note = note
     try:
         t0 = time.perf_counter()
         for k in range(exchanges):
@@ -66,7 +62,6 @@ def run(home: str, exchanges: int, seed: int = 21) -> dict:
             digest.update(repr((r.id, r.text, r.status)).encode())
             digest.update(np.asarray(r.vector, np.float32).tobytes())
     finally:
-        curation._fenced_curate = real
         rt.close(60)
     return {"exchanges": exchanges, "wall_s": round(wall, 1),
             "hybrid_memories": digest.hexdigest()[:16],
